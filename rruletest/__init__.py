@@ -1,0 +1,122 @@
+"""rruletest: test derivative rules against finite differences.
+
+The light layers (tangents, rules, domains, errors) load with the package; everything else loads
+on first use of one of its names, so ``import rruletest`` stays fast and never pulls in findiff,
+scipy, sympy or hypothesis.
+
+>>> import rruletest
+>>> rruletest.ZeroTangent() + 1.0
+1.0
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from rruletest.domains import Domain, Interval
+from rruletest.errors import Mismatch, RuleTestFailure
+from rruletest.rules import (
+    RuleInfo,
+    RuleSet,
+    derivatives_given_output,
+    frule,
+    non_differentiable,
+    register_frule,
+    register_rrule,
+    rrule,
+    scalar_rule,
+)
+from rruletest.tangents import (
+    AbstractZero,
+    InplaceableThunk,
+    NoTangent,
+    Tangent,
+    Thunk,
+    ZeroTangent,
+    unthunk,
+)
+
+if TYPE_CHECKING:
+    from rruletest import strategies
+    from rruletest.approx import test_approx
+    from rruletest.broadcast import broadcasted, unbroadcast
+    from rruletest.finite_differences import (
+        FiniteDifferenceMethod,
+        backward_fdm,
+        central_fdm,
+        extrapolate_fdm,
+        forward_fdm,
+    )
+    from rruletest.testers import rand_tangent, test_frule, test_rrule, test_scalar, with_tangent
+
+__version__ = "0.1.0"
+
+# Public names that load their module on first access.
+_LAZY: dict[str, str] = {
+    "strategies": "rruletest.strategies",
+    "test_approx": "rruletest.approx",
+    "broadcasted": "rruletest.broadcast",
+    "unbroadcast": "rruletest.broadcast",
+    "FiniteDifferenceMethod": "rruletest.finite_differences",
+    "central_fdm": "rruletest.finite_differences",
+    "forward_fdm": "rruletest.finite_differences",
+    "backward_fdm": "rruletest.finite_differences",
+    "extrapolate_fdm": "rruletest.finite_differences",
+    "test_rrule": "rruletest.testers",
+    "test_frule": "rruletest.testers",
+    "test_scalar": "rruletest.testers",
+    "with_tangent": "rruletest.testers",
+    "rand_tangent": "rruletest.testers",
+}
+
+__all__ = [
+    "AbstractZero",
+    "Domain",
+    "FiniteDifferenceMethod",
+    "InplaceableThunk",
+    "Interval",
+    "Mismatch",
+    "NoTangent",
+    "RuleInfo",
+    "RuleSet",
+    "RuleTestFailure",
+    "Tangent",
+    "Thunk",
+    "ZeroTangent",
+    "backward_fdm",
+    "broadcasted",
+    "central_fdm",
+    "derivatives_given_output",
+    "extrapolate_fdm",
+    "forward_fdm",
+    "frule",
+    "non_differentiable",
+    "rand_tangent",
+    "register_frule",
+    "register_rrule",
+    "rrule",
+    "scalar_rule",
+    "strategies",
+    "test_approx",
+    "test_frule",
+    "test_rrule",
+    "test_scalar",
+    "unbroadcast",
+    "unthunk",
+    "with_tangent",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rruletest' has no attribute {name!r}")
+    mod = importlib.import_module(module)
+    value = mod if module.endswith("." + name) else getattr(mod, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,3 @@
+"""The built-in ruleset for numpy functions (importing this module registers them)."""
+
+from __future__ import annotations
