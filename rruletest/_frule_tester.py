@@ -1,0 +1,202 @@
+"""The body of ``test_frule``: primal, tangent structure, numerical jvp, no mutation, zeros.
+
+The rule is called twice: with the tangents (``with_tangent`` ones, else ``rand_tangent``) and
+with zero tangents (which must give a zero output tangent).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rruletest import _reference as ref
+from rruletest._args import describe, has_coordinates
+from rruletest._checks import changes, copyable, is_lazy, nonzero_paths, snapshot
+from rruletest._fit import fit_problems
+from rruletest._rrule_tester import (
+    _MISSING,
+    _call_f,
+    _check_mutation,
+    _check_primal,
+    _domain_for,
+    _is_broadcast,
+    _note_unchecked,
+    compare,
+)
+from rruletest._setup import Setup
+from rruletest.rand_tangent import rand_tangent
+from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero
+
+__all__ = ["run_frule_checks"]
+
+
+def _tangents(s: Setup) -> list[Any]:
+    out: list[Any] = []
+    for a in s.args:
+        if a.tangent is not None:
+            out.append(a.tangent)
+        elif a.numeric:
+            out.append(rand_tangent(s.gen, a.primal))
+        else:
+            out.append(NO_TANGENT)
+    return out
+
+
+def _call_rule(
+    s: Setup, frule_f: Any, tangents: tuple[Any, ...], rule_args: tuple[Any, ...], call: str
+) -> Any:
+    report = s.report
+    try:
+        res = frule_f(tangents, s.f, *rule_args, **s.fkwargs)
+    except Exception as exc:
+        report.exception("exception", call, exc)
+        return None
+    if res is None:
+        report.problem(
+            "rule",
+            call,
+            f"no rule: {describe(frule_f)} returned None (register one "
+            "with register_frule, or pass frule_f=)",
+            expected="a rule",
+        )
+        return None
+    if not isinstance(res, tuple) or len(res) != 2:
+        report.problem(
+            "rule",
+            call,
+            f"returned {describe(res)}; expected a tuple (y, ydot)",
+            actual=res,
+            expected="(y, ydot)",
+        )
+        return None
+    return res
+
+
+def run_frule_checks(s: Setup, frule_f: Any, check_fd: bool) -> None:
+    __tracebackhide__ = True
+    report = s.report
+    primals = s.primals
+    before = [snapshot(p) for p in primals]
+    rule_args = tuple(
+        snapshot(p) if copyable(b) else p for p, b in zip(primals, before, strict=True)
+    )
+    xdots = _tangents(s)
+    fdot = NO_TANGENT if s.fdot is None else s.fdot
+    dot_snap = snapshot(xdots)
+    xdots_in = snapshot(xdots) if copyable(dot_snap) else xdots
+    y_f = _call_f(s, before)
+
+    res = _call_rule(s, frule_f, (fdot, *xdots_in), rule_args, "frule_f((fdot, *xdots), f, *args)")
+    if res is None:
+        report.raise_now()
+    y, ydot = res
+    _check_mutation(s, rule_args, before, "the frule", set())
+    if copyable(dot_snap):
+        for where in changes(dot_snap, xdots_in, "xdots"):
+            report.problem(
+                "mutation",
+                where.split(":")[0],
+                f"the frule mutated an input tangent: {where.split(': ', 1)[1]}",
+            )
+    y_ref = _check_primal(s, y, y_f)
+    if is_lazy(ydot):
+        report.problem(
+            "type",
+            "ydot",
+            f"the frule returned a lazy {type(ydot).__name__} as ydot; return a collected value",
+            actual=ydot,
+        )
+        report.raise_now()
+    fits = _check_ydot_type(s, y_ref, ydot)
+
+    live = [a for a in s.args if a.numeric]
+    if check_fd and fits and live and y_f is not _MISSING:
+        _check_jvp(s, ydot, [xdots[a.index] for a in live], y_ref, frule_f)
+    elif not check_fd:
+        report.note("numerical check: off (check_fd=False): structural checks only")
+
+    zeros = tuple(ZERO_TANGENT if a.numeric else NO_TANGENT for a in s.args)
+    zres = _call_rule(
+        s,
+        frule_f,
+        (fdot, *zeros),
+        tuple(snapshot(p) for p in before),
+        "frule_f((fdot, *zero tangents), f, *args)",
+    )
+    if zres is not None:
+        for where in nonzero_paths(zres[1], "ydot"):
+            report.problem(
+                "zero",
+                where.split(":")[0],
+                f"zero input tangents gave a nonzero output tangent: {where.split(': ', 1)[1]}",
+                actual=zres[1],
+                expected=ZERO_TANGENT,
+            )
+    report.note("frule called 2 times: with the tangents, with zero tangents")
+    _note_unchecked(report, s.args)
+    report.finish()
+
+
+def _check_ydot_type(s: Setup, y: Any, ydot: Any) -> bool:
+    if not has_coordinates(y):
+        if isinstance(ydot, AbstractZero) or not nonzero_paths(ydot, "ydot"):
+            return True
+        s.report.problem(
+            "type",
+            "ydot",
+            f"{describe(ydot)} for an output without a tangent "
+            f"space ({describe(y)}); expected NoTangent()",
+            actual=ydot,
+            expected=NO_TANGENT,
+        )
+        return False
+    problems = fit_problems(y, ydot, "ydot", kind="tangent")
+    for m in problems:
+        s.report.add(m)
+    return not problems
+
+
+def _check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) -> None:
+    from rruletest.finite_differences import broadcast_jvp, jvp_estimate
+
+    report = s.report
+    live = [a for a in s.args if a.numeric]
+    domain, dom_primals = _domain_for(s, frule_f)
+    rtol, atol = ref.tolerances([*s.primals, y_ref], s.rtol, s.atol)
+    try:
+        if _is_broadcast(s.f) and s.args and not s.args[0].numeric:
+            fdm = ref.fdm_for_domain(s.fdm, domain, dom_primals)
+            pos = {a.index: k for k, a in enumerate(live)}
+            pairs = [
+                (a.primal, dots[pos[a.index]] if a.index in pos else NO_TANGENT) for a in s.args[1:]
+            ]
+            est = broadcast_jvp(fdm, s.primals[0], *pairs)
+            mode = "structured broadcast jvp"
+        else:
+            fdm = ref.fdm_for_domain(s.fdm, domain, s.primals)
+            g = ref.closed_over(s.f, s.fkwargs, s.primals, [a.index for a in live])
+            est = jvp_estimate(fdm, g, *zip((a.primal for a in live), dots, strict=True))
+            mode = "finite-difference jvp"
+    except Exception as exc:
+        report.exception(
+            "numeric",
+            "finite differences of f",
+            exc,
+            hint=(
+                "f raised at inputs perturbed by the finite differences; if f is defined only on "
+                "part of its inputs, declare the rule's domain (register_frule(..., domain=...)) "
+                "or "
+                "pass an fdm with a smaller max_range"
+            ),
+        )
+        return
+    report.note(f"numerical reference: {mode}, fdm={fdm!r}")
+    compare(
+        report,
+        "numeric",
+        f"ydot: the output tangent differs from the numerical jvp ({mode})",
+        ydot,
+        est.value,
+        "ydot",
+        rtol,
+        ref.widen(atol, est.error),
+    )

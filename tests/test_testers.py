@@ -1,0 +1,643 @@
+"""Tests of the testers: correct rules pass, each check alone catches its deliberately wrong rule.
+
+Every rule lives in a fresh RuleSet (``rrule_f=rules.rrule``), never in the default one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rruletest import NoTangent, RuleSet, RuleTestFailure, Tangent, Thunk, ZeroTangent, unthunk
+from rruletest.broadcast import broadcasted, unbroadcast
+from rruletest.tangents import AbstractZero
+from rruletest.testers import rand_tangent, test_frule, test_rrule, test_scalar, with_tangent
+
+NT = NoTangent()
+
+
+def failure(call: Any) -> RuleTestFailure:
+    with pytest.raises(RuleTestFailure) as info:
+        call()
+    return info.value
+
+
+def sin_rules(dtype_cast: bool = True) -> RuleSet:
+    rules = RuleSet("sin")
+
+    @rules.register_rrule(np.sin)
+    def _sin_rrule(x: Any) -> Any:
+        c = np.cos(x)
+        return np.sin(x), lambda ybar: (NT, unthunk(ybar) * c)
+
+    @rules.register_frule(np.sin)
+    def _sin_frule(dots: Any, x: Any) -> Any:
+        return np.sin(x), np.cos(x) * dots[1]
+
+    return rules
+
+
+def rrule_of(f: Any, pullback_of: Any, primal: Any = None, handle_zero: bool = True) -> RuleSet:
+    """A RuleSet whose rrule for ``f`` returns ``primal(*args)`` (default ``f``) and
+    ``pullback_of(*args)`` (answering ``ZeroTangent()`` with zeros when ``handle_zero``)."""
+    rules = RuleSet("t")
+
+    @rules.register_rrule(f)
+    def _rule(*args: Any) -> Any:
+        y = (primal or f)(*args)
+        pullback = pullback_of(*args)
+
+        def wrapped(ybar: Any) -> Any:
+            if handle_zero and isinstance(ybar, AbstractZero):
+                return (NT, *(ZeroTangent() for _ in args))
+            return pullback(ybar)
+
+        return y, wrapped
+
+    return rules
+
+
+# -- passing rules -------------------------------------------------------------------------
+
+
+def test_correct_rules_pass_float64_and_float32() -> None:
+    rules = sin_rules()
+    for dtype in (np.float64, np.float32):
+        x = np.linspace(-1, 1, 7).astype(dtype)
+        test_rrule(np.sin, x, rrule_f=rules.rrule, rng=0)
+        test_frule(np.sin, x, frule_f=rules.frule, rng=0)
+        test_rrule(np.sin, dtype(0.25), rrule_f=rules.rrule, rng=0)
+    test_rrule(np.sin, 0.25, rrule_f=rules.rrule, rng=0)
+
+
+def test_float32_rule_wrong_by_one_percent_fails() -> None:
+    rules = rrule_of(np.sin, lambda x: lambda ybar: (NT, ybar * (np.cos(x) * np.float32(1.01))))
+    x = np.linspace(-1, 1, 5).astype(np.float32)
+    err = failure(lambda: test_rrule(np.sin, x, rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["numeric"]
+
+
+def test_matrix_rule_float32_and_float64() -> None:
+    rules = RuleSet()
+
+    @rules.register_rrule(np.matmul)
+    def _matmul(a: Any, b: Any) -> Any:
+        return a @ b, lambda ybar: (NT, unthunk(ybar) @ b.T, a.T @ unthunk(ybar))
+
+    rng = np.random.default_rng(1)
+    for dtype in (np.float64, np.float32):
+        a, b = rng.standard_normal((3, 4)).astype(dtype), rng.standard_normal((4, 2)).astype(dtype)
+        test_rrule(np.matmul, a, b, rrule_f=rules.rrule, rng=0)
+
+
+def test_structured_arguments_and_outputs() -> None:
+    Point = namedtuple("Point", "x y")
+
+    def norm2(p: Any, scale: float) -> float:
+        return scale * (p.x**2 + p.y**2)
+
+    def pullback_of(p: Any, scale: float) -> Any:
+        def pullback(ybar: Any) -> Any:
+            return (
+                NT,
+                Tangent(Point, x=2 * scale * p.x * ybar, y=2 * scale * p.y * ybar),
+                (p.x**2 + p.y**2) * ybar,
+            )
+
+        return pullback
+
+    rules = rrule_of(norm2, pullback_of)
+    test_rrule(norm2, Point(1.5, -0.5), 2.0, rrule_f=rules.rrule, rng=0)
+
+
+def test_dict_argument_with_natural_tangent() -> None:
+    def f(d: dict[str, Any]) -> Any:
+        return d["a"] * d["b"]
+
+    rules = rrule_of(
+        f, lambda d: lambda ybar: (NT, {"a": np.sum(ybar * d["b"]), "b": ybar * d["a"]})
+    )
+    test_rrule(f, {"a": 1.5, "b": np.array([1.0, 2.0])}, rrule_f=rules.rrule, rng=0)
+
+
+def test_complex_holomorphic_rule_passes_and_conj_error_is_caught() -> None:
+    good = rrule_of(np.exp, lambda z: lambda ybar: (NT, ybar * np.conj(np.exp(z))))
+    z = np.array([0.5 + 0.25j, -1.0 + 2.0j])
+    test_rrule(np.exp, z, rrule_f=good.rrule, rng=0)
+    bad = rrule_of(np.exp, lambda z: lambda ybar: (NT, ybar * np.exp(z)))
+    assert failure(lambda: test_rrule(np.exp, z, rrule_f=bad.rrule, rng=0)).checks == ["numeric"]
+
+
+# -- check 1: a rule exists and returns (y, pullback) ---------------------------------------
+
+
+def test_missing_rule() -> None:
+    err = failure(lambda: test_rrule(np.tan, 0.5, rrule_f=RuleSet().rrule, rng=3))
+    assert str(err) == (
+        "test_rrule(np.tan, 0.5) failed\n"
+        "[rule] rrule_f(f, *args): no rule: RuleSet.rrule returned None (register one with "
+        "register_rrule, or pass rrule_f=)\n"
+        "reproduce: test_rrule(np.tan, 0.5, rng=3)"
+    )
+    assert err.checks == ["rule"]
+
+
+def test_rule_returning_no_pullback() -> None:
+    rules = RuleSet()
+    rules.register_rrule(np.sin)(lambda x: np.sin(x))
+    err = failure(lambda: test_rrule(np.sin, 0.5, rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["rule"]
+    assert "expected a tuple (y, pullback) with a callable pullback" in str(err)
+
+
+# -- check 2: y matches f -------------------------------------------------------------------
+
+
+def test_wrong_primal_alone() -> None:
+    rules = rrule_of(
+        np.sin, lambda x: lambda ybar: (NT, ybar * np.cos(x)), primal=lambda x: np.sin(x) + 1e-3
+    )
+    err = failure(lambda: test_rrule(np.sin, np.array([0.1, 0.2]), rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["primal"]
+    assert "[primal] y: the rule's output differs from f(*args)" in str(err)
+
+
+def test_lazy_primal_is_a_failure() -> None:
+    rules = rrule_of(
+        np.sin,
+        lambda x: lambda ybar: (NT, ybar * np.cos(x)),
+        primal=lambda x: (np.sin(v) for v in x),
+    )
+    err = failure(lambda: test_rrule(np.sin, np.array([0.1, 0.2]), rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["primal"]
+    assert "[primal] y: the rule returned a lazy generator as its output" in str(err)
+
+
+# -- check 3: the pullback's output -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("make", "text"),
+    [
+        pytest.param(
+            lambda x, ybar: [NT, ybar * np.cos(x)],
+            "[output] pullback(ybar): returned a list of length 2; return a tuple "
+            "(fbar, xbar_0, ..., xbar_0) instead",
+            id="list",
+        ),
+        pytest.param(
+            lambda x, ybar: (ybar * np.cos(x),),
+            "[output] pullback(ybar): returned a tuple of length 1; expected a tuple of length 2",
+            id="short",
+        ),
+        pytest.param(
+            lambda x, ybar: ybar * np.cos(x), "[output] pullback(ybar): returned", id="bare"
+        ),
+    ],
+)
+def test_pullback_output_shape(make: Any, text: str) -> None:
+    rules = rrule_of(np.sin, lambda x: lambda ybar: make(x, ybar))
+    err = failure(lambda: test_rrule(np.sin, 0.5, rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["output"]
+    assert text in str(err)
+
+
+# -- check 4: types, shapes, dtypes -------------------------------------------------------------
+
+
+def test_float64_cotangent_for_float32_argument_alone() -> None:
+    rules = rrule_of(np.sin, lambda x: lambda ybar: (NT, (ybar * np.cos(x)).astype(np.float64)))
+    x = np.linspace(0, 1, 4).astype(np.float32)
+    err = failure(lambda: test_rrule(np.sin, x, rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["type"]
+    assert (
+        "[type] args[0]: dtype float64 for a float32 primal (a cotangent keeps its primal's "
+        "precision: cast with .astype(np.float32))"
+    ) in str(err)
+
+
+def test_complex_cotangent_for_real_argument() -> None:
+    rules = rrule_of(np.sin, lambda x: lambda ybar: (NT, (ybar * np.cos(x)) + 0j))
+    err = failure(lambda: test_rrule(np.sin, np.ones(2), rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["type"]
+    assert "[type] args[0]: complex dtype complex128 for a real float64 primal" in str(err)
+
+
+def test_array_cotangent_for_scalar_argument() -> None:
+    rules = rrule_of(np.sin, lambda x: lambda ybar: (NT, np.array([ybar * np.cos(x)])))
+    err = failure(lambda: test_rrule(np.sin, 0.5, rrule_f=rules.rrule, rng=0))
+    assert "[type] args[0]: ndarray of shape (1,) for a scalar primal (return a scalar)" in str(err)
+
+
+def test_zero_tangent_for_non_differentiable_argument_gets_hint() -> None:
+    def power(x: Any, n: int) -> Any:
+        return x**n
+
+    rules = rrule_of(power, lambda x, n: lambda ybar: (NT, ybar * n * x ** (n - 1), ZeroTangent()))
+    err = failure(lambda: test_rrule(power, np.array([1.5, 2.0]), 3, rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["notangent"]
+    text = str(err)
+    assert (
+        "[notangent] args[1]: ZeroTangent() for a non-differentiable argument (int: not "
+        "differentiable)" in text
+    )
+    assert "hint: the pullback should use NoTangent() rather than ZeroTangent()" in text
+    assert "not checked numerically: args[1] (int: not differentiable)" in text
+
+
+def test_marked_argument_requires_notangent() -> None:
+    def scale(x: Any, s: float) -> Any:
+        return x * s
+
+    rules = rrule_of(scale, lambda x, s: lambda ybar: (NT, ybar * s, np.sum(ybar * x)))
+    x = np.array([1.0, 2.0])
+    test_rrule(scale, x, 2.5, rrule_f=rules.rrule, rng=0)
+    err = failure(lambda: test_rrule(scale, x, with_tangent(2.5, NT), rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["notangent"]
+    assert "[notangent] args[1]: 2.5 for a non-differentiable argument (marked " in str(err)
+    assert "not checked numerically: args[1] (marked with_tangent(x, NoTangent()))" in str(err)
+
+
+# -- check 5: numbers ------------------------------------------------------------------------
+
+
+def test_wrong_derivative_alone_with_numbers() -> None:
+    rules = rrule_of(np.sin, lambda x: lambda ybar: (NT, ybar * np.cos(x) * 1.001))
+    err = failure(lambda: test_rrule(np.sin, np.linspace(0, 1, 3), rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["numeric"]
+    text = str(err)
+    assert (
+        "[numeric] args[0]: the cotangent differs from the numerical vjp (dense "
+        "finite-difference vjp (3 coordinates))" in text
+    )
+    assert "numerical reference: dense finite-difference vjp (3 coordinates)" in text
+    assert err.path == "args[0]"
+
+
+def test_adjoint_mode_catches_wrong_rule_and_passes_right_one() -> None:
+    good = rrule_of(np.sin, lambda x: lambda ybar: (NT, ybar * np.cos(x)))
+    bad = rrule_of(np.sin, lambda x: lambda ybar: (NT, ybar * np.cos(x) * 1.001))
+    x = np.linspace(0, 1, 50)
+    test_rrule(np.sin, x, rrule_f=good.rrule, vjp_mode="adjoint", rng=0)
+    err = failure(lambda: test_rrule(np.sin, x, rrule_f=bad.rrule, vjp_mode="adjoint", rng=0))
+    assert err.checks == ["numeric"]
+    assert "adjoint identity fails along random direction 0" in str(err)
+    assert "numerical reference: adjoint identity <xbar, v> == <ybar, J v>" in str(err)
+
+
+def test_check_fd_false_runs_structural_checks_only() -> None:
+    bad = rrule_of(np.sin, lambda x: lambda ybar: (NT, ybar * np.cos(x) * 2))
+    test_rrule(np.sin, np.ones(3), rrule_f=bad.rrule, check_fd=False, rng=0)
+
+
+# -- check 6: a thunked ybar --------------------------------------------------------------------
+
+
+def test_thunk_mishandled_alone() -> None:
+    def pullback_of(x: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            if isinstance(ybar, Thunk):
+                return NT, np.cos(x)  # forgets to multiply by the unthunked ybar
+            return NT, ybar * np.cos(x)
+
+        return pullback
+
+    rules = rrule_of(np.sin, pullback_of)
+    err = failure(lambda: test_rrule(np.sin, np.array([0.3, 0.4]), rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["thunk"]
+    assert "[thunk] args[0]: pullback(Thunk(ybar)) differs from pullback(ybar)" in str(err)
+    test_rrule(
+        np.sin, np.array([0.3, 0.4]), rrule_f=rules.rrule, rng=0, check_thunked_output_tangent=False
+    )
+
+
+# -- check 7: a second call -------------------------------------------------------------------
+
+
+def test_stateful_pullback_alone() -> None:
+    def pullback_of(x: Any) -> Any:
+        acc = np.zeros_like(x)
+
+        def pullback(ybar: Any) -> Any:
+            if isinstance(unthunk(ybar), AbstractZero):
+                return NT, ybar
+            acc[...] += unthunk(ybar) * np.cos(x)  # accumulates across calls: wrong
+            return NT, acc
+
+        return pullback
+
+    rules = rrule_of(np.sin, pullback_of)
+    err = failure(lambda: test_rrule(np.sin, np.array([0.3, 0.4]), rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["repeat"]
+    text = str(err)
+    assert (
+        "[repeat] args[0]: calling the pullback a second time gave a different result "
+        "(rules must tolerate being called more than once)" in text
+    )
+    assert "Thunk(ybar) check skipped: the pullback does not repeat its result" in text
+
+
+# -- check 8: mutation -----------------------------------------------------------------------
+
+
+def test_rule_mutating_its_input_alone() -> None:
+    rules = RuleSet()
+
+    @rules.register_rrule(np.sin)
+    def _rule(x: Any) -> Any:
+        y, c = np.sin(x), np.cos(x)
+        x[0] = 10.0
+        return y, lambda ybar: (NT, ybar * c)
+
+    err = failure(lambda: test_rrule(np.sin, np.array([0.5, 1.0]), rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["mutation"]
+    assert "[mutation] args[0][0]: the rule mutated its input: was 0.5, now 10.0" in str(err)
+
+
+def test_pullback_mutating_ybar_alone() -> None:
+    def pullback_of(x: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            if isinstance(ybar, AbstractZero):
+                return NT, ybar
+            ybar *= np.cos(x)
+            return NT, ybar
+
+        return pullback
+
+    rules = rrule_of(np.sin, pullback_of)
+    err = failure(lambda: test_rrule(np.sin, np.array([0.5, 1.0]), rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["mutation"]
+    assert "[mutation] ybar[0]: pullback(ybar) mutated the output cotangent" in str(err)
+
+
+# -- check 9: a zero ybar ------------------------------------------------------------------------
+
+
+def test_zero_ybar_must_give_zeros_alone() -> None:
+    def pullback_of(x: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            ybar = np.ones_like(x) if isinstance(ybar, AbstractZero) else ybar
+            return NT, ybar * np.cos(x)
+
+        return pullback
+
+    rules = rrule_of(np.sin, pullback_of, handle_zero=False)
+    err = failure(lambda: test_rrule(np.sin, np.array([0.5, 1.0]), rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["zero"]
+    assert "[zero] args[0][0]: pullback(ZeroTangent()) gave a nonzero cotangent" in str(err)
+
+
+# -- exceptions ----------------------------------------------------------------------------
+
+
+def test_exceptions_are_failures_chained_to_the_original() -> None:
+    def boom(x: Any) -> Any:
+        raise ZeroDivisionError("inside the pullback")
+
+    rules = rrule_of(np.sin, lambda x: boom, handle_zero=False)
+    err = failure(lambda: test_rrule(np.sin, 0.5, rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["exception"]
+    assert "[exception] pullback(ybar) raised ZeroDivisionError: inside the pullback" in str(err)
+    assert isinstance(err.__cause__, ZeroDivisionError)
+
+    def bad_rule(x: Any) -> Any:
+        raise KeyError("rule")
+
+    rules2 = RuleSet()
+    rules2.register_rrule(np.sin)(bad_rule)
+    err = failure(lambda: test_rrule(np.sin, 0.5, rrule_f=rules2.rrule, rng=0))
+    assert "[exception] rrule_f(f, *args) raised KeyError: 'rule'" in str(err)
+    assert isinstance(err.__cause__, KeyError)
+
+
+def test_f_raising_is_a_failure() -> None:
+    def f(x: Any) -> Any:
+        raise ValueError("f broke")
+
+    rules = rrule_of(f, lambda x: lambda ybar: (NT, ybar), primal=lambda x: x)
+    err = failure(lambda: test_rrule(f, 0.5, rrule_f=rules.rrule, rng=0))
+    assert "[exception] f(*args) raised ValueError: f broke" in str(err)
+    assert isinstance(err.__cause__, ValueError)
+
+
+# -- misuse -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "text"),
+    [
+        pytest.param({"vjp_mode": "fast"}, ValueError, "vjp_mode='fast'", id="vjp_mode"),
+        pytest.param({"rtol": -1.0}, ValueError, "rtol=-1.0", id="rtol"),
+        pytest.param({"atol": "x"}, TypeError, "atol='x'", id="atol"),
+        pytest.param({"fkwargs": [1]}, TypeError, "fkwargs=[1]", id="fkwargs"),
+        pytest.param({"rng": 1.5}, TypeError, "rng=1.5", id="rng"),
+        pytest.param({"fdm": 3}, TypeError, "fdm=3", id="fdm"),
+        pytest.param({"rrule_f": 3}, TypeError, "rrule_f=3", id="rrule_f"),
+        pytest.param(
+            {"output_tangent": np.ones(3)},
+            ValueError,
+            "output_tangent does not fit the output: shape (3,) for a primal of shape (2,)",
+            id="output_tangent",
+        ),
+    ],
+)
+def test_misuse_raises_type_or_value_error(kwargs: dict[str, Any], exc: type, text: str) -> None:
+    rules = sin_rules()
+    kwargs = {"rrule_f": rules.rrule, **kwargs}
+    with pytest.raises(exc, match=re.escape(text)):
+        test_rrule(np.sin, np.ones(2), **kwargs)
+
+
+def test_with_tangent_rejects_unfit_tangent() -> None:
+    with pytest.raises(ValueError, match=re.escape("dx does not fit x: complex dtype")):
+        with_tangent(np.ones(2), np.ones(2, complex))
+
+
+# -- seeds and reports ----------------------------------------------------------------------
+
+
+def test_seed_is_reported_and_reproduces() -> None:
+    bad = rrule_of(np.sin, lambda x: lambda ybar: (NT, ybar * np.cos(x) * 1.01))
+    first = failure(lambda: test_rrule(np.sin, np.ones(3), rrule_f=bad.rrule))
+    seed = int(re.search(r"rng=(\d+)\)$", str(first)).group(1))  # type: ignore[union-attr]
+    again = failure(lambda: test_rrule(np.sin, np.ones(3), rrule_f=bad.rrule, rng=seed))
+    assert str(again) == str(first)
+
+
+def test_header_summarises_big_arrays_and_api_only_mode() -> None:
+    bad = rrule_of(np.sin, lambda x: lambda ybar: (NT, ybar * np.cos(x)), primal=np.cos)
+    err = failure(
+        lambda: test_rrule(
+            np.sin,
+            np.ones((50, 60)),
+            rrule_f=bad.rrule,
+            rng=0,
+            check_fd=False,
+            check_thunked_output_tangent=False,
+        )
+    )
+    assert str(err).startswith(
+        "test_rrule(np.sin, float64[50, 60]) failed\n"
+        "  numerical check: off (check_fd=False): structural checks only\n"
+        "  pullback called 3 times: with ybar, ybar again, ZeroTangent()\n"
+        "[primal] y: the rule's output differs from f(*args)"
+    )
+
+
+def test_testers_are_not_collected() -> None:
+    for f in (test_rrule, test_frule, test_scalar, with_tangent, rand_tangent):
+        assert f.__test__ is False  # type: ignore[attr-defined]
+
+
+# -- the seed scenario: broadcasting -------------------------------------------------------------
+
+
+def scalar_rules() -> RuleSet:
+    rules = RuleSet("scalars")
+    rules.scalar_rule(np.sin, lambda x, y: np.cos(x), complex=True)
+    rules.scalar_rule(np.multiply, lambda x, y, z: (y, x), complex=True)
+    return rules
+
+
+def test_generic_broadcast_rule_passes() -> None:
+    rules = scalar_rules()
+    for dtype in (np.float64, np.float32):
+        x = np.linspace(-2, 2, 11).astype(dtype)
+        test_rrule(broadcasted, np.sin, x, rrule_f=rules.rrule, rng=0)
+        test_frule(broadcasted, np.sin, x, frule_f=rules.frule, rng=0)
+
+
+def user_broadcast_rules(wrong: bool) -> RuleSet:
+    """A user-written generic broadcast rule: per-element rrules, cotangents in an object array."""
+    rules = scalar_rules()
+
+    @rules.register_rrule(broadcasted, np.sin)
+    def _bcast(f: Any, x: Any) -> Any:
+        pairs = [rules.rrule(f, xi) for xi in x]
+        y = np.array([p[0] for p in pairs])
+
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            if isinstance(ybar, AbstractZero):
+                return NT, NT, ybar
+            dx = np.empty(len(pairs), dtype=object)
+            for i, (_, pb) in enumerate(pairs):
+                dx[i] = pb(1.0 if wrong else ybar[i])[1]
+            return NT, NT, dx
+
+        return y, pullback
+
+    return rules
+
+
+def test_user_generic_broadcast_rule_with_object_array() -> None:
+    x = np.linspace(-1, 1, 6)
+    test_rrule(broadcasted, np.sin, x, rrule_f=user_broadcast_rules(False).rrule, rng=0)
+    err = failure(
+        lambda: test_rrule(broadcasted, np.sin, x, rrule_f=user_broadcast_rules(True).rrule, rng=0)
+    )
+    assert err.checks == ["numeric"]
+    assert (
+        "[numeric] args[1]: the cotangent differs from the numerical vjp (structured "
+        "broadcast vjp)" in str(err)
+    )
+
+
+def binary_rules(with_unbroadcast: bool) -> RuleSet:
+    rules = RuleSet("binary")
+
+    @rules.register_rrule(broadcasted, np.multiply)
+    def _mul(f: Any, a: Any, b: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            da, db = ybar * b, ybar * a
+            if with_unbroadcast:
+                da, db = unbroadcast(a, da), unbroadcast(b, db)
+            return NT, NT, da, db
+
+        return a * b, pullback
+
+    return rules
+
+
+def test_binary_broadcast_rule_and_missing_unbroadcast() -> None:
+    a, b = np.linspace(1, 2, 3).reshape(3, 1), np.linspace(-1, 1, 4).reshape(1, 4)
+    for dtype in (np.float64, np.float32):
+        test_rrule(
+            broadcasted,
+            np.multiply,
+            a.astype(dtype),
+            b.astype(dtype),
+            rrule_f=binary_rules(True).rrule,
+            rng=0,
+        )
+    err = failure(
+        lambda: test_rrule(broadcasted, np.multiply, a, b, rrule_f=binary_rules(False).rrule, rng=0)
+    )
+    assert err.checks == ["type"]
+    text = str(err)
+    assert (
+        "[type] args[1]: shape (3, 4) for a primal of shape (3, 1)\n  hint: a cotangent must "
+        "have its argument's shape: sum the broadcast dimensions back with unbroadcast(x, xbar)"
+        in text
+    )
+    assert "[type] args[2]: shape (3, 4) for a primal of shape (1, 4)" in text
+    assert "test_rrule(broadcasted, np.multiply, float64[3, 1], float64[1, 4]) failed" in text
+
+
+# -- test_frule ------------------------------------------------------------------------------
+
+
+def test_frule_wrong_and_right() -> None:
+    good = sin_rules()
+    test_frule(
+        np.sin, with_tangent(np.array([0.1, 0.2]), np.array([1.0, -2.0])), frule_f=good.frule, rng=0
+    )
+    bad = RuleSet()
+    bad.register_frule(np.sin)(lambda dots, x: (np.sin(x), -np.cos(x) * dots[1]))
+    err = failure(lambda: test_frule(np.sin, np.array([0.1, 0.2]), frule_f=bad.frule, rng=0))
+    assert err.checks == ["numeric"]
+    assert "[numeric] ydot: the output tangent differs from the numerical jvp" in str(err)
+
+
+def test_frule_dtype_and_missing_rule() -> None:
+    bad = RuleSet()
+    bad.register_frule(np.sin)(lambda dots, x: (np.sin(x), np.cos(x).astype(float) * dots[1]))
+    x = np.array([0.1, 0.2], np.float32)
+    err = failure(lambda: test_frule(np.sin, x, frule_f=bad.frule, rng=0))
+    assert err.checks == ["type"]
+    assert "[type] ydot: dtype float64 for a float32 primal" in str(err)
+    err = failure(lambda: test_frule(np.sin, x, frule_f=RuleSet().frule, rng=0))
+    assert err.checks == ["rule"]
+
+
+# -- test_scalar ----------------------------------------------------------------------------
+
+
+def test_scalar_real_and_complex() -> None:
+    rules = scalar_rules()
+    test_scalar(np.sin, 0.5, rrule_f=rules.rrule, frule_f=rules.frule, rng=0)
+    test_scalar(np.sin, np.float32(0.5), rrule_f=rules.rrule, frule_f=rules.frule, rng=0)
+
+
+def test_scalar_catches_missing_conj() -> None:
+    rules = RuleSet()
+
+    @rules.register_rrule(np.exp)
+    def _exp(z: Any) -> Any:
+        y = np.exp(z)
+        return y, lambda ybar: (NT, unthunk(ybar) * y)  # should be conj(y)
+
+    rules.register_frule(np.exp)(lambda dots, z: (np.exp(z), np.exp(z) * dots[1]))
+    err = failure(lambda: test_scalar(np.exp, 0.5, rrule_f=rules.rrule, frule_f=rules.frule, rng=0))
+    text = str(err)
+    assert text.startswith("test_scalar(np.exp, 0.5) failed (tested at x = 0.5, (0.5+0.5j))")
+    assert "[numeric] test_rrule(np.exp, (0.5+0.5j)): args[0]" in text
+    assert "the cotangent convention is xbar = ybar * conj(f'(z))" in text
+    assert text.endswith("reproduce: test_scalar(np.exp, 0.5, rng=0)")
