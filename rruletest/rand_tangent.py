@@ -59,9 +59,9 @@ def resolve_rng(rng: Any) -> tuple[np.random.Generator, int | None]:
 
 def _decimals(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     """Nonzero multiples of 0.01 in [-9, 9], as float64."""
-    k = rng.integers(1, _KMAX + 1, size=shape)
-    sign = rng.integers(0, 2, size=shape) * 2 - 1
-    out: np.ndarray = (k * sign).astype(np.float64) / 100.0
+    k = rng.integers(-_KMAX, _KMAX, size=shape, dtype=np.int32)  # [-900, 899]
+    k += k >= 0  # skip zero: [-900, -1] and [1, 900]
+    out: np.ndarray = k / 100.0
     return out
 
 
@@ -69,7 +69,7 @@ def _array_tangent(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.d
     values: Any = _decimals(rng, shape)
     if dtype.kind == "c":
         values = values + 1j * _decimals(rng, shape)
-    return values.astype(dtype)
+    return np.asarray(values, dtype=dtype)
 
 
 def rand_tangent(rng: Any, x: Any) -> Any:

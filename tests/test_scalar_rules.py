@@ -1,0 +1,100 @@
+"""Property: correct scalar rules pass ``test_scalar`` everywhere inside their declared domain,
+including near its edges, in float64 and float32 (a tester must never fail a correct rule).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rruletest import RuleSet
+from rruletest.testers import test_scalar
+
+# (function, partials(x, y), domain, holomorphic, |x| cap for generated values)
+RULES: list[tuple[Any, Any, str, bool]] = [
+    (np.sin, lambda x, y: np.cos(x), "(-inf, inf)", True),
+    (np.cos, lambda x, y: -np.sin(x), "(-inf, inf)", True),
+    (np.tan, lambda x, y: 1 + y * y, "(-1.5, 1.5)", True),
+    (np.exp, lambda x, y: y, "(-20, 20)", True),
+    (np.log, lambda x, y: 1 / x, "(0, inf)", True),
+    (np.sqrt, lambda x, y: 1 / (2 * y), "(0, inf)", True),
+    (np.tanh, lambda x, y: 1 - y * y, "(-inf, inf)", True),
+    (np.arcsin, lambda x, y: 1 / np.sqrt(1 - x * x), "(-1, 1)", True),
+    (np.arccos, lambda x, y: -1 / np.sqrt(1 - x * x), "(-1, 1)", True),
+    (np.arctan, lambda x, y: 1 / (1 + x * x), "(-inf, inf)", True),
+    (np.log1p, lambda x, y: 1 / (1 + x), "(-1, inf)", True),
+    (np.expm1, lambda x, y: y + 1, "(-20, 20)", True),
+    (np.sinh, lambda x, y: np.cosh(x), "(-20, 20)", True),
+    (np.reciprocal, lambda x, y: -y * y, "(0, inf)", True),
+    (np.cbrt, lambda x, y: 1 / (3 * y * y), "(0, inf)", False),
+]
+
+
+def ruleset() -> RuleSet:
+    rules = RuleSet("scalars")
+    for f, partials, domain, holo in RULES:
+        rules.scalar_rule(f, partials, domain=domain, complex=holo)
+    return rules
+
+
+RULESET = ruleset()
+
+
+def inputs(domain: str) -> st.SearchStrategy[float]:
+    """Values inside ``domain`` (capped at 1e3 in size), plus points near each finite edge."""
+    from rruletest.domains import Interval
+
+    iv = Interval.parse(domain)
+    lo, hi = max(iv.lo, -1e3), min(iv.hi, 1e3)
+    edges = []
+    if math.isfinite(iv.lo):
+        edges += [iv.lo + 1e-8 * max(1.0, abs(iv.lo)), iv.lo + 1e-4]
+    if math.isfinite(iv.hi):
+        edges += [iv.hi - 1e-6 * max(1.0, abs(iv.hi)), iv.hi - 1e-3]
+    inside = st.floats(lo, hi, exclude_min=True, exclude_max=True, allow_subnormal=False)
+    inside = inside.filter(lambda v: iv.contains(v) and (iv.lo > -1e3 or v > lo))
+    return st.one_of(st.sampled_from(edges), inside) if edges else inside
+
+
+@pytest.mark.parametrize(("f", "domain"), [pytest.param(r[0], r[2], id=r[0].__name__) for r in RULES])
+@settings(max_examples=25)
+@given(data=st.data(), dtype=st.sampled_from([np.float64, np.float32]))
+def test_correct_scalar_rules_pass_inside_their_domain(
+    f: Any, domain: str, data: st.DataObject, dtype: Any
+) -> None:
+    x = data.draw(inputs(domain), label="x")
+    x = dtype(x)
+    from rruletest.domains import Interval
+
+    if not Interval.parse(domain).contains(float(x)):  # rounding to float32 left the domain
+        return
+    test_scalar(f, x, rrule_f=RULESET.rrule, frule_f=RULESET.frule, rng=0)
+
+
+@pytest.mark.parametrize(
+    ("f", "x"),
+    [
+        pytest.param(np.log, 1e-8, id="log-1e-8"),
+        pytest.param(np.arcsin, 0.999999, id="arcsin-0.999999"),
+        pytest.param(np.arccos, -0.999999, id="arccos--0.999999"),
+        pytest.param(np.sqrt, 1e-10, id="sqrt-1e-10"),
+        pytest.param(np.log1p, -1 + 1e-7, id="log1p-edge"),
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_near_domain_edges(f: Any, x: float, dtype: Any) -> None:
+    test_scalar(f, dtype(x), rrule_f=RULESET.rrule, frule_f=RULESET.frule, rng=0)
+
+
+def test_scalar_rule_wrong_near_edge_is_still_caught() -> None:
+    from rruletest import RuleTestFailure
+
+    rules = RuleSet()
+    rules.scalar_rule(np.log, lambda x, y: 1.01 / x, domain="(0, inf)", complex=True)
+    with pytest.raises(RuleTestFailure):
+        test_scalar(np.log, 1e-6, rrule_f=rules.rrule, frule_f=rules.frule, rng=0)
