@@ -20,6 +20,7 @@ from rruletest._rrule_tester import (
     _domain_for,
     _is_broadcast,
     _note_unchecked,
+    _note_unchecked_elements,
     compare,
 )
 from rruletest._setup import Setup
@@ -200,3 +201,4 @@ def _check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) -
         rtol,
         ref.widen(atol, est.error),
     )
+    _note_unchecked_elements(report, "ydot", est.error)

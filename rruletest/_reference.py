@@ -36,12 +36,14 @@ __all__ = [
     "fdm_for_domain",
     "leaf_dtypes",
     "tolerances",
+    "unchecked",
     "widen",
 ]
 
 DENSE_LIMIT = 2000  # input coordinates beyond which the dense numerical vjp is too slow
 ADJOINT_DIRECTIONS = 3  # random directions for the adjoint identity
 ERROR_FACTOR = 10.0  # multiples of the FD error estimate added to each element's tolerance
+ROOM_FRACTION = 0.9  # stencils stay within this fraction of the distance to a domain edge
 
 
 def leaf_dtypes(x: Any, out: set[np.dtype] | None = None, depth: int = 0) -> set[np.dtype]:
@@ -88,28 +90,45 @@ def tolerances(
 
 
 def widen(atol: float, error: Any) -> Any:
-    """``atol`` plus ``ERROR_FACTOR`` times the error estimate: per element for arrays, else
-    the largest error of a structure. An unknown (NaN) error adds nothing for that element.
+    """``atol`` plus ``ERROR_FACTOR`` times the error estimate, leaf by leaf (per element for
+    arrays), keeping the structure of ``error``. An element the engine could not estimate
+    (infinite or NaN error) gets an infinite tolerance: it is not checked (see ``unchecked``).
+
+    >>> widen(1e-9, np.array([0.0, 1e-10, np.inf]))
+    array([1.e-09, 2.e-09,    inf])
     """
+    from rruletest.tangents import AbstractZero, Tangent
+
+    if isinstance(error, AbstractZero) or error is None:
+        return atol
     if isinstance(error, np.ndarray | float | int | np.number) and not isinstance(error, bool):
         err = np.abs(np.asarray(error, dtype=np.float64))
-        err = np.where(np.isfinite(err), err, 0.0)
-        return atol + ERROR_FACTOR * err if err.ndim else atol + ERROR_FACTOR * float(err)
-    biggest = _max_leaf(error)
-    return atol + ERROR_FACTOR * biggest
+        err = np.where(np.isnan(err), np.inf, err)
+        out = atol + ERROR_FACTOR * err
+        return out if out.ndim else float(out)
+    if isinstance(error, Tangent):
+        if isinstance(error.backing, tuple):
+            return Tangent(error.primal_type, *(widen(atol, v) for v in error.backing))
+        if issubclass(error.primal_type, dict):
+            return Tangent(error.primal_type, {k: widen(atol, v) for k, v in error.items()})
+        return Tangent(error.primal_type, **{k: widen(atol, v) for k, v in error.items()})
+    if isinstance(error, tuple) and hasattr(type(error), "_fields"):
+        return type(error)(*(widen(atol, v) for v in error))
+    if isinstance(error, tuple | list):
+        return type(error)(widen(atol, v) for v in error)
+    if isinstance(error, dict):
+        return {k: widen(atol, v) for k, v in error.items()}
+    return atol + ERROR_FACTOR * _max_leaf(error)
 
 
-def _max_leaf(x: Any) -> float:
+def unchecked(error: Any) -> int:
+    """How many elements of an error estimate are not finite (the engine gave up on them)."""
     from rruletest._checks import _kids
 
-    if isinstance(x, np.ndarray | float | int | np.number) and not isinstance(x, bool):
-        arr = np.abs(np.asarray(x, dtype=np.float64))
-        arr = arr[np.isfinite(arr)]
-        return float(arr.max()) if arr.size else 0.0
-    kids = _kids(x)
-    if not kids:
-        return 0.0
-    return max((_max_leaf(v) for v in kids.values()), default=0.0)
+    if isinstance(error, np.ndarray | float | int | np.number) and not isinstance(error, bool):
+        return int(np.sum(~np.isfinite(np.asarray(error, dtype=np.float64))))
+    kids = _kids(error)
+    return sum(unchecked(v) for v in kids.values()) if kids else 0
 
 
 def coordinate_count(args: Sequence[Arg]) -> int:
@@ -168,24 +187,31 @@ def domain_room(domain: Domain | None, primals: Sequence[Any]) -> float | None:
     return room
 
 
-@functools.lru_cache(maxsize=64)
-def _cached_fdm(fdm: Any, max_range: float) -> Any:
-    return fdm.with_max_range(max_range)
-
-
 def fdm_for_domain(fdm: Any, domain: Domain | None, primals: Sequence[Any]) -> Any:
-    """``fdm`` limited so its stencils never leave the declared domain (see ``domain_room``)."""
+    """``fdm`` limited so its stencils never leave the declared domain (see ``domain_room``).
+
+    Only a plain ``FiniteDifferenceMethod`` is rebuilt (with a smaller ``max_range``); other
+    methods are used as they are and rely on the engine's own domain safety (an element whose
+    stencil meets NaN retries with smaller and one-sided steps).
+    """
+    from rruletest.finite_differences import FiniteDifferenceMethod
+
     room = domain_room(domain, primals)
-    if room is None:
+    if room is None or type(fdm) is not FiniteDifferenceMethod:
         return fdm
-    return fdm_with_max_range(fdm, room)
+    limit = ROOM_FRACTION * room
+    if fdm.max_range <= limit:
+        return fdm
+    return _with_max_range(fdm, limit)
 
 
-def fdm_with_max_range(fdm: Any, room: float) -> Any:
-    current = getattr(fdm, "max_range", None)
-    if current is not None and current <= room:
-        return fdm
-    try:
-        return _cached_fdm(fdm, room)
-    except (AttributeError, TypeError):
-        return fdm
+@functools.lru_cache(maxsize=256)
+def _with_max_range(fdm: Any, max_range: float) -> Any:
+    return type(fdm)(
+        fdm.grid,
+        fdm.q,
+        adapt=fdm.adapt,
+        condition=fdm.condition,
+        factor=fdm.factor,
+        max_range=max_range,
+    )

@@ -496,6 +496,16 @@ def _check_numeric(
             rtol,
             ref.widen(atol, est.error),
         )
+        _note_unchecked_elements(report, a.path, est.error)
+
+
+def _note_unchecked_elements(report: Report, path: str, error: Any) -> None:
+    n = ref.unchecked(error)
+    if n:
+        report.note(
+            f"{path}: {n} element(s) could not be estimated numerically (their stencils left "
+            "f's domain) and were not compared"
+        )
 
 
 def _check_adjoint(
