@@ -62,7 +62,7 @@ class ElementPullback:
             if not isinstance(c, tuple | list) or len(c) != n + 1:
                 raise TypeError(
                     f"{where}: the rrule of {fname(self.f)} returned a pullback giving {c!r} at "
-                    f"element {k}; expected a tuple (fbar, xbar_1, ..., xbar_{n})"
+                    f"element {k}; expected a tuple of {n + 1}: (fbar, one cotangent per argument)"
                 )
         fbar: Any = NO_TANGENT
         for c in cots:

@@ -230,8 +230,8 @@ def broadcast_frule(
     fdot = unthunk(tangents[1])
     xdots = [unthunk(t) for t in tangents[2:]]
     for i, (a, d) in enumerate(zip(args, xdots, strict=True)):
-        live = is_differentiable(a) and not isinstance(d, AbstractZero)
-        if live and not fits(np.shape(d), np.shape(a)):
+        moves = is_differentiable(a) and not isinstance(d, AbstractZero)
+        if moves and not fits(np.shape(d), np.shape(a)):
             raise ValueError(
                 f"{where}: the tangent of args[{i}] has shape {np.shape(d)}, args[{i}] has "
                 f"shape {np.shape(a)}"
