@@ -168,4 +168,6 @@ def like_output(y: Any, ydot: Any, shape: tuple[int, ...]) -> Any:
         arr = arr.real
     if dtype.kind in "fc" and arr.dtype != dtype:
         arr = arr.astype(dtype)
-    return np.array(arr) if isinstance(y, np.ndarray) else arr[()]
+    if not isinstance(y, np.ndarray):
+        return arr[()]
+    return arr if arr.flags.owndata and arr.flags.writeable else arr.copy()  # no views

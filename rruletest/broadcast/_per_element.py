@@ -37,6 +37,19 @@ def _tangent_label(where: str, k: int) -> str:
     return f"{where}: element {k} of the output tangent"
 
 
+def _check_pair(r: Any, f: Any, kind: str, expected: str, k: int) -> None:
+    if not isinstance(r, tuple | list) or len(r) != 2:
+        raise TypeError(
+            f"{call_text(kind, f)}: the {kind} of {fname(f)} returned {r!r} at element {k}; "
+            f"expected {expected}"
+        )
+    if kind == "rrule" and not callable(r[1]):
+        raise TypeError(
+            f"{call_text(kind, f)}: the rrule of {fname(f)} returned a pullback {r[1]!r} at "
+            f"element {k} that is not callable"
+        )
+
+
 class ElementPullback:
     """The per-element path's pullback: applies each element's pullback and collects."""
 
@@ -86,11 +99,12 @@ def element_rrule(
     array_out: bool,
 ) -> tuple[Any, ElementPullback]:
     """``(y, pullback)`` from ``rules.rrule(f, *element)`` at every broadcast element."""
-    results = [rules.rrule(f, *e, **kwargs) for e in elements(args, shape)]
     ys, pbs = [], []
-    for r in results:
+    for k, e in enumerate(elements(args, shape)):
+        r = rules.rrule(f, *e, **kwargs)
         if r is None:
             raise no_rule(rules, f, "rrule")
+        _check_pair(r, f, "rrule", "(y, pullback)", k)
         ys.append(r[0])
         pbs.append(r[1])
     warn_slow(f, "calls its scalar rrule once per element (it has no scalar rule)")
@@ -111,10 +125,11 @@ def element_frule(
     n = len(args)
     dots = [d if is_differentiable(a) else NO_TANGENT for a, d in zip(args, xdots, strict=True)]
     ys, ydots = [], []
-    for e in elements([*args, *dots], shape):
+    for k, e in enumerate(elements([*args, *dots], shape)):
         r = rules.frule((fdot, *e[n:]), f, *e[:n], **kwargs)
         if r is None:
             raise no_rule(rules, f, "frule")
+        _check_pair(r, f, "frule", "(y, ydot)", k)
         ys.append(r[0])
         ydots.append(r[1])
     warn_slow(f, "calls its scalar frule once per element (it has no scalar rule)")
