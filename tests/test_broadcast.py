@@ -478,6 +478,21 @@ class TestScalarPathRRule:
             assert not isinstance(o, list)
             assert not (isinstance(o, np.ndarray) and o.dtype == object)
 
+    def test_cotangents_are_writeable_arrays(self, rules: RuleSet) -> None:
+        def twice(x: Any) -> Any:
+            return 2 * x
+
+        rules.scalar_rule(twice, lambda x, y: 2.0)
+        _, pullback = rules.rrule(broadcasted, twice, np.ones(3))
+        xbar = pullback(1.5)[2]  # scalar ybar, constant partial: a broadcast inside
+        assert_array_equal(xbar, [3.0, 3.0, 3.0])
+        xbar += 1.0  # a caller may accumulate into it
+        _, pullback = rules.rrule(broadcasted, np.multiply, np.ones(2), 1.0)
+        _, _, xbar, _ = pullback(np.array([1j, 2 + 1j]))  # real primal, complex cotangent
+        assert xbar.dtype == np.float64
+        assert xbar.flags.owndata
+        assert_array_equal(xbar, [0.0, 2.0])
+
     def test_bad_ybar(self, rules: RuleSet) -> None:
         _, pullback = rules.rrule(broadcasted, np.sin, np.ones(3))
         with pytest.raises(ValueError, match=r"cotangent has shape \(4,\), the output has shape"):

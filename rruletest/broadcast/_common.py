@@ -156,6 +156,16 @@ def zero_cotangents(ybar: AbstractZero, args: Sequence[Any]) -> tuple[Any, ...]:
     return (NO_TANGENT, NO_TANGENT, *(ybar if is_differentiable(a) else NO_TANGENT for a in args))
 
 
+def owned(t: Any) -> Any:
+    """A returned tangent that the caller may modify: copies read-only broadcast views and real
+    views of complex buffers; anything else is returned as it is."""
+    if isinstance(t, np.ndarray) and (
+        not t.flags.writeable or (t.base is not None and t.base.dtype.kind != t.dtype.kind)
+    ):
+        return t.copy()
+    return t
+
+
 def like_output(y: Any, ydot: Any, shape: tuple[int, ...]) -> Any:
     """A tangent cast to the output's shape, precision (real for a real output) and container."""
     if isinstance(ydot, AbstractZero):
@@ -170,4 +180,4 @@ def like_output(y: Any, ydot: Any, shape: tuple[int, ...]) -> Any:
         arr = arr.astype(dtype)
     if not isinstance(y, np.ndarray):
         return arr[()]
-    return arr if arr.flags.owndata and arr.flags.writeable else arr.copy()  # no views
+    return arr if arr.flags.owndata and arr.flags.writeable else arr.copy()  # never a view

@@ -21,6 +21,7 @@ from rruletest.broadcast._common import (
     elements,
     like_output,
     no_rule,
+    owned,
     warn_slow,
     zero_cotangents,
 )
@@ -86,7 +87,7 @@ class ElementPullback:
                 out.append(NO_TANGENT)
                 continue
             t = assemble([c[i + 1] for c in cots], shape, partial(_cotangent_label, where, i))
-            out.append(t if isinstance(t, AbstractZero) else unbroadcast(a, t))
+            out.append(t if isinstance(t, AbstractZero) else owned(unbroadcast(a, t)))
         return tuple(out)
 
 

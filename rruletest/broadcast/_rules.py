@@ -45,6 +45,7 @@ from rruletest.broadcast._common import (
     fits,
     like_output,
     no_rule,
+    owned,
     warn_slow,
     zero_cotangents,
 )
@@ -156,7 +157,7 @@ class ScalarPullback:
             cot = ybar * _conj(p)
             if not isinstance(cot, AbstractZero) and np.shape(cot) != shape:
                 cot = np.broadcast_to(cot, shape)
-            out.append(unbroadcast(a, cot))
+            out.append(owned(unbroadcast(a, cot)))
         return tuple(out)
 
 
