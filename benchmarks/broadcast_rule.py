@@ -8,7 +8,7 @@ Measures, for ``sin`` over ``--size`` float64 elements (default 10**6):
 - their peak extra memory (tracemalloc), as a multiple of the array's size;
 - for scale, the per-element fallback on ``--fallback-size`` elements (default 10**4).
 
-Times are the best of ``--repeat`` runs; ratios are also given in primal evaluations
+Times are the best of ``--repeat`` interleaved runs; ratios are also given in primal evaluations
 (``np.sin(x)``). Run with ``python benchmarks/broadcast_rule.py``.
 """
 
@@ -28,12 +28,15 @@ from rruletest import NoTangent, RuleSet
 from rruletest.broadcast import SlowBroadcastWarning, broadcasted
 
 
-def best_time(fn: Callable[[], Any], repeat: int) -> float:
-    best = math.inf
+def best_times(fns: list[Callable[[], Any]], repeat: int) -> list[float]:
+    """The best time of each function, runs interleaved so that load on a shared machine
+    affects them alike."""
+    best = [math.inf] * len(fns)
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - t0)
     return best
 
 
@@ -54,7 +57,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=10**6)
     parser.add_argument("--fallback-size", type=int, default=10**4)
-    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=30)
     opts = parser.parse_args()
 
     rules = RuleSet("bench")
@@ -86,7 +89,7 @@ def main() -> None:
     if not (np.array_equal(y1, y2) and np.allclose(xb1, out[2], rtol=1e-15, atol=0)):
         raise SystemExit("the generic rule disagrees with hand-written numpy")
 
-    t_primal = best_time(primal, opts.repeat)
+    (t_primal,) = best_times([primal], opts.repeat)
     print(f"sin over {opts.size:.0e} float64 elements, best of {opts.repeat}")
     print(f"  primal np.sin(x)                 {t_primal * 1e3:8.2f} ms")
     rows = [
@@ -94,7 +97,7 @@ def main() -> None:
         ("frule", hand_frule, generic_frule),
     ]
     for label, hand, generic in rows:
-        th, tg = best_time(hand, opts.repeat), best_time(generic, opts.repeat)
+        th, tg = best_times([hand, generic], opts.repeat)
         mh, mg = peak_extra(hand, x.nbytes), peak_extra(generic, x.nbytes)
         print(
             f"  {label:<20} hand-written {th * 1e3:8.2f} ms  generic {tg * 1e3:8.2f} ms  "
@@ -118,8 +121,7 @@ def main() -> None:
             y, pullback = slow.rrule(broadcasted, esin, xs)  # type: ignore[misc]
             return y, pullback(ys)
 
-        tf = best_time(fallback, 3)
-    th = best_time(lambda: (np.sin(xs), ys * np.cos(xs)), opts.repeat)
+        tf, th = best_times([fallback, lambda: (np.sin(xs), ys * np.cos(xs))], 3)
     print(
         f"  per-element fallback on {n:.0e} elements: {tf * 1e3:8.2f} ms, "
         f"{tf / th:,.0f}x hand-written (the slow path, warned about)"
