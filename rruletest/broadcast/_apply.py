@@ -182,9 +182,9 @@ def collect_elements(
         for v in flat:
             as_scalar(v, f)  # raises, naming f, for a non-scalar element
     if arr.dtype.kind in "fc" and all(type(v) in (float, complex, int) for v in flat):
-        inexact = [a.dtype for a in args if isinstance(a, np.ndarray | np.generic)]
+        dtypes = [a.dtype for a in args if isinstance(a, np.ndarray | np.generic)]
         weak = 0.0 if arr.dtype.kind == "f" else 0j
-        arr = arr.astype(np.result_type(weak, *inexact), copy=False)
+        arr = arr.astype(np.result_type(weak, *dtypes), copy=False)
     arr = arr.reshape(shape)
     return arr if array_out else arr[()]
 
@@ -234,7 +234,7 @@ def broadcasted(f: Any, *args: Any, **kwargs: Any) -> Any:
     is an ndarray (a 0-d array included; lists and tuples count as arrays), else a numpy scalar
     (``np.float64(...)`` for Python floats). Keyword arguments are passed unchanged to every call
     of ``f`` (not broadcast); ones ``f`` cannot take raise ``TypeError``. How ``f`` is applied
-    (ufunc, whole arrays, or a per-element loop) is described in ``rruletest.broadcast``.
+    (ufunc, whole arrays, or a per-element loop) is described in ``rruletest.broadcast._apply``.
 
     Args:
         f: a scalar function of ``len(args)`` arguments.
