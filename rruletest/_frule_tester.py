@@ -6,6 +6,7 @@ with zero tangents (which must give a zero output tangent).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from rruletest import _reference as ref
@@ -157,6 +158,7 @@ def _check_ydot_type(s: Setup, y: Any, ydot: Any) -> bool:
 
 
 def _check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) -> None:
+    from rruletest.broadcast import broadcasted
     from rruletest.finite_differences import broadcast_jvp, jvp_estimate
 
     report = s.report
@@ -170,7 +172,8 @@ def _check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) -
             pairs = [
                 (a.primal, dots[pos[a.index]] if a.index in pos else NO_TANGENT) for a in s.args[1:]
             ]
-            est = broadcast_jvp(fdm, s.primals[0], *pairs)
+            g = functools.partial(broadcasted, s.primals[0], **s.fkwargs)
+            est = broadcast_jvp(fdm, g, *pairs, y=y_ref)
             mode = "structured broadcast jvp"
         else:
             fdm = ref.fdm_for_domain(s.fdm, domain, s.primals)

@@ -8,6 +8,7 @@ The pullback is called four times at most, once per check that needs a call: wit
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from rruletest import _reference as ref
@@ -419,6 +420,7 @@ def _check_numeric(
     vjp_mode: str,
     rrule_f: Any,
 ) -> None:
+    from rruletest.broadcast import broadcasted
     from rruletest.finite_differences import broadcast_vjp, vjp_estimate
 
     report = s.report
@@ -441,9 +443,8 @@ def _check_numeric(
     try:
         if broadcast:
             fdm = ref.fdm_for_domain(s.fdm, domain, dom_primals)
-            g = s.primals[0]
-            xs = s.primals[1:]
-            ests = broadcast_vjp(fdm, g, ybar, *xs)
+            g = functools.partial(broadcasted, s.primals[0], **s.fkwargs)
+            ests = broadcast_vjp(fdm, g, ybar, *s.primals[1:], y=y_ref)
             est_of = {a.index: ests[a.index - 1] for a in live}
             mode = "structured broadcast vjp"
         else:
