@@ -36,7 +36,9 @@ def main() -> None:
     rules = RuleSet("bench")
     rules.scalar_rule(np.sin, lambda x, y: np.cos(x), complex=True)
     print("test_rrule / test_frule (broadcasted, np.sin, x), as multiples of one np.sin(x)")
-    print(f"{'n':>9} {'np.sin':>10} {'test_rrule':>11} {'ratio':>7} {'test_frule':>11} {'ratio':>7}")
+    print(
+        f"{'n':>9} {'np.sin':>10} {'test_rrule':>11} {'ratio':>7} {'test_frule':>11} {'ratio':>7}"
+    )
     for n in (10**3, 10**4, 10**5, 10**6):
         x = np.random.default_rng(0).uniform(-3, 3, n)
         reps = 5 if n >= 10**6 else 10

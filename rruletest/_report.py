@@ -38,14 +38,23 @@ class Report:
         seed: int | None,
         extra: str = "",
     ) -> None:
-        parts = [describe(f), *(describe(a) for a in args)]
-        parts += [f"{k}={describe(v)}" for k, v in fkwargs.items()]
-        self.call = f"{tester}({', '.join(parts)}{extra})"
+        self._what = (tester, f, args, fkwargs, extra)
+        self._call: str | None = None
         self.seed = seed
         self.mismatches: list[Mismatch] = []
         self.notes: list[str] = []
         self.cause: BaseException | None = None
         self.mutated: set[str] = set()  # paths already reported as mutated
+
+    @property
+    def call(self) -> str:
+        """The tester call, its arguments summarised (built only when a report is needed)."""
+        if self._call is None:
+            tester, f, args, fkwargs, extra = self._what
+            parts = [describe(f), *(describe(a) for a in args)]
+            parts += [f"{k}={describe(v)}" for k, v in fkwargs.items()]
+            self._call = f"{tester}({', '.join(parts)}{extra})"
+        return self._call
 
     # -- recording ---------------------------------------------------------------------------
     def add(self, m: Mismatch) -> None:

@@ -248,7 +248,7 @@ def run_rrule_checks(
     elif not check_fd:
         report.note("numerical check: off (check_fd=False): structural checks only")
 
-    rtol, atol = ref.tolerances([*primals, y_ref], s.rtol, s.atol)
+    rtol, atol = s.tolerances(y_ref)
     again = _call_pullback(report, pullback, snapshot(ybar), "pullback(ybar) [second call]", n)
     calls.append("ybar again")
     repeatable = again is not None
@@ -439,7 +439,7 @@ def _check_numeric(
         return
     domain, dom_primals = _domain_for(s, rrule_f)
     broadcast = _is_broadcast(s.f) and bool(s.args) and not s.args[0].numeric
-    rtol, atol = ref.tolerances([*s.primals, y_ref], s.rtol, s.atol)
+    rtol, atol = s.tolerances(y_ref)
     try:
         if broadcast:
             fdm = ref.fdm_for_domain(s.fdm, domain, dom_primals)

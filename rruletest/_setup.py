@@ -45,9 +45,17 @@ class Setup:
     seed: int | None
     report: Report
 
-    @property
-    def primals(self) -> tuple[Any, ...]:
-        return tuple(a.primal for a in self.args)
+    primals: tuple[Any, ...] = ()
+    tolerance: tuple[float, float] | None = None  # (rtol, atol) for the primals and output
+
+    def tolerances(self, y: Any) -> tuple[float, float]:
+        """``(rtol, atol)`` in force: the given ones, else the loosest default among the
+        dtypes of the primals and the output ``y`` (computed once)."""
+        if self.tolerance is None:
+            from rruletest._reference import tolerances
+
+            self.tolerance = tolerances([*self.primals, y], self.rtol, self.atol)
+        return self.tolerance
 
 
 def _tol(name: str, value: Any, tester: str) -> float | None:
@@ -104,7 +112,8 @@ def setup(
         fdm = default_fdm()
     classified = classify_args(args)
     report = Report(tester, f, args, fkwargs, seed=seed, extra=extra)
-    return Setup(f, fdot, classified, dict(fkwargs), fdm, r, a, gen, seed, report)
+    primals = tuple(c.primal for c in classified)
+    return Setup(f, fdot, classified, dict(fkwargs), fdm, r, a, gen, seed, report, primals)
 
 
 def ruleset_of(rule_f: Callable[..., Any]) -> RuleSet:

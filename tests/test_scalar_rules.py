@@ -61,7 +61,9 @@ def inputs(domain: str) -> st.SearchStrategy[float]:
     return st.one_of(st.sampled_from(edges), inside) if edges else inside
 
 
-@pytest.mark.parametrize(("f", "domain"), [pytest.param(r[0], r[2], id=r[0].__name__) for r in RULES])
+@pytest.mark.parametrize(
+    ("f", "domain"), [pytest.param(r[0], r[2], id=r[0].__name__) for r in RULES]
+)
 @settings(max_examples=25)
 @given(data=st.data(), dtype=st.sampled_from([np.float64, np.float32]))
 def test_correct_scalar_rules_pass_inside_their_domain(
