@@ -127,6 +127,19 @@ def widen(atol: float, error: Any) -> Any:
     return atol + ERROR_FACTOR * _max_leaf(error)
 
 
+def _max_leaf(x: Any) -> float:
+    from rruletest._checks import _kids
+
+    if isinstance(x, np.ndarray | float | int | np.number) and not isinstance(x, bool):
+        arr = np.abs(np.asarray(x, dtype=np.float64))
+        arr = arr[np.isfinite(arr)]
+        return float(arr.max()) if arr.size else 0.0
+    kids = _kids(x)
+    if not kids:
+        return 0.0
+    return max((_max_leaf(v) for v in kids.values()), default=0.0)
+
+
 def unchecked(error: Any) -> int:
     """How many elements of an error estimate are not finite (the engine gave up on them)."""
     from rruletest._checks import _kids
