@@ -84,6 +84,7 @@ def setup(
     extra: str = "",
 ) -> Setup:
     """Validate a tester's options and build its ``Setup`` (and empty ``Report``)."""
+    __tracebackhide__ = True
     fdot = None
     if isinstance(f, WithTangent):
         f, fdot = f.primal, f.tangent
