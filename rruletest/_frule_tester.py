@@ -172,14 +172,18 @@ def _check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) -
             pairs = [
                 (a.primal, dots[pos[a.index]] if a.index in pos else NO_TANGENT) for a in s.args[1:]
             ]
-            g = functools.partial(broadcasted, s.primals[0], **s.fkwargs)
+            g: Any = functools.partial(broadcasted, s.primals[0], **s.fkwargs)
             est = broadcast_jvp(fdm, g, *pairs, y=y_ref)
             mode = "structured broadcast jvp"
         else:
             fdm = ref.fdm_for_domain(s.fdm, domain, s.primals)
             g = ref.closed_over(s.f, s.fkwargs, s.primals, [a.index for a in live])
-            est = jvp_estimate(fdm, g, *zip((a.primal for a in live), dots, strict=True))
-            mode = "finite-difference jvp"
+            if ref.coordinate_count(live) <= ref.JVP_DENSE_LIMIT:
+                est = ref.dense_jvp(fdm, g, [a.primal for a in live], dots, y_ref, s.cache)
+                mode = "finite-difference Jacobian times the input tangents"
+            else:
+                est = jvp_estimate(fdm, g, *zip((a.primal for a in live), dots, strict=True))
+                mode = "finite-difference jvp"
     except Exception as exc:
         report.exception(
             "numeric",

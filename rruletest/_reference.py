@@ -33,6 +33,8 @@ __all__ = [
     "ERROR_FACTOR",
     "closed_over",
     "coordinate_count",
+    "dense_jvp",
+    "dense_vjp",
     "fdm_for_domain",
     "leaf_dtypes",
     "tolerances",
@@ -42,6 +44,10 @@ __all__ = [
 
 DENSE_LIMIT = 2000  # input coordinates beyond which the dense numerical vjp is too slow
 ADJOINT_DIRECTIONS = 3  # random directions for the adjoint identity
+# Up to this many input coordinates test_frule builds the numerical Jacobian (one snapped step
+# per coordinate) rather than differentiating along x + t * xdot, whose rounding in float32 at
+# large |x| is not in the engine's error estimate.
+JVP_DENSE_LIMIT = 32
 ERROR_FACTOR = 10.0  # multiples of the FD error estimate added to each element's tolerance
 ROOM_FRACTION = 0.9  # stencils stay within this fraction of the distance to a domain edge
 
@@ -160,6 +166,72 @@ def coordinate_count(args: Sequence[Arg]) -> int:
             vec, _ = to_vec(a.primal)
             n += int(np.size(vec))
     return n
+
+
+def _jacobians(
+    fdm: Any, g: Callable[..., Any], xs: Sequence[Any], cache: dict[Any, Any] | None
+) -> tuple[Any, ...]:
+    """``jacobian_estimate(fdm, g, *xs)``, shared through ``cache`` (``test_scalar`` runs the
+    frule and rrule testers at the same point: one Jacobian serves both).
+    """
+    from rruletest.finite_differences import jacobian_estimate
+
+    if cache is None:
+        return tuple(jacobian_estimate(fdm, g, *xs))
+    key = (fdm, tuple((type(x), np.asarray(x).dtype.str, np.asarray(x).tobytes()) for x in xs))
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = tuple(jacobian_estimate(fdm, g, *xs))
+    return tuple(found)
+
+
+def dense_jvp(
+    fdm: Any,
+    g: Callable[..., Any],
+    xs: Sequence[Any],
+    dots: Sequence[Any],
+    y: Any,
+    cache: dict[Any, Any] | None = None,
+) -> Any:
+    """``J @ xdot`` from the numerical Jacobian of ``g`` at ``xs``, as an ``Estimate``."""
+    from rruletest.finite_differences import Estimate, to_vec
+
+    yv, yback = to_vec(y, path="output")
+    total = np.zeros(yv.size)
+    error = np.zeros(yv.size)
+    for x, dot, est in zip(xs, dots, _jacobians(fdm, g, xs, cache), strict=True):
+        _, xback = to_vec(x, path="x")
+        dv = xback.tangent_vec(dot, "xdot")
+        used = dv != 0
+        with np.errstate(all="ignore"):
+            total += np.where(used, est.value * dv, 0.0).sum(axis=1)
+            error += np.where(used, est.error * np.abs(dv), 0.0).sum(axis=1)
+    return Estimate(yback.tangent(total), yback.error(error), None)
+
+
+def dense_vjp(
+    fdm: Any,
+    g: Callable[..., Any],
+    xs: Sequence[Any],
+    ybar: Any,
+    y: Any,
+    cache: dict[Any, Any] | None = None,
+) -> list[Any]:
+    """``J^T ybar`` per argument from the numerical Jacobian, as ``Estimate``s."""
+    from rruletest.finite_differences import Estimate, to_vec
+
+    _, yback = to_vec(y, path="output")
+    yb = yback.tangent_vec(ybar, "ybar")
+    weight = np.abs(yb)
+    used = weight > 0
+    out = []
+    for x, est in zip(xs, _jacobians(fdm, g, xs, cache), strict=True):
+        _, xback = to_vec(x, path="x")
+        with np.errstate(all="ignore"):
+            value = np.where(used, est.value.T * yb, 0.0).sum(axis=1)
+            error = np.where(used, est.error.T * weight, 0.0).sum(axis=1)
+        out.append(Estimate(xback.tangent(value), xback.error(error), None))
+    return out
 
 
 def closed_over(

@@ -421,7 +421,7 @@ def _check_numeric(
     rrule_f: Any,
 ) -> None:
     from rruletest.broadcast import broadcasted
-    from rruletest.finite_differences import broadcast_vjp, vjp_estimate
+    from rruletest.finite_differences import broadcast_vjp
 
     report = s.report
     live = [a for a in s.args if a.numeric]
@@ -443,8 +443,8 @@ def _check_numeric(
     try:
         if broadcast:
             fdm = ref.fdm_for_domain(s.fdm, domain, dom_primals)
-            g = functools.partial(broadcasted, s.primals[0], **s.fkwargs)
-            ests = broadcast_vjp(fdm, g, ybar, *s.primals[1:], y=y_ref)
+            g: Any = functools.partial(broadcasted, s.primals[0], **s.fkwargs)
+            ests: Any = broadcast_vjp(fdm, g, ybar, *s.primals[1:], y=y_ref)
             est_of = {a.index: ests[a.index - 1] for a in live}
             mode = "structured broadcast vjp"
         else:
@@ -466,7 +466,7 @@ def _check_numeric(
                 _check_adjoint(s, out, good, ybar, fdm, rtol, atol)
                 return
             g = ref.closed_over(s.f, s.fkwargs, s.primals, [a.index for a in live])
-            ests = vjp_estimate(fdm, g, ybar, *(a.primal for a in live))
+            ests = ref.dense_vjp(fdm, g, [a.primal for a in live], ybar, y_ref, s.cache)
             est_of = {a.index: e for a, e in zip(live, ests, strict=True)}
             mode = f"dense finite-difference vjp ({ncoord} coordinates)"
     except Exception as exc:

@@ -47,6 +47,7 @@ class Setup:
 
     primals: tuple[Any, ...] = ()
     tolerance: tuple[float, float] | None = None  # (rtol, atol) for the primals and output
+    cache: dict[Any, Any] | None = None  # numerical Jacobians shared by test_scalar's testers
 
     def tolerances(self, y: Any) -> tuple[float, float]:
         """``(rtol, atol)`` in force: the given ones, else the loosest default among the

@@ -227,13 +227,22 @@ def test_scalar(
         if use:
             points.append(z)
     failures: list[tuple[str, Any, RuleTestFailure]] = []
+    cache: dict[Any, Any] = {}  # one numerical Jacobian per point serves both testers
     for point in points:
         try:
-            test_frule(f, point, frule_f=frule_f, **kw)
+            s = setup(
+                "test_frule", f, (point,), rule_f=frule_f, rule_name="frule_f", check_fd=True, **kw
+            )
+            s.cache = cache
+            run_frule_checks(s, frule_f, True)
         except RuleTestFailure as exc:
             failures.append(("test_frule", point, exc))
         try:
-            test_rrule(f, point, rrule_f=rrule_f, **kw)
+            s = setup(
+                "test_rrule", f, (point,), rule_f=rrule_f, rule_name="rrule_f", check_fd=True, **kw
+            )
+            s.cache = cache
+            run_rrule_checks(s, rrule_f, None, True, True, "auto")
         except RuleTestFailure as exc:
             failures.append(("test_rrule", point, exc))
     if failures:
