@@ -644,3 +644,102 @@ def test_scalar_catches_missing_conj() -> None:
     assert "[numeric] test_rrule(np.exp, (0.5+0.5j)): args[0]" in text
     assert "the cotangent convention is xbar = ybar * conj(f'(z))" in text
     assert text.endswith("reproduce: test_scalar(np.exp, 0.5, rng=0)")
+
+
+# -- scale, modes, structured outputs -----------------------------------------------------------
+
+
+def test_one_wrong_element_in_a_large_broadcast_is_caught() -> None:
+    rules = RuleSet()
+
+    @rules.register_rrule(broadcasted, np.sin)
+    def _rule(f: Any, x: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            if isinstance(ybar, AbstractZero):
+                return NT, NT, ybar
+            d = np.cos(x)
+            d[12345] *= 1.001
+            return NT, NT, ybar * d
+
+        return np.sin(x), pullback
+
+    x = np.random.default_rng(0).uniform(-3, 3, 100_000)
+    err = failure(lambda: test_rrule(broadcasted, np.sin, x, rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["numeric"]
+    assert "args[1]: 1 of 100000 elements differ" in str(err)
+    assert "at [12345]" in str(err)
+
+
+def test_auto_mode_switches_to_the_adjoint_identity_beyond_the_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rruletest import _reference
+
+    monkeypatch.setattr(_reference, "DENSE_LIMIT", 10)
+    bad = rrule_of(np.sin, lambda x: lambda ybar: (NT, ybar * np.cos(x) * 1.001))
+    x = np.linspace(0, 1, 20)
+    err = failure(lambda: test_rrule(np.sin, x, rrule_f=bad.rrule, rng=0))
+    assert "(20 input coordinates > 10; vjp_mode='full' forces dense)" in str(err)
+    err = failure(lambda: test_rrule(np.sin, x, rrule_f=bad.rrule, rng=0, vjp_mode="full"))
+    assert "dense finite-difference vjp (20 coordinates)" in str(err)
+
+
+def test_tuple_output_rule() -> None:
+    def sincos(x: Any) -> Any:
+        return np.sin(x), np.cos(x)
+
+    def pullback_of(x: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            a, b = unthunk(ybar)
+            return NT, unthunk(a) * np.cos(x) - unthunk(b) * np.sin(x)
+
+        return pullback
+
+    rules = rrule_of(sincos, pullback_of)
+    test_rrule(sincos, np.array([0.1, 0.7]), rrule_f=rules.rrule, rng=0)
+    test_rrule(sincos, 0.3, rrule_f=rules.rrule, rng=0)
+
+
+def test_complex_broadcast_and_float32_wrong_broadcast() -> None:
+    rules = scalar_rules()
+    z = np.array([0.5 + 0.5j, -1.0 + 0.25j], dtype=np.complex64)
+    test_rrule(broadcasted, np.sin, z, rrule_f=rules.rrule, rng=0)
+    test_frule(broadcasted, np.sin, z, frule_f=rules.frule, rng=0)
+    wrong = RuleSet()
+    wrong.scalar_rule(np.sin, lambda x, y: np.cos(x) * np.float32(1.01))
+    x = np.linspace(-1, 1, 9, dtype=np.float32)
+    err = failure(lambda: test_rrule(broadcasted, np.sin, x, rrule_f=wrong.rrule, rng=0))
+    assert err.checks == ["numeric"]
+    err = failure(lambda: test_frule(broadcasted, np.sin, x, frule_f=wrong.frule, rng=0))
+    assert err.checks == ["numeric"]
+
+
+def test_scalar_skips_complex_when_f_rejects_it_or_the_domain_says_real() -> None:
+    wrong = RuleSet()
+    wrong.register_rrule(np.cbrt)(lambda x: (np.cbrt(x), lambda ybar: (NT, unthunk(ybar) * 2.0)))
+    wrong.register_frule(np.cbrt)(lambda dots, x: (np.cbrt(x), dots[1] / (3 * np.cbrt(x) ** 2)))
+    err = failure(
+        lambda: test_scalar(np.cbrt, 0.5, rrule_f=wrong.rrule, frule_f=wrong.frule, rng=0)
+    )
+    assert str(err).startswith("test_scalar(np.cbrt, 0.5) failed (tested at x = 0.5)\n")
+    real = RuleSet()
+    real.scalar_rule(np.exp, lambda x, y: y * 1.01)  # wrong, and declared real-only
+    err = failure(lambda: test_scalar(np.exp, 0.5, rrule_f=real.rrule, frule_f=real.frule, rng=0))
+    assert "(tested at x = 0.5)" in str(err)
+    assert err.checks == ["numeric"]
+
+
+def test_scalar_misuse() -> None:
+    with pytest.raises(TypeError, match=re.escape("x must be a real or complex number, got x='a'")):
+        test_scalar(np.sin, "a")
+    with pytest.raises(TypeError, match="check_complex=1"):
+        test_scalar(np.sin, 0.5, check_complex=1)  # type: ignore[arg-type]
+
+
+def test_output_tangent_and_with_tangent_for_frule() -> None:
+    rules = sin_rules()
+    x = np.array([0.2, 0.4])
+    test_rrule(np.sin, x, output_tangent=np.array([1.0, -1.0]), rrule_f=rules.rrule, rng=0)
+    test_rrule(np.sin, x, output_tangent=ZeroTangent(), rrule_f=rules.rrule, rng=0)
+    test_frule(np.sin, with_tangent(x, ZeroTangent()), frule_f=rules.frule, rng=0)
