@@ -121,6 +121,13 @@ class RuleInfo:
         return key_name(self.key)
 
 
+def _what(info: RuleInfo) -> str:
+    """How a replacement warning names a rule: ``rrule my_sin_rrule``, ``scalar rule``."""
+    if info.kind in ("rrule", "frule"):
+        return f"{info.kind} {info.qualname}"
+    return "scalar rule" if info.kind == "scalar" else "non_differentiable declaration"
+
+
 def _describe(x: Any) -> str:
     return f"{x!r} ({type(x).__name__})"
 
@@ -204,8 +211,8 @@ class RuleSet:
         if olds:
             old = olds[0]
             warnings.warn(
-                f"replacing the {old.kind} rule for {info.name} ({old.qualname} from "
-                f"{old.module}) with the {info.kind} rule {info.qualname} from {info.module}",
+                f"{info.name}: replacing the {_what(old)} from {old.module} with the "
+                f"{_what(info)} from {info.module}",
                 RuleReplacedWarning,
                 stacklevel=_rules_frames() + 2,
             )

@@ -44,7 +44,8 @@ def checked_partials(
         if len(args) == 1:
             return (ps,)
         raise TypeError(
-            f"{where} returned a {type(ps).__name__} for {_plural(len(args), 'argument')}; "
+            f"{where} returned a value of type {type(ps).__name__} for "
+            f"{_plural(len(args), 'argument')}; "
             f"partials(*args, y) must return a tuple with one partial per argument"
         )
     if len(ps) != len(args):
