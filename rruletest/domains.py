@@ -95,7 +95,8 @@ class Interval:
         complex number only when it is real."""
         x = np.asarray(x)
         if x.dtype.kind == "c":
-            return self.contains(x.real) & (x.imag == 0)
+            inside = np.asarray(self.contains(x.real) & (x.imag == 0))
+            return bool(inside) if inside.ndim == 0 else inside
         above = x >= self.lo if self.lo_closed else x > self.lo
         below = x <= self.hi if self.hi_closed else x < self.hi
         out = above & below
