@@ -73,7 +73,9 @@ def test_rrule_and_frule_lookup(rules: RuleSet) -> None:
     assert rules.frule([NoTangent(), 3.0], np.sin, 0.5) == (np.sin(0.5), 3.0 * np.cos(0.5))
     assert rules.rrule(np.cos, 0.5) is None
     info = rules.rrule_info(np.sin, 0.5)
-    assert info is not None and info.rrule is sin_rrule and info.kind == "rrule"
+    assert info is not None
+    assert info.rrule is sin_rrule
+    assert info.kind == "rrule"
     assert rules.frule_info(np.sin, 0.5).frule is sin_frule  # type: ignore[union-attr]
     assert rules.scalar_info(np.sin) is None
     assert RuleSet().rrule(np.sin, 0.5) is None  # RuleSets are independent
@@ -81,8 +83,9 @@ def test_rrule_and_frule_lookup(rules: RuleSet) -> None:
 
 def test_keyword_arguments_reach_the_rule(rules: RuleSet) -> None:
     rules.register_rrule(np.sum)(_rrule_returning("sum"))
-    (tag, args, kwargs), _ = rules.rrule(np.sum, np.ones(3), axis=0)  # type: ignore[misc]
-    assert tag == "sum" and kwargs == {"axis": 0}
+    (tag, _args, kwargs), _ = rules.rrule(np.sum, np.ones(3), axis=0)  # type: ignore[misc]
+    assert tag == "sum"
+    assert kwargs == {"axis": 0}
 
 
 def test_register_returns_the_rule_unchanged(rules: RuleSet) -> None:
@@ -96,10 +99,13 @@ def test_tuple_key_receives_the_function(rules: RuleSet) -> None:
     rules.register_rrule(broadcasted_stub)(_rrule_returning("broadcast-any"))
     x = np.ones(3)
     (tag, args, _), pullback = rules.rrule(broadcasted_stub, np.sin, x)  # type: ignore[misc]
-    assert tag == "broadcast-sin" and args[0] is np.sin and args[1] is x
+    assert tag == "broadcast-sin"
+    assert args[0] is np.sin
+    assert args[1] is x
     assert len(pullback(1.0)) == 3
     (tag, args, _), _ = rules.rrule(broadcasted_stub, np.cos, x)  # type: ignore[misc]
-    assert tag == "broadcast-any" and args[0] is np.cos
+    assert tag == "broadcast-any"
+    assert args[0] is np.cos
     assert rules.rrule_info(broadcasted_stub, np.sin, x).name == "broadcasted_stub(sin)"  # type: ignore[union-attr]
 
 
@@ -276,9 +282,7 @@ def test_rules_are_listed_by_module_and_kind(rules: RuleSet) -> None:
     assert listed(module="pkg_ab") == [("sign", "non_differentiable", "pkg_ab", "sign")]
     assert listed(module="pkg") == []  # a prefix matches whole module names only
     assert listed(kind="scalar") == [("exp", "scalar", "pkg_a.unary", "exp")]
-    assert listed(module="pkg_a", kind="frule") == [
-        ("sin", "frule", "pkg_a.sub.more", "sin_frule")
-    ]
+    assert listed(module="pkg_a", kind="frule") == [("sin", "frule", "pkg_a.sub.more", "sin_frule")]
     assert len(rules.rules()) == 4
     by_kind = {i.kind: i for i in rules.rules()}
     assert by_kind["rrule"].domain == Domain((Interval(0, 1),))
@@ -300,7 +304,8 @@ def test_examples_are_recorded_as_argument_tuples(rules: RuleSet) -> None:
     info = rules.scalar_rule(np.sin, lambda x, y: np.cos(x), examples=[0.5, (1.5,)])
     assert rules.rrule_info(np.hypot).examples == ((1.0, 2.0), (3.0, 4.0))  # type: ignore[union-attr]
     assert info.examples == ((0.5,), (1.5,))
-    assert isinstance(info, RuleInfo) and info.partials is not None
+    assert isinstance(info, RuleInfo)
+    assert info.partials is not None
 
 
 # --------------------------------------------------------------------------------------------
@@ -319,7 +324,10 @@ UNARY = [
     pytest.param(np.arctan, lambda x, y: 1 / (1 + x**2), lambda x: 1 / (1 + x * x), id="arctan"),
     pytest.param(np.sinh, lambda x, y: np.cosh(x), np.cosh, id="sinh"),
     pytest.param(
-        logistic, lambda x, y: y * (1 - y), lambda x: np.exp(-x) / (1 + np.exp(-x)) ** 2, id="logistic"
+        logistic,
+        lambda x, y: y * (1 - y),
+        lambda x: np.exp(-x) / (1 + np.exp(-x)) ** 2,
+        id="logistic",
     ),
 ]
 
@@ -358,7 +366,7 @@ def test_unary_scalar_rule_matches_the_known_derivative(
     (d,) = rules.derivatives_given_output(y, f, XS)  # type: ignore[misc]
     np.testing.assert_allclose(d, expected, rtol=1e-12)
     # scalars: a Python float in, a Python float out
-    y0, pb0 = rules.rrule(f, 0.7)  # type: ignore[misc]
+    _y0, pb0 = rules.rrule(f, 0.7)  # type: ignore[misc]
     xbar0 = pb0(2.0)[1]
     assert isinstance(xbar0, float)
     assert xbar0 == pytest.approx(2.0 * float(df(0.7)), rel=1e-12)
@@ -418,14 +426,16 @@ def test_python_complex_partials_are_conjugated(rules: RuleSet) -> None:
     rules.scalar_rule(square, lambda x, y: 2 * x, complex=True)
     _, pullback = rules.rrule(square, 1 + 2j)  # type: ignore[misc]
     xbar = pullback(1.0)[1]
-    assert xbar == 2 - 4j and isinstance(xbar, complex)
+    assert xbar == 2 - 4j
+    assert isinstance(xbar, complex)
 
 
 def test_real_input_gets_a_real_cotangent_from_a_complex_ybar(rules: RuleSet) -> None:
     rules.scalar_rule(np.multiply, lambda a, b, y: (b, a))
     _, pullback = rules.rrule(np.multiply, 2.0, np.array([1j, 2.0]))  # type: ignore[misc]
     _, abar, bbar = pullback(np.array([1.0 + 1.0j, 1.0]))
-    assert isinstance(abar, float) and abar == 3.0  # Re((1+1j) * conj(1j) + 1 * 2) = Re(3 - 1j)
+    assert isinstance(abar, float)
+    assert abar == 3.0
     assert bbar.dtype == np.complex128
 
 
@@ -437,8 +447,10 @@ def test_scalar_rule_unbroadcasts_and_keeps_dtypes(rules: RuleSet) -> None:
     assert y.shape == (3, 4)
     ybar = np.ones((3, 4))
     _, abar, bbar = pullback(ybar)
-    assert abar.shape == (3, 1) and abar.dtype == np.float64
-    assert bbar.shape == (1, 4) and bbar.dtype == np.float32
+    assert abar.shape == (3, 1)
+    assert abar.dtype == np.float64
+    assert bbar.shape == (1, 4)
+    assert bbar.dtype == np.float32
     np.testing.assert_array_equal(abar, [[10.0], [10.0], [10.0]])
     np.testing.assert_array_equal(bbar, [[6.0, 6.0, 6.0, 6.0]])
     x32 = np.linspace(0, 1, 5, dtype=np.float32)
@@ -455,7 +467,7 @@ def test_scalar_rule_gives_integers_no_tangent(rules: RuleSet) -> None:
     rules.scalar_rule(np.multiply, lambda a, b, y: (b, a))
     rules.scalar_rule(np.sin, lambda x, y: np.cos(x))
     _, pullback = rules.rrule(np.multiply, 2, np.array([1.0, 2.0]))  # type: ignore[misc]
-    fbar, abar, bbar = pullback(np.ones(2))
+    _fbar, abar, bbar = pullback(np.ones(2))
     assert abar is NoTangent()
     np.testing.assert_array_equal(bbar, [2.0, 2.0])
     _, pb_int = rules.rrule(np.sin, np.arange(3))  # type: ignore[misc]
@@ -494,7 +506,8 @@ def test_frule_output_is_writeable_and_shaped_like_y(rules: RuleSet) -> None:
     rules.scalar_rule(np.add, lambda a, b, y: (1.0, 1.0))
     a = np.ones((2, 3))
     _, ydot = rules.frule((NoTangent(), 1.0, ZeroTangent()), np.add, a, 1.0)  # type: ignore[misc]
-    assert ydot.shape == (2, 3) and ydot.flags.writeable
+    assert ydot.shape == (2, 3)
+    assert ydot.flags.writeable
 
 
 def test_non_differentiable_rules(rules: RuleSet) -> None:
@@ -505,7 +518,8 @@ def test_non_differentiable_rules(rules: RuleSet) -> None:
     y2, ydot = rules.frule((NoTangent(), np.ones(3)), np.argmax, np.array([1.0, 3.0]))  # type: ignore[misc]
     assert (y2, ydot) == (1, NoTangent())
     info = rules.rules(kind="non_differentiable")[0]
-    assert info.name == "argmax" and info.module == HERE
+    assert info.name == "argmax"
+    assert info.module == HERE
 
 
 # --------------------------------------------------------------------------------------------

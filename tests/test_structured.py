@@ -1,4 +1,4 @@
-"""``Tangent`` and ``add_to_primal`` (``rruletest.structured``, public in ``rruletest.tangents``)."""
+"""``Tangent`` and ``add_to_primal`` (in ``rruletest.structured``, public in ``tangents``)."""
 
 from __future__ import annotations
 
@@ -63,9 +63,12 @@ small = st.floats(-1e6, 1e6, allow_nan=False)
 def test_tuple_tangent_construction_and_access() -> None:
     t = Tangent(tuple, 1.0, ZeroTangent(), np.array([2.0]))
     assert t.primal_type is tuple
-    assert t[0] == 1.0 and t[1] is ZeroTangent() and t[-3] == 1.0
+    assert t[0] == 1.0
+    assert t[1] is ZeroTangent()
+    assert t[-3] == 1.0
     np.testing.assert_array_equal(t[2], [2.0])
-    assert t[3] is ZeroTangent() and t[-4] is ZeroTangent()  # missing positions read as zero
+    assert t[3] is ZeroTangent()
+    assert t[-4] is ZeroTangent()
     assert t[np.int64(0)] == 1.0
     assert t[:2] == (1.0, ZeroTangent())
     assert len(t) == 3
@@ -99,8 +102,11 @@ def test_tuple_tangent_algebra() -> None:
     assert np.float32(2) * a == Tangent(tuple, 2.0, 4.0)
     assert np.array(2.0) * a == Tangent(tuple, 2.0, 4.0)
     assert a / 2 == Tangent(tuple, 0.5, 1.0)
-    assert a + ZeroTangent() is a and ZeroTangent() + a is a and a - NoTangent() is a
-    assert a * ZeroTangent() is ZeroTangent() and NoTangent() * a is NoTangent()
+    assert a + ZeroTangent() is a
+    assert ZeroTangent() + a is a
+    assert a - NoTangent() is a
+    assert a * ZeroTangent() is ZeroTangent()
+    assert NoTangent() * a is NoTangent()
     assert ZeroTangent() - a == -a
     assert (a + Thunk(lambda: b)) == a + b
 
@@ -119,10 +125,11 @@ def test_tuple_tangent_refuses_non_scalar_products() -> None:
 
 def test_tuple_and_list_primal_plus_tangent() -> None:
     t = Tangent(tuple, 0.5, ZeroTangent())
-    assert (1.0, 2.0) + t == (1.5, 2.0)
-    assert t + (1.0, 2.0) == (1.5, 2.0)
-    out = [1.0, np.ones(2)] + Tangent(list, 1.0, np.ones(2))
-    assert isinstance(out, list) and out[0] == 2.0
+    assert (1.0, 2.0) + t == (1.5, 2.0)  # noqa: RUF005 - primal + tangent, not concatenation
+    assert t + (1.0, 2.0) == (1.5, 2.0)  # noqa: RUF005
+    out = [1.0, np.ones(2)] + Tangent(list, 1.0, np.ones(2))  # noqa: RUF005
+    assert isinstance(out, list)
+    assert out[0] == 2.0
     np.testing.assert_array_equal(out[1], [2.0, 2.0])
     assert add_to_primal((1.0, 2.0), Tangent(tuple, 1.0)) == (2.0, 2.0)  # short: rest is zero
     with pytest.raises(ValueError, match=r"^Tangent\(tuple, ...\) has 3 fields but the primal "):
@@ -136,12 +143,17 @@ def test_tuple_and_list_primal_plus_tangent() -> None:
 
 def test_namedtuple_tangent_construction_and_access() -> None:
     t = Tangent(Point, x=1.0)
-    assert t.x == 1.0 and t.y is ZeroTangent()
-    assert t[0] == 1.0 and t[1] is ZeroTangent() and t[-1] is ZeroTangent()
-    assert t["x"] == 1.0 and t["y"] is ZeroTangent()
+    assert t.x == 1.0
+    assert t.y is ZeroTangent()
+    assert t[0] == 1.0
+    assert t[1] is ZeroTangent()
+    assert t[-1] is ZeroTangent()
+    assert t["x"] == 1.0
+    assert t["y"] is ZeroTangent()
     assert list(t) == [1.0, ZeroTangent()]
     assert len(t) == 2
-    assert t.keys() == ["x"] and t.items() == [("x", 1.0)]
+    assert t.keys() == ["x"]
+    assert t.items() == [("x", 1.0)]
     assert repr(t) == "Tangent(Point, x=1.0)"
     assert Tangent(Point, 1.0, 2.0) == Tangent(Point, x=1.0, y=2.0)
     assert Tangent(Point, 1.0, y=2.0) == Tangent(Point, x=1.0, y=2.0)
@@ -193,7 +205,7 @@ def test_namedtuple_primal_plus_tangent_rebuilds_the_type() -> None:
     assert Point(1.0, 2.0) + Tangent(Point, 1.0, 1.0) == Point(2.0, 3.0)
     assert Tangent(Point, y=1.0) + Point(1.0, 2.0) == Point(1.0, 3.0)
     with pytest.raises(TypeError, match=r"^cannot add Tangent\(Point, ...\) to a primal of type "):
-        (1.0, 2.0) + Tangent(Point, x=1.0)
+        (1.0, 2.0) + Tangent(Point, x=1.0)  # noqa: RUF005
 
 
 def test_namedtuple_tangent_algebra() -> None:
@@ -213,7 +225,8 @@ def test_namedtuple_tangent_algebra() -> None:
 
 def test_dataclass_tangent_construction_access_and_algebra() -> None:
     t = Tangent(Params, w=np.ones(2))
-    assert t.b is ZeroTangent() and t["b"] is ZeroTangent()
+    assert t.b is ZeroTangent()
+    assert t["b"] is ZeroTangent()
     np.testing.assert_array_equal(t.w, [1.0, 1.0])
     assert Tangent(Params, np.ones(2), 3.0) == Tangent(Params, w=np.ones(2), b=3.0)
     s = t + Tangent(Params, b=1.0)
@@ -231,7 +244,8 @@ def test_dataclass_tangent_construction_access_and_algebra() -> None:
 def test_dataclass_primal_plus_tangent_rebuilds_the_type() -> None:
     p = Params(np.array([1.0, 2.0]), 0.5)
     out = p + Tangent(Params, w=np.array([1.0, 1.0]))
-    assert type(out) is Params and out is not p
+    assert type(out) is Params
+    assert out is not p
     np.testing.assert_array_equal(out.w, [2.0, 3.0])
     assert out.b == 0.5
     np.testing.assert_array_equal(p.w, [1.0, 2.0])
@@ -250,7 +264,9 @@ def test_frozen_dataclass_with_non_init_field() -> None:
 
 def test_dict_tangent_construction_and_access() -> None:
     t = Tangent(dict, {"a": 1.0, 2: 3.0})
-    assert t["a"] == 1.0 and t[2] == 3.0 and t["missing"] is ZeroTangent()
+    assert t["a"] == 1.0
+    assert t[2] == 3.0
+    assert t["missing"] is ZeroTangent()
     assert Tangent(dict, a=1.0) == Tangent(dict, {"a": 1.0})
     assert repr(t) == "Tangent(dict, {'a': 1.0, 2: 3.0})"
     assert repr(Tangent(dict)) == "Tangent(dict)"
@@ -270,7 +286,8 @@ def test_dict_tangent_algebra_and_primal_plus_tangent() -> None:
     assert primal == {"a": 1.0, "b": 2.0, "c": "label"}
     ordered = OrderedDict(a=1.0)
     out = ordered + Tangent(OrderedDict, {"a": 1.0})
-    assert type(out) is OrderedDict and out == OrderedDict(a=2.0)
+    assert type(out) is OrderedDict
+    assert out == OrderedDict(a=2.0)
     proxy = MappingProxyType({"a": 1.0})
     assert dict(add_to_primal(proxy, Tangent(MappingProxyType, {"a": 1.0}))) == {"a": 2.0}
 
@@ -293,7 +310,8 @@ def test_slotted_class_fields_are_checked() -> None:
     t = Tangent(Slotted, p=1.0)
     assert t.q is ZeroTangent()
     out = Slotted(1.0, 2.0) + t
-    assert type(out) is Slotted and (out.p, out.q) == (2.0, 2.0)
+    assert type(out) is Slotted
+    assert (out.p, out.q) == (2.0, 2.0)
     with pytest.raises(TypeError, match=r"got field 'r', which Slotted does not have"):
         Tangent(Slotted, r=1.0)
 
@@ -359,7 +377,8 @@ def test_tangent_is_unhashable_and_truthiness_follows_zeros() -> None:
 def test_tangent_conj_and_thunk_fields() -> None:
     t = Tangent(tuple, 1 + 1j, np.array([2j]), Thunk(lambda: 3j))
     c = t.conj()
-    assert c[0] == 1 - 1j and c[2] == -3j
+    assert c[0] == 1 - 1j
+    assert c[2] == -3j
     np.testing.assert_array_equal(c[1], [-2j])
     assert (Tangent(tuple, Thunk(lambda: 1.0)) + Tangent(tuple, 2.0))[0] == 3.0
     assert (-Tangent(tuple, Thunk(lambda: 1.0)))[0] == -1.0
@@ -368,7 +387,8 @@ def test_tangent_conj_and_thunk_fields() -> None:
 def test_tangent_pickles() -> None:
     t = Tangent(Point, x=1.0, y=ZeroTangent())
     back = pickle.loads(pickle.dumps(t))
-    assert back == t and back.y is ZeroTangent()
+    assert back == t
+    assert back.y is ZeroTangent()
     assert pickle.loads(pickle.dumps(Tangent(dict, {"a": 1.0}))) == Tangent(dict, {"a": 1.0})
 
 

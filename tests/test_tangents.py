@@ -68,8 +68,10 @@ def test_zero_prints_compares_and_hashes(z: AbstractZero) -> None:
     assert not z
     assert bool(z) is False
     assert z == type(z)()
-    assert not (z != type(z)())
-    assert z != 0 and z != 0.0 and z != None  # noqa: E711 - a zero is only equal to itself
+    assert z == type(z)()
+    assert z != 0
+    assert z != 0.0
+    assert z is not None
     assert NoTangent() != ZeroTangent()
     assert hash(z) == hash(type(z)())
     assert {z: 1}[type(z)()] == 1
@@ -81,7 +83,8 @@ def test_zero_prints_compares_and_hashes(z: AbstractZero) -> None:
 def test_zero_singleton_survives_pickle(z: AbstractZero, protocol: int) -> None:
     assert pickle.loads(pickle.dumps(z, protocol=protocol)) is z
     nested = pickle.loads(pickle.dumps({"a": [z, (z, 1.0)]}, protocol=protocol))
-    assert nested["a"][0] is z and nested["a"][1][0] is z
+    assert nested["a"][0] is z
+    assert nested["a"][1][0] is z
 
 
 @pytest.mark.parametrize("z", ZEROS)
@@ -93,10 +96,13 @@ def test_zero_singleton_survives_copy(z: AbstractZero) -> None:
 
 @pytest.mark.parametrize("z", ZEROS)
 def test_zero_converts_to_the_number_zero(z: AbstractZero) -> None:
-    assert float(z) == 0.0 and isinstance(float(z), float)
+    assert float(z) == 0.0
+    assert isinstance(float(z), float)
     assert complex(z) == 0j
     arr = np.asarray(z)
-    assert arr.shape == () and arr.dtype == np.float64 and arr == 0
+    assert arr.shape == ()
+    assert arr.dtype == np.float64
+    assert arr == 0
     assert np.asarray(z, dtype=np.float32).dtype == np.float32
 
 
@@ -168,10 +174,13 @@ def test_numpy_never_makes_object_arrays_from_a_zero(z: AbstractZero, dtype: Any
         assert out is a
         assert out.dtype == dtype
     assert (-(z - a)).dtype == dtype
-    assert a * z is z and z * a is z
+    assert a * z is z
+    assert z * a is z
     scalar = dtype(2)
-    assert scalar + z is scalar and z + scalar is scalar
-    assert scalar * z is z and z * scalar is z
+    assert scalar + z is scalar
+    assert z + scalar is scalar
+    assert scalar * z is z
+    assert z * scalar is z
 
 
 @pytest.mark.parametrize("z", ZEROS)
@@ -200,7 +209,8 @@ def test_zero_cannot_be_divided_by(z: AbstractZero) -> None:
 def test_zero_with_thunk_stays_lazy_or_unthunks(z: AbstractZero) -> None:
     calls: list[int] = []
     t = Thunk(lambda: calls.append(1) or 2.0)
-    assert z + t is t and t + z == 2.0
+    assert z + t is t
+    assert t + z == 2.0
     assert z * t is z
     assert unthunk(z - Thunk(lambda: 3.0)) == -3.0
     assert calls == [1]
@@ -252,7 +262,8 @@ def test_thunk_computes_once() -> None:
 
     t = Thunk(compute)
     assert calls == []
-    assert repr(t).startswith("Thunk(") and "compute" in repr(t)
+    assert repr(t).startswith("Thunk(")
+    assert "compute" in repr(t)
     first = unthunk(t)
     second = t.unthunk()
     assert first is second
@@ -294,11 +305,15 @@ def test_thunk_arithmetic_matches_its_value(x: float, y: float) -> None:
     def t() -> Thunk:
         return Thunk(lambda: x)
 
-    assert t() + y == x + y and y + t() == y + x
-    assert t() - y == x - y and y - t() == y - x
-    assert t() * y == x * y and y * t() == y * x
+    assert t() + y == x + y
+    assert y + t() == y + x
+    assert t() - y == x - y
+    assert y - t() == y - x
+    assert t() * y == x * y
+    assert y * t() == y * x
     assert t() / y == x / y
-    assert -t() == -x and +t() == x
+    assert -t() == -x
+    assert +t() == x
     assert t() + t() == x + x
 
 
@@ -306,7 +321,8 @@ def test_thunk_with_arrays_in_both_orders() -> None:
     a = np.arange(1.0, 4.0)
     t = Thunk(lambda: np.full(3, 2.0))
     for out in (a + t, t + a, a * t, t * a, a - t, t - a, a / t, t / a):
-        assert isinstance(out, np.ndarray) and out.dtype == np.float64
+        assert isinstance(out, np.ndarray)
+        assert out.dtype == np.float64
     np.testing.assert_array_equal(a - t, [-1.0, 0.0, 1.0])
     np.testing.assert_array_equal(a / t, [0.5, 1.0, 1.5])
     np.testing.assert_array_equal(np.asarray(t), [2.0, 2.0, 2.0])
@@ -341,15 +357,22 @@ def test_inplaceable_thunk_adds_in_place_or_computes() -> None:
     np.testing.assert_array_equal(unthunk(it), [2.0, 2.0])
     np.testing.assert_array_equal(it + 1.0, [3.0, 3.0])
     assert calls == ["add", "compute"]
-    assert isinstance(it, Thunk) and isinstance(it.thunk, Thunk)
-    assert repr(it).startswith("InplaceableThunk(") and "add" in repr(it)
+    assert isinstance(it, Thunk)
+    assert isinstance(it.thunk, Thunk)
+    assert repr(it).startswith("InplaceableThunk(")
+    assert "add" in repr(it)
 
 
 def test_inplaceable_thunk_takes_a_thunk_and_checks_arguments() -> None:
     inner = Thunk(lambda: 1.5)
     it = InplaceableThunk(lambda x: x, inner)
-    assert it.thunk is inner and unthunk(it) == 1.5
-    with pytest.raises(TypeError, match=r"^InplaceableThunk needs a callable add_fn, got add_fn=3$"):
+    assert it.thunk is inner
+    assert unthunk(it) == 1.5
+    with pytest.raises(
+        TypeError, match=r"^InplaceableThunk needs a callable add_fn, got add_fn=3$"
+    ):
         InplaceableThunk(3, inner)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match=r"needs a Thunk or a function of no arguments, got thunk=2"):
+    with pytest.raises(
+        TypeError, match=r"needs a Thunk or a function of no arguments, got thunk=2"
+    ):
         InplaceableThunk(lambda x: x, 2)  # type: ignore[arg-type]
