@@ -9,9 +9,9 @@ this layer adds what numbers and arrays cannot express:
   dataclass, dict or plain object), field by field;
 - ``Thunk(fn)`` / ``InplaceableThunk(add_fn, thunk)``: a tangent computed only when needed.
 
-The zeros and thunks are defined in ``rruletest.zeros``, ``Tangent`` and ``add_to_primal`` in
-``rruletest.structured``; this module is their public home. They take part in ordinary
-arithmetic, so rule code can add and scale them without special cases:
+The zeros and thunks are defined in ``rruletest.zeros``, ``Tangent`` in ``rruletest.structured``
+and ``add_to_primal`` in ``rruletest.primal``; this module is their public home. They take part
+in ordinary arithmetic, so rule code can add and scale them without special cases:
 
 >>> import numpy as np
 >>> np.ones(2) + ZeroTangent()
@@ -24,7 +24,8 @@ ZeroTangent()
 
 from __future__ import annotations
 
-from rruletest.structured import Tangent, add_to_primal
+from rruletest.primal import add_to_primal
+from rruletest.structured import Tangent
 from rruletest.zeros import (
     NO_TANGENT,
     ZERO_TANGENT,
