@@ -22,12 +22,23 @@ True
 from __future__ import annotations
 
 import sys
+import types
 import warnings
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rruletest.domains import Domain, DomainLike
+from rruletest.ruleinfo import (
+    KINDS,
+    Key,
+    RuleInfo,
+    check_key,
+    describe,
+    examples_of,
+    key_name,
+    name_of,
+    rule_label,
+)
 from rruletest.scalar import ScalarFRule, ScalarRRule, checked_partials
 from rruletest.tangents import NO_TANGENT
 
@@ -47,28 +58,9 @@ __all__ = [
     "scalar_rule",
 ]
 
-RuleKind = Literal["rrule", "frule", "scalar", "non_differentiable"]
-Key = tuple[Hashable, ...]
-
-
-_KINDS = ("rrule", "frule", "scalar", "non_differentiable")
-
 
 class RuleReplacedWarning(UserWarning):
     """A rule was registered for a key that already had one; the new rule replaces it."""
-
-
-def _name(f: Any) -> str:
-    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
-    return str(name) if isinstance(name, str) and name else repr(f)
-
-
-def key_name(key: Key) -> str:
-    """A readable name for a key: ``sin``, ``broadcasted(sin)``."""
-    head, *rest = key
-    if not rest:
-        return _name(head)
-    return f"{_name(head)}({', '.join(_name(r) for r in rest)})"
 
 
 def _rules_frames() -> int:
@@ -81,77 +73,16 @@ def _rules_frames() -> int:
     return n
 
 
+def _is_def(rule: Any) -> bool:
+    return isinstance(rule, types.FunctionType | types.MethodType)
+
+
 def _caller_module() -> str:
     """The module outside rruletest.rules that called into the registry."""
     frame = sys._getframe(1)
     while frame is not None and frame.f_globals.get("__name__") == __name__:
         frame = frame.f_back  # type: ignore[assignment]
     return str(frame.f_globals.get("__name__", "?")) if frame is not None else "?"
-
-
-@dataclass(frozen=True)
-class RuleInfo:
-    """One registered rule: what it is for, what kind, where it was defined, its domain.
-
-    ``kind`` is ``"rrule"``, ``"frule"``, ``"scalar"`` (from ``scalar_rule``: ``rrule``,
-    ``frule`` and ``partials`` are all set) or ``"non_differentiable"``. ``module`` is the
-    module that defined the rule (the function's ``__module__``, else the registering module).
-    ``examples`` are argument tuples the rule should be tested at (used by the pytest plugin
-    and ``rruletest check`` in addition to generated inputs).
-    """
-
-    key: Key
-    kind: RuleKind
-    module: str
-    qualname: str
-    rrule: Callable[..., Any] | None = None
-    frule: Callable[..., Any] | None = None
-    partials: Callable[..., Any] | None = None
-    domain: Domain | None = None
-    examples: tuple[tuple[Any, ...], ...] = field(default=())
-
-    @property
-    def function(self) -> Any:
-        """The function the rule is for (the last element of its key)."""
-        return self.key[-1]
-
-    @property
-    def name(self) -> str:
-        """A readable name of the key: ``sin``, ``broadcasted(sin)``."""
-        return key_name(self.key)
-
-
-def _what(info: RuleInfo) -> str:
-    """How a replacement warning names a rule: ``rrule my_sin_rrule``, ``scalar rule``."""
-    if info.kind in ("rrule", "frule"):
-        return f"{info.kind} {info.qualname}"
-    return "scalar rule" if info.kind == "scalar" else "non_differentiable declaration"
-
-
-def _describe(x: Any) -> str:
-    return f"{x!r} ({type(x).__name__})"
-
-
-def _as_key(fs: Sequence[Any], call: str) -> Key:
-    """Check a registration key; ``call`` names the registering function in messages."""
-    shown = f"{call}({', '.join(_name(f) for f in fs)})"
-    if not fs:
-        raise TypeError(f"{call}() needs the function the rule is for, e.g. {call}(np.sin)")
-    for f in fs:
-        if not callable(f):
-            raise TypeError(
-                f"{shown}: a rule is registered for a function (or a tuple of functions such as "
-                f"broadcasted, f), got {_describe(f)}, which is not callable"
-            )
-        try:
-            hash(f)
-        except TypeError:
-            raise TypeError(f"{shown}: a rule's key must be hashable, got {_describe(f)}") from None
-    return tuple(fs)
-
-
-def _examples(examples: Sequence[Any]) -> tuple[tuple[Any, ...], ...]:
-    return tuple(e if isinstance(e, tuple) else (e,) for e in examples)
 
 
 # Generic rules (such as the one for ``broadcasted``) live outside any RuleSet and receive the
@@ -211,8 +142,8 @@ class RuleSet:
         if olds:
             old = olds[0]
             warnings.warn(
-                f"{info.name}: replacing the {_what(old)} from {old.module} with the "
-                f"{_what(info)} from {info.module}",
+                f"{info.name}: replacing the {rule_label(old)} from {old.module} with the "
+                f"{rule_label(info)} from {info.module}",
                 RuleReplacedWarning,
                 stacklevel=_rules_frames() + 2,
             )
@@ -228,21 +159,23 @@ class RuleSet:
         examples: Sequence[Any],
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         call = f"register_{kind}"
-        key = _as_key(fs, call)
+        key = check_key(fs, call)
         dom = None if domain is None else Domain.of(domain)
-        exs = _examples(examples)
+        exs = examples_of(examples)
 
         def decorate(rule: Callable[..., Any]) -> Callable[..., Any]:
             if not callable(rule):
                 raise TypeError(
-                    f"{call}({key_name(key)}): the rule must be callable, got {_describe(rule)}"
+                    f"{call}({key_name(key)}): the rule must be callable, got {describe(rule)}"
                 )
-            module = getattr(rule, "__module__", None)
+            # A function records where it was defined; other callables (partials, instances)
+            # where they were registered.
+            module = getattr(rule, "__module__", None) if _is_def(rule) else None
             info = RuleInfo(
                 key,
                 kind,
                 module if isinstance(module, str) else _caller_module(),
-                _name(rule),
+                name_of(rule),
                 rrule=rule if kind == "rrule" else None,
                 frule=rule if kind == "frule" else None,
                 domain=dom,
@@ -309,15 +242,15 @@ class RuleSet:
         >>> rules.derivatives_given_output(np.exp(1.0), np.exp, 1.0) == (np.exp(1.0),)
         True
         """
-        key = _as_key((f,), "scalar_rule")
+        key = check_key((f,), "scalar_rule")
         if not callable(partials):
             raise TypeError(
-                f"scalar_rule({_name(f)}, partials): partials must be callable, got "
-                f"{_describe(partials)}"
+                f"scalar_rule({name_of(f)}, partials): partials must be callable, got "
+                f"{describe(partials)}"
             )
         dom = Domain.of(domain, complex=complex)
         module = _caller_module()
-        name = _name(f)
+        name = name_of(f)
         info = RuleInfo(
             key,
             "scalar",
@@ -327,7 +260,7 @@ class RuleSet:
             frule=ScalarFRule(f, partials, name, module),
             partials=partials,
             domain=dom,
-            examples=_examples(examples),
+            examples=examples_of(examples),
         )
         self._store([self._rrules, self._frules], info)
         self._scalars[key[0]] = info
@@ -341,7 +274,7 @@ class RuleSet:
         >>> rules.rrule(len, [1, 2])[1](1.0)
         (NoTangent(), NoTangent())
         """
-        key = _as_key((f,), "non_differentiable")
+        key = check_key((f,), "non_differentiable")
 
         def nd_rrule(*args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], Any]]:
             y = f(*args, **kwargs)
@@ -352,7 +285,7 @@ class RuleSet:
             return f(*args, **kwargs), NO_TANGENT
 
         info = RuleInfo(
-            key, "non_differentiable", _caller_module(), _name(f), rrule=nd_rrule, frule=nd_frule
+            key, "non_differentiable", _caller_module(), name_of(f), rrule=nd_rrule, frule=nd_frule
         )
         self._store([self._rrules, self._frules], info)
         self._scalars.pop(key[0], None)
@@ -433,8 +366,8 @@ class RuleSet:
         Raises:
             ValueError: an unknown ``kind``.
         """
-        if kind is not None and kind not in _KINDS:
-            raise ValueError(f"kind must be one of {', '.join(_KINDS)}; got kind={kind!r}")
+        if kind is not None and kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}; got kind={kind!r}")
         seen: dict[tuple[Key, str], RuleInfo] = {}
         for info in [*self._rrules.values(), *self._frules.values()]:
             seen.setdefault((info.key, info.kind), info)

@@ -197,7 +197,8 @@ class Thunk:
         return f"Thunk({getattr(self._fn, '__qualname__', repr(self._fn))})"
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray[Any, Any]:
-        return np.asarray(self.unthunk(), dtype=dtype)
+        # A copy when asked for one (np.array), so callers cannot modify the kept value.
+        return np.array(self.unthunk(), dtype=dtype, copy=copy)
 
     def __add__(self, other: Any) -> Any:
         return self.unthunk() + unthunk(other)

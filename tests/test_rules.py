@@ -291,6 +291,16 @@ def test_rules_are_listed_by_module_and_kind(rules: RuleSet) -> None:
     assert by_kind["scalar"].function is np.exp
 
 
+def test_non_function_rules_record_the_registering_module(rules: RuleSet) -> None:
+    import functools
+
+    partial_rule = functools.partial(_rrule_returning("p"))
+    rules.register_rrule(np.sin)(partial_rule)
+    info = rules.rrule_info(np.sin)
+    assert info is not None
+    assert info.module == HERE  # not "functools"
+
+
 def test_listing_rejects_unknown_kinds(rules: RuleSet) -> None:
     with pytest.raises(
         ValueError,

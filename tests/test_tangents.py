@@ -376,3 +376,12 @@ def test_inplaceable_thunk_takes_a_thunk_and_checks_arguments() -> None:
         TypeError, match=r"needs a Thunk or a function of no arguments, got thunk=2"
     ):
         InplaceableThunk(lambda x: x, 2)  # type: ignore[arg-type]
+
+
+def test_np_array_of_a_thunk_is_a_copy_of_its_value() -> None:
+    value = np.ones(2)
+    t = Thunk(lambda: value)
+    copied = np.array(t)
+    copied[0] = 5.0
+    np.testing.assert_array_equal(value, [1.0, 1.0])
+    assert np.asarray(t) is value  # asarray does not copy
