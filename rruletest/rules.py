@@ -39,7 +39,12 @@ from rruletest.ruleinfo import (
     name_of,
     rule_label,
 )
-from rruletest.scalar import ScalarFRule, ScalarRRule, checked_partials
+from rruletest.scalar import (
+    ScalarFRule,
+    ScalarRRule,
+    check_partials_signature,
+    checked_partials,
+)
 from rruletest.tangents import NO_TANGENT
 
 __all__ = [
@@ -248,6 +253,7 @@ class RuleSet:
                 f"scalar_rule({name_of(f)}, partials): partials must be callable, got "
                 f"{describe(partials)}"
             )
+        check_partials_signature(partials, name_of(f))
         dom = Domain.of(domain, complex=complex)
         module = _caller_module()
         name = name_of(f)

@@ -15,6 +15,7 @@ True
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +24,7 @@ import numpy as np
 from rruletest.projection import is_differentiable, unbroadcast
 from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, conj, unthunk
 
-__all__ = ["ScalarFRule", "ScalarRRule", "checked_partials"]
+__all__ = ["ScalarFRule", "ScalarRRule", "check_partials_signature", "checked_partials"]
 
 
 def _plural(n: int, word: str) -> str:
@@ -38,8 +39,16 @@ def checked_partials(
     Raises:
         TypeError: naming the rule, when the count (or the container) is wrong.
     """
-    ps = partials(*args, y)
     where = f"the partials of scalar rule {name} (registered in {module})"
+    try:
+        ps = partials(*args, y)
+    except TypeError:
+        if _accepts(partials, len(args) + 1) is False:
+            raise TypeError(
+                f"{where} cannot be called with {_plural(len(args), 'argument')} and the output; "
+                f"partials(*args, y) takes the function's arguments, then its output y"
+            ) from None
+        raise
     if not isinstance(ps, tuple | list):
         if len(args) == 1:
             return (ps,)
@@ -55,6 +64,48 @@ def checked_partials(
             f"argument"
         )
     return tuple(ps)
+
+
+def _accepts(fn: Callable[..., Any], n: int) -> bool | None:
+    """Whether ``fn`` can take ``n`` positional arguments (None when its signature is unknown)."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(*range(n))
+    except TypeError:
+        return False
+    return True
+
+
+def check_partials_signature(partials: Callable[..., Any], name: str) -> None:
+    """Refuse, at registration, partials that cannot take even one argument and the output.
+
+    Raises:
+        TypeError: naming the rule.
+    """
+    try:
+        params = inspect.signature(partials).parameters.values()
+    except (TypeError, ValueError):
+        return
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if any(p.kind == inspect.Parameter.VAR_POSITIONAL for p in params):
+        return
+    if sum(p.kind in kinds for p in params) < 2:
+        raise TypeError(
+            f"scalar_rule({name}, partials): partials must take the function's arguments and "
+            f"then its output, partials(*args, y); {name_of_partials(partials)} cannot take two "
+            f"arguments"
+        )
+
+
+def name_of_partials(partials: Callable[..., Any]) -> str:
+    qualname = getattr(partials, "__qualname__", None)
+    try:
+        return f"{qualname or repr(partials)}{inspect.signature(partials)}"
+    except (TypeError, ValueError):
+        return str(qualname or repr(partials))
 
 
 class _ScalarRule:
@@ -75,11 +126,15 @@ class ScalarRRule(_ScalarRule):
     def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], Any]]:
         y = self.f(*args, **kwargs)
 
+        kept: list[tuple[Any, ...]] = []  # the partials, computed on the first pullback
+
         def pullback(ybar: Any) -> tuple[Any, ...]:
             ybar = unthunk(ybar)
             if isinstance(ybar, AbstractZero):
                 return (NO_TANGENT, *(ybar if is_differentiable(a) else NO_TANGENT for a in args))
-            ps = self._partials(args, y)
+            if not kept:
+                kept.append(self._partials(args, y))
+            ps = kept[0]
             return (
                 NO_TANGENT,
                 *(

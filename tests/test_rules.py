@@ -646,3 +646,52 @@ def test_derivatives_given_output_without_a_scalar_rule(rules: RuleSet) -> None:
     assert rules.derivatives_given_output(1.0, np.sin, 0.0) is None
     rules.register_rrule(np.sin)(_rrule_returning("s"))
     assert rules.derivatives_given_output(1.0, np.sin, 0.0) is None
+
+
+def test_partials_that_forget_the_output_are_refused_at_registration(rules: RuleSet) -> None:
+    def sin_partials(x: Any) -> Any:
+        return np.cos(x)
+
+    with pytest.raises(
+        TypeError,
+        match=r"^scalar_rule\(sin, partials\): partials must take the function's arguments and "
+        r"then its output, partials\(\*args, y\); .*sin_partials\(x: 'Any'\) -> 'Any' cannot take "
+        r"two "
+        r"arguments$",
+    ):
+        rules.scalar_rule(np.sin, sin_partials)
+    assert rules.rules() == []
+
+
+def test_partials_with_too_few_parameters_fail_clearly_on_use(rules: RuleSet) -> None:
+    rules.scalar_rule(np.hypot, lambda a, y: (a / y, 0.0))  # fine for one argument, not two
+    with pytest.raises(
+        TypeError,
+        match=rf"^the partials of scalar rule hypot \(registered in {HERE}\) cannot be called "
+        r"with 2 arguments and the output; partials\(\*args, y\) takes the function's "
+        r"arguments, then its output y$",
+    ):
+        rules.derivatives_given_output(5.0, np.hypot, 3.0, 4.0)
+
+
+def test_errors_inside_partials_propagate_unchanged(rules: RuleSet) -> None:
+    def broken(x: Any, y: Any) -> Any:
+        raise TypeError("bug inside the partials")
+
+    rules.scalar_rule(np.sin, broken)
+    with pytest.raises(TypeError, match=r"^bug inside the partials$"):
+        rules.derivatives_given_output(0.0, np.sin, 0.0)
+
+
+def test_pullback_computes_the_partials_once(rules: RuleSet) -> None:
+    calls: list[int] = []
+
+    def partial(x: Any, y: Any) -> Any:
+        calls.append(1)
+        return np.cos(x)
+
+    rules.scalar_rule(np.sin, partial)
+    _, pullback = rules.rrule(np.sin, XS)  # type: ignore[misc]
+    first, second = pullback(YBAR)[1], pullback(2 * YBAR)[1]
+    np.testing.assert_allclose(second, 2 * first)
+    assert calls == [1]
