@@ -38,7 +38,12 @@ class AbstractZero:
     The two concrete kinds are singletons (also through ``copy`` and ``pickle``), hashable and
     falsy. numpy defers to them (``__array_ufunc__ = None``), so ``array + zero`` is the array
     and never an object array; where numpy must make an array of one (``np.asarray(zero)``,
-    ``np.array([zero, 1.0])``) it is a float ``0``.
+    ``np.array([zero, 1.0])``) it is a float ``0``. ``np.add(x, zero)`` (a ufunc called
+    directly) raises ``TypeError``: use the operators.
+
+    ``zero + x`` is ``x`` itself, not a copy (as in ChainRulesCore), so accumulate with
+    ``acc = acc + x`` rather than ``acc += x`` when ``x`` must not be modified. Equality is by
+    kind: ``ZeroTangent() == 0.0`` is False (compare values with ``rruletest.test_approx``).
 
     >>> NoTangent() is NoTangent(), bool(ZeroTangent())
     (True, False)

@@ -435,3 +435,20 @@ def test_namedtuple_primal_plus_tangent_is_fieldwise(
 ) -> None:
     assert Point(x, y) + Tangent(Point, dx, dy) == Point(x + dx, y + dy)
     assert Point(x, y) + Tangent(Point, y=dy) == Point(x, y + dy)
+
+
+@given(
+    primal=st.dictionaries(st.sampled_from("abcd"), st.integers(-1000, 1000).map(float)),
+    data=st.data(),
+)
+def test_dict_tangents_add_like_their_values(primal: dict[str, float], data: Any) -> None:
+    keys = st.sampled_from(sorted(primal)) if primal else st.nothing()
+    values = st.integers(-1000, 1000).map(float)
+    d1 = data.draw(st.dictionaries(keys, values))
+    d2 = data.draw(st.dictionaries(keys, values))
+    t1, t2 = Tangent(dict, d1), Tangent(dict, d2)
+    expected = {k: v + d1.get(k, 0.0) + d2.get(k, 0.0) for k, v in primal.items()}
+    assert primal + (t1 + t2) == expected
+    assert (primal + t1) + t2 == expected
+    assert t1 + t2 == t2 + t1
+    assert (t1 - t1) == Tangent(dict)
