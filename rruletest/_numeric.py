@@ -195,8 +195,13 @@ def compare_numeric(
         af = a.astype(work, copy=False)
         ef = e.astype(work, copy=False)
         dist = np.abs(af - ef)
-        allowed = np.broadcast_to(atol + rtol * np.abs(ef), e.shape)
+        allowed = np.abs(ef)  # in place from here: large arrays are the common case
+        allowed *= rtol
+        allowed += atol
         good = dist <= allowed
+        good &= np.isfinite(ef)  # an infinite expected value is matched only by itself
+        if good.all():
+            return found
         nan_a, nan_e = np.isnan(af), np.isnan(ef)
         same_nonfinite = (af == ef) & ~np.isfinite(ef)
         if nan_equal:
@@ -273,8 +278,8 @@ def _value_mismatch(
             details.append(label + where)
             if not worst and not scalar:
                 worst = first
-    rtol_at = float(rtol[worst]) if isinstance(rtol, np.ndarray) else float(rtol)
-    atol_at = float(atol[worst]) if isinstance(atol, np.ndarray) else float(atol)
+    rtol_at = float(np.broadcast_to(rtol, af.shape)[worst])
+    atol_at = float(np.broadcast_to(atol, af.shape)[worst])
     per_element = isinstance(rtol, np.ndarray) or isinstance(atol, np.ndarray)
     if per_element and not scalar:
         details.append(

@@ -199,6 +199,8 @@ class StructureMixin:
         mapping = issubclass(ptype, Mapping | dict)
         if not (type(v) is ptype or (mapping and isinstance(v, Mapping))):
             hints: list[str] = []
+            if not actual_is_tangent and type(v) in (tuple, list) and ptype in (tuple, list):
+                hints.append(f"return a {ptype.__name__}, not a {type(v).__name__}")
             if actual_is_tangent and isinstance(v, tuple | list | Mapping):
                 hints.append(
                     f"a Tangent for a {type(v).__name__} must say so: Tangent("
@@ -383,6 +385,12 @@ class StructureMixin:
 
 def index_tol(tol: Any, idx: tuple[int, ...], shape: tuple[int, ...]) -> Any:
     """The tolerance of one element of an object array: indexed when shaped like it."""
+    if isinstance(tol, list | tuple):
+        try:
+            arr = np.asarray(tol, dtype=float)
+        except (TypeError, ValueError):
+            return tol
+        return arr[idx] if arr.shape == shape else tol
     if isinstance(tol, np.ndarray) and tol.shape == shape:
         return tol[idx]
     return tol

@@ -53,7 +53,12 @@ from typing import Any
 import numpy as np
 
 from rruletest import _render as r
-from rruletest._numeric import NUMERIC_KINDS, InvalidToleranceError, compare_numeric
+from rruletest._numeric import (
+    NUMERIC_KINDS,
+    InvalidToleranceError,
+    compare_numeric,
+    leaf_tolerance,
+)
 from rruletest._numeric import shape_mismatch as _shape_mismatch
 from rruletest._structure import StructureMixin, as_numeric, index_tol, kind, type_hints
 from rruletest.errors import Mismatch, RuleTestFailure
@@ -62,6 +67,7 @@ from rruletest.tangents import AbstractZero, NoTangent, Thunk, ZeroTangent
 __all__ = ["InvalidToleranceError", "collect_mismatches", "test_approx"]
 
 _FAILED = object()
+_TOO_DEEP = "the values are nested too deeply to compare (RecursionError)"
 
 
 class _Walker(StructureMixin):
@@ -127,8 +133,10 @@ class _Walker(StructureMixin):
         self.active.add(pair)
         try:
             self._dispatch(a, e, path, rtol, atol)
-        except (InvalidToleranceError, RecursionError):
+        except InvalidToleranceError:
             raise
+        except RecursionError as exc:
+            self.report("exception", path, _TOO_DEEP, a, e, exception=exc)
         except Exception as exc:  # never leak: an odd value becomes a reported problem
             self.report(
                 "exception",
@@ -242,6 +250,10 @@ class _Walker(StructureMixin):
             zeros = np.zeros(arr.shape)
             na, ne = (zeros, arr) if zero_is_actual else (arr, zeros)
             self.numeric(na, ne, path, rtol, atol, a, e, zero=True)
+        elif kother == "objarray" and (arr := _object_as_numeric(other, self.strict)) is not None:
+            zeros = np.zeros(arr.shape)
+            na, ne = (zeros, arr) if zero_is_actual else (arr, zeros)
+            self.numeric(na, ne, path, rtol, atol, a, e, zero=True)
         elif kother in ("tangent", "objarray", "tuple", "list", "namedtuple", "dict", "dataclass"):
             for step, child, sub_r, sub_a in self.children(other, rtol, atol):
                 ca, ce = (z, child) if zero_is_actual else (child, z)
@@ -266,11 +278,11 @@ class _Walker(StructureMixin):
             )
 
     def object_arrays(self, a: Any, e: Any, path: str, rtol: Any, atol: Any) -> None:
-        na, ne = _object_as_numeric(a, self.strict), _object_as_numeric(e, self.strict)
         shape_a, shape_e = np.shape(a), np.shape(e)
         if shape_a != shape_e:
             self.found.append(_shape_mismatch(path, np.empty(shape_a), np.empty(shape_e), a, e))
             return
+        na, ne = _object_as_numeric(a, self.strict), _object_as_numeric(e, self.strict)
         if na is not None and ne is not None:
             self.numeric(na, ne, path, rtol, atol, a, e)
             return
@@ -362,13 +374,14 @@ def collect_mismatches(
     >>> collect_mismatches(ZeroTangent(), 1e-12)
     []
     """
+    for name, tol in (("rtol", rtol), ("atol", atol)):
+        if isinstance(tol, float | int | np.number | np.ndarray | str | bytes):
+            leaf_tolerance(name, tol, np.shape(tol), path)
     walker = _Walker(nan_equal=nan_equal, strict_zero_kind=strict_zero_kind)
     try:
         walker.walk(actual, expected, path, rtol, atol)
-    except RecursionError:
-        walker.report(
-            "exception", path, "the values are nested too deeply to compare", actual, expected
-        )
+    except RecursionError:  # pragma: no cover - every level catches its own
+        walker.report("exception", path, _TOO_DEEP, actual, expected)
     return walker.found
 
 

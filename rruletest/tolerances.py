@@ -86,11 +86,16 @@ def _real_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
     return _FALLBACK
 
 
-def _as_dtype(dtype_or_value: Any) -> np.dtype[Any] | None:
-    """The dtype a value or dtype-like stands for; None for a structure or a non-numeric value."""
+def _as_dtype(dtype_or_value: Any, names: bool = True) -> np.dtype[Any] | None:
+    """The dtype a value or dtype-like stands for; None for a structure or a non-numeric value.
+
+    A string is a dtype name when ``names`` (at the top level), a plain value inside structures.
+    """
     x = dtype_or_value
     if isinstance(x, np.dtype):
         return x
+    if isinstance(x, str | bytes) and not names:
+        return None
     if isinstance(x, str) or (isinstance(x, type) and issubclass(x, np.generic | numbers.Number)):
         try:
             return np.dtype(x)
@@ -155,7 +160,8 @@ def default_tolerances(dtype_or_value: Any) -> Tolerance:
     dtype = _as_dtype(dtype_or_value)
     if dtype is not None and dtype.kind != "O":
         return _lookup(dtype)
-    dtypes = [d for d in map(_as_dtype, _leaves(dtype_or_value)) if d is not None]
+    found = (_as_dtype(x, names=False) for x in _leaves(dtype_or_value))
+    dtypes = [d for d in found if d is not None]
     return loosest(*dtypes) if dtypes else _lookup(_FALLBACK)
 
 
