@@ -18,6 +18,7 @@ x: 1 of 2 elements differ
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -162,6 +163,18 @@ def _value_hints(af: np.ndarray, ef: np.ndarray, allowed: np.ndarray) -> list[st
     return []
 
 
+def _scalars_close(a: np.ndarray, e: np.ndarray, rtol: Any, atol: Any) -> bool:
+    """Whether two finite 0-d values are within tolerance (False also when unsure)."""
+    av, ev = a.item(), e.item()
+    if not isinstance(av, int | float | complex) or not isinstance(ev, int | float | complex):
+        return False  # longdouble and friends: the array path keeps their precision
+    try:
+        bound = float(atol) + float(rtol) * abs(ev)
+        return abs(av - ev) <= bound and bound < math.inf
+    except (OverflowError, TypeError, ValueError):
+        return False
+
+
 def compare_numeric(
     path: str,
     a: np.ndarray,
@@ -190,6 +203,8 @@ def compare_numeric(
     atol = leaf_tolerance("atol", atol, e.shape, path)
     rtol = default.rtol if rtol is None else rtol
     atol = default.atol if atol is None else atol
+    if a.ndim == 0 and _scalars_close(a, e, rtol, atol):  # the common case, without numpy ufuncs
+        return found
     work = np.result_type(a.dtype, e.dtype, np.float64)
     with np.errstate(all="ignore"):
         af = a.astype(work, copy=False)
@@ -202,84 +217,96 @@ def compare_numeric(
         good &= np.isfinite(ef)  # an infinite expected value is matched only by itself
         if good.all():
             return found
-        nan_a, nan_e = np.isnan(af), np.isnan(ef)
-        same_nonfinite = (af == ef) & ~np.isfinite(ef)
+        # From here on only the elements out of tolerance (or NaN, or infinite) matter.
+        cand = np.flatnonzero(~good)
+        a_c, e_c = np.take(af, cand), np.take(ef, cand)
+        nan_a, nan_e = np.isnan(a_c), np.isnan(e_c)
+        same = (a_c == e_c) & ~np.isfinite(e_c)
         if nan_equal:
-            same_nonfinite |= nan_a & nan_e
-        bad = ~(good | same_nonfinite)
-        count = int(np.count_nonzero(bad))
-        if count == 0:
+            same |= nan_a & nan_e
+        bad = ~same
+        if not bad.any():
             return found
         found.append(
             _value_mismatch(
                 path,
-                af,
-                ef,
-                dist,
-                bad,
-                count,
+                af.shape,
+                cand[bad],
+                a_c[bad],
+                e_c[bad],
                 rtol,
                 atol,
                 a_shown,
                 e_shown,
-                nan_a,
-                nan_e,
-                allowed if value_hints else None,
+                _hints(af, ef, allowed, cand[bad]) if value_hints else [],
             )
         )
     return found
 
 
+def _hints(af: np.ndarray, ef: np.ndarray, allowed: np.ndarray, idx: np.ndarray) -> list[str]:
+    """``_value_hints``, tried on the failing elements first (each hint holds for all or none)."""
+    if not _value_hints(np.take(af, idx), np.take(ef, idx), np.take(allowed, idx)):
+        return []
+    return _value_hints(af, ef, allowed)
+
+
+def _at(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.unravel_index(flat, shape))
+
+
 def _value_mismatch(
     path: str,
-    af: np.ndarray,
-    ef: np.ndarray,
-    dist: np.ndarray,
-    bad: np.ndarray,
-    count: int,
+    shape: tuple[int, ...],
+    idx: np.ndarray,
+    a_b: np.ndarray,
+    e_b: np.ndarray,
     rtol: Any,
     atol: Any,
     a_shown: Any,
     e_shown: Any,
-    nan_a: np.ndarray,
-    nan_e: np.ndarray,
-    allowed: np.ndarray | None,
+    hints: list[str],
 ) -> Mismatch:
-    scalar = af.ndim == 0
-    summary = "values differ" if scalar else f"{count} of {af.size} elements differ"
+    """The block for the failing elements ``idx`` (flat indices), valued ``a_b`` and ``e_b``."""
+    scalar = len(shape) == 0
+    count, size = int(idx.size), math.prod(shape)
+    summary = "values differ" if scalar else f"{count} of {size} elements differ"
     details: list[str] = []
-    numeric_bad = bad & ~np.isnan(dist)
+    dist = np.abs(a_b - e_b)
+    numeric = ~np.isnan(dist)
     abs_err = rel_err = None
     worst: tuple[int, ...] = ()
-    if np.any(numeric_bad):
-        masked = np.where(numeric_bad, dist, -1.0)
-        worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(masked)), af.shape))
-        rel = np.where(numeric_bad, dist / np.abs(ef), -1.0)
-        rel = np.where(np.isnan(rel), np.inf, rel)  # 0 / 0 cannot be bad; inf / inf is
-        rworst = tuple(int(i) for i in np.unravel_index(int(np.argmax(rel)), af.shape))
-        abs_err, rel_err = float(dist[worst]), float(rel[rworst])
+    if numeric.any():
+        k = int(np.argmax(np.where(numeric, dist, -1.0)))
+        rel = np.where(numeric, dist / np.abs(e_b), -1.0)
+        rel = np.where(np.isnan(rel), np.inf, rel)  # 0 / 0 cannot fail; inf / inf can
+        kr = int(np.argmax(rel))
+        worst = _at(int(idx[k]), shape)
+        abs_err, rel_err = float(dist[k]), float(rel[kr])
         if scalar:
             details.append(f"abs diff {diff(abs_err)}, rel diff {diff(rel_err)}")
         else:
             details.append(
                 f"max abs diff {diff(abs_err)} at {index_text(worst)} "
-                f"(actual {num(af[worst])}, expected {num(ef[worst])})"
+                f"(actual {num(a_b[k])}, expected {num(e_b[k])})"
             )
+            rworst = _at(int(idx[kr]), shape)
             details.append(f"max rel diff {diff(rel_err)} at {index_text(rworst)}")
+    nan_a, nan_e = np.isnan(a_b), np.isnan(e_b)
     for label, mask in (
         ("NaN in actual only", nan_a & ~nan_e),
         ("NaN in expected only", nan_e & ~nan_a),
         ("NaN in both (nan_equal=False)", nan_a & nan_e),
     ):
-        n = int(np.count_nonzero(mask & bad))
+        n = int(np.count_nonzero(mask))
         if n:
-            first = tuple(int(i) for i in np.argwhere(mask & bad)[0])
+            first = _at(int(idx[int(np.argmax(mask))]), shape)
             where = "" if scalar else f": {n} element{'s' * (n != 1)}, first at {index_text(first)}"
             details.append(label + where)
             if not worst and not scalar:
                 worst = first
-    rtol_at = float(np.broadcast_to(rtol, af.shape)[worst])
-    atol_at = float(np.broadcast_to(atol, af.shape)[worst])
+    rtol_at = float(np.broadcast_to(rtol, shape)[worst])
+    atol_at = float(np.broadcast_to(atol, shape)[worst])
     per_element = isinstance(rtol, np.ndarray) or isinstance(atol, np.ndarray)
     if per_element and not scalar:
         details.append(
@@ -288,7 +315,6 @@ def _value_mismatch(
         )
     else:
         details.append(f"tolerance: rtol={diff(rtol_at)}, atol={diff(atol_at)}")
-    hints = _value_hints(af, ef, allowed) if allowed is not None else []
     return Mismatch(
         check="value",
         path=path,
@@ -302,5 +328,5 @@ def _value_mismatch(
         atol=atol_at,
         hint="\n".join(hints) or None,
         count=count,
-        size=int(af.size),
+        size=size,
     )

@@ -77,6 +77,8 @@ def key_step(key: Any) -> str:
     """The path step of a position (``[2]``) or of a mapping key (``['k']``)."""
     if isinstance(key, int) and not isinstance(key, bool):
         return f"[{key}]"
+    if type(key) is str:
+        return f"[{key!r}]"
     return f"[{safe_repr(key)}]"
 
 

@@ -250,9 +250,9 @@ class _Walker(StructureMixin):
             zeros = np.zeros(arr.shape)
             na, ne = (zeros, arr) if zero_is_actual else (arr, zeros)
             self.numeric(na, ne, path, rtol, atol, a, e, zero=True)
-        elif kother == "objarray" and (arr := _object_as_numeric(other, self.strict)) is not None:
-            zeros = np.zeros(arr.shape)
-            na, ne = (zeros, arr) if zero_is_actual else (arr, zeros)
+        elif kother == "objarray" and (flat := _object_as_numeric(other, self.strict)) is not None:
+            zeros = np.zeros(flat.shape)
+            na, ne = (zeros, flat) if zero_is_actual else (flat, zeros)
             self.numeric(na, ne, path, rtol, atol, a, e, zero=True)
         elif kother in ("tangent", "objarray", "tuple", "list", "namedtuple", "dict", "dataclass"):
             for step, child, sub_r, sub_a in self.children(other, rtol, atol):

@@ -182,7 +182,10 @@ def loosest(*dtypes: Any) -> Tolerance:
     >>> loosest(np.float32, np.float64)
     Tolerance(rtol=0.0001, atol=0.0001)
     """
-    tols = [default_tolerances(d) for d in dtypes] or [_lookup(_FALLBACK)]
+    tols = [_lookup(d) if isinstance(d, np.dtype) else default_tolerances(d) for d in dtypes]
+    if len(tols) == 1 or (len(tols) == 2 and tols[0] == tols[1]):
+        return tols[0]
+    tols = tols or [_lookup(_FALLBACK)]
     return Tolerance(max(t.rtol for t in tols), max(t.atol for t in tols))
 
 
