@@ -18,7 +18,9 @@ import numpy as np
 import pytest
 
 from rruletest.approx import InvalidToleranceError, collect_mismatches, test_approx
+from rruletest.broadcast import broadcasted
 from rruletest.errors import RuleTestFailure
+from rruletest.rules import RuleSet
 from rruletest.tangents import InplaceableThunk, NoTangent, Tangent, Thunk, ZeroTangent
 
 P = namedtuple("P", "x y")
@@ -750,6 +752,32 @@ def test_julia_regression_tangent_of_tuple_against_tuple() -> None:
     test_approx((xbar, 0.0), Tangent(tuple, xbar))
     assert checks(Tangent(tuple, xbar), (xbar, 1.0), path="out") == [("value", "out[1]")]
     assert checks(Tangent(tuple, 2 * xbar), (xbar,), path="out") == [("value", "out[0]")]
+
+
+def test_seed_broadcast_rule_end_to_end() -> None:
+    # The thread's generic broadcast rule, as rruletest's broadcast module provides it: its
+    # pullback output compares with the collected expected value, and a rule that forgets to
+    # unbroadcast is told so.
+    rules = RuleSet()
+    rules.scalar_rule(np.sin, lambda x, y: (np.cos(x),))
+    x = np.array([0.3, 1.2, -0.7])
+    _, pullback = rules.rrule(broadcasted, np.sin, x)
+    expected = (NoTangent(), NoTangent(), np.cos(x))
+    test_approx(pullback(np.ones(3)), expected, path="pullback output")
+
+    @rules.register_rrule(broadcasted, np.multiply)
+    def no_unbroadcast(f: Any, a: Any, b: Any) -> Any:
+        return f(a, b), lambda yb: (NoTangent(), NoTangent(), yb * b, yb * a)
+
+    a, b = np.ones((3, 1)), np.arange(4.0)
+    _, pullback = rules.rrule(broadcasted, np.multiply, a, b)
+    right = (NoTangent(), NoTangent(), np.full((3, 1), 6.0), np.full(4, 3.0))
+    found = collect_mismatches(pullback(np.ones((3, 4))), right, path="pullback output")
+    assert [(m.check, m.path) for m in found] == [
+        ("shape", "pullback output[2]"),
+        ("shape", "pullback output[3]"),
+    ]
+    assert all(m.hint and m.hint.startswith("did the rule forget to unbroadcast?") for m in found)
 
 
 def test_namedtuple_fields_are_compared_by_name() -> None:
