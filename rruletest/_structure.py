@@ -178,6 +178,33 @@ class StructureMixin:
     ) -> None:
         raise NotImplementedError  # pragma: no cover - provided by the walker
 
+    def matches(self, a: Any, e: Any, rtol: Any, atol: Any) -> bool:
+        raise NotImplementedError  # pragma: no cover - provided by the walker
+
+    def _shift_hint(self, a: Any, e: Any, rtol: Any, atol: Any) -> str | None:
+        """A hint when one element too few or too many, at either end, explains a length."""
+        n_a, n_e = len(a), len(e)
+        if abs(n_a - n_e) != 1:
+            return None
+        flat = [
+            t if t is None or isinstance(t, float | int | np.ndarray) else None
+            for t in (rtol, atol)
+        ]
+        if n_a < n_e:
+            if self.matches(list(a), list(e)[1:], *flat):
+                return (
+                    "actual matches expected without its first element: is that one missing? "
+                    "(a pullback returns the tangent for f first)"
+                )
+            if self.matches(list(a), list(e)[:-1], *flat):
+                return "actual matches expected without its last element: is that one missing?"
+        else:
+            if self.matches(list(a)[1:], list(e), *flat):
+                return "actual matches expected after its first element: is that one extra?"
+            if self.matches(list(a)[:-1], list(e), *flat):
+                return "actual matches expected up to its last element: is that one extra?"
+        return None
+
     def _child(
         self, a: Any, e: Any, path: str, step: str, rtol: Any, atol: Any, key: Any, pos: Any
     ) -> None:
@@ -261,6 +288,7 @@ class StructureMixin:
     def sequences(self, a: Any, e: Any, path: str, rtol: Any, atol: Any) -> None:
         n_a, n_e = len(a), len(e)
         if n_a != n_e:
+            shift = self._shift_hint(a, e, rtol, atol)
             self.report(
                 "structure",
                 path,
@@ -268,8 +296,11 @@ class StructureMixin:
                 "expected",
                 a,
                 e,
+                [shift] if shift else [],
                 length=(n_a, n_e),
             )
+            if shift:  # the elements are misaligned: comparing them pairwise would only add noise
+                return
         for i in range(min(n_a, n_e)):
             self._child(a[i], e[i], path, f"[{i}]", rtol, atol, i, i)
 

@@ -119,6 +119,15 @@ class _Walker(StructureMixin):
             )
             return _FAILED
 
+    def matches(self, a: Any, e: Any, rtol: Any, atol: Any) -> bool:
+        """Whether ``a`` and ``e`` compare equal (a separate walk, nothing reported here)."""
+        sub = _Walker(nan_equal=self.nan_equal, strict_zero_kind=self.strict)
+        try:
+            sub.walk(a, e, "", rtol, atol)
+        except InvalidToleranceError:
+            return False
+        return not sub.found
+
     # -- the walk ----------------------------------------------------------------------------
     def walk(self, a: Any, e: Any, path: str, rtol: Any, atol: Any) -> None:
         if isinstance(a, Thunk):
@@ -368,12 +377,15 @@ def collect_mismatches(
 
     Raises:
         InvalidToleranceError: (a ``ValueError``) a negative, NaN or ill-shaped tolerance.
+        TypeError: a ``path`` that is not a string.
 
     >>> [m.check for m in collect_mismatches(np.ones(3), np.ones(2))]
     ['shape']
     >>> collect_mismatches(ZeroTangent(), 1e-12)
     []
     """
+    if not isinstance(path, str):
+        raise TypeError(f"path must be a string such as 'args[0]', got path={path!r}")
     for name, tol in (("rtol", rtol), ("atol", atol)):
         if isinstance(tol, float | int | np.number | np.ndarray | str | bytes):
             leaf_tolerance(name, tol, np.shape(tol), path)

@@ -655,6 +655,36 @@ def test_value_hints(actual: Any, expected: Any, hint: str) -> None:
     assert f"  hint: {hint}" in m.message
 
 
+def test_message_missing_first_element() -> None:
+    actual, expected = (A, 3.0), (NoTangent(), A, 3.0)
+    assert message(actual, expected, path="pullback output") == (
+        "pullback output: 2 elements where 3 were expected\n"
+        "  actual:   (array([1., 2., 3.]), 3.0)\n"
+        "  expected: (NoTangent(), array([1., 2., 3.]), 3.0)\n"
+        "  hint: actual matches expected without its first element: is that one missing? "
+        "(a pullback returns the tangent for f first)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("actual", "expected", "hint"),
+    [
+        pytest.param([1.0, 2.0], [1.0, 2.0, 3.0], "without its last element", id="last-missing"),
+        pytest.param([0.0, 1.0, 2.0], [1.0, 2.0], "after its first element", id="first-extra"),
+        pytest.param((1.0, 2.0, 0.0), (1.0, 2.0), "up to its last element", id="last-extra"),
+    ],
+)
+def test_length_shift_hints(actual: Any, expected: Any, hint: str) -> None:
+    (m,) = collect_mismatches(actual, expected)
+    assert m.check == "structure"
+    assert m.hint is not None
+    assert hint in m.hint
+
+
+def test_length_mismatch_without_shift_compares_the_common_elements() -> None:
+    assert checks((1.0, 2.0), (1.0, 3.0, 4.0)) == [("structure", ""), ("value", "[1]")]
+
+
 def test_no_value_hint_for_unrelated_values() -> None:
     (m,) = collect_mismatches(np.array([1.0, 5.0, -2.0]), A)
     assert m.hint is None
@@ -954,6 +984,11 @@ def test_bad_tolerances_raise(kw: dict[str, Any], match: str) -> None:
     with pytest.raises(InvalidToleranceError, match=match):
         collect_mismatches((A,), (A,), path="x", **kw)
     assert issubclass(InvalidToleranceError, ValueError)
+
+
+def test_path_must_be_a_string() -> None:
+    with pytest.raises(TypeError, match=r"path must be a string such as 'args\[0\]', got path=0"):
+        test_approx(1.0, 1.0, path=0)  # type: ignore[arg-type]
 
 
 def test_bad_scalar_tolerance_raises_even_without_numbers() -> None:
