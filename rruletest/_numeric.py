@@ -27,9 +27,12 @@ from rruletest._render import block, diff, index_text, num
 from rruletest.errors import Mismatch
 from rruletest.tolerances import loosest
 
-__all__ = ["InvalidToleranceError", "compare_numeric", "leaf_tolerance", "shape_mismatch"]
-
-NUMERIC_KINDS = "biufc"
+__all__ = [
+    "InvalidToleranceError",
+    "compare_numeric",
+    "leaf_tolerance",
+    "shape_mismatch",
+]
 
 
 class InvalidToleranceError(ValueError):

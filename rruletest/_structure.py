@@ -9,96 +9,19 @@ of a tolerance structure when the caller gave one. Differences in the containers
 from __future__ import annotations
 
 import dataclasses
-import numbers
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
 from rruletest import _render as r
-from rruletest._numeric import NUMERIC_KINDS
+from rruletest._kinds import kind, type_hints
 from rruletest.errors import Mismatch
-from rruletest.tangents import AbstractZero, Tangent, Thunk, _declared_fields
+from rruletest.tangents import AbstractZero, Tangent, _declared_fields
 
-__all__ = [
-    "StructureMixin",
-    "as_numeric",
-    "index_tol",
-    "kind",
-    "sub_tolerance",
-    "type_hints",
-]
+__all__ = ["StructureMixin", "index_tol", "sub_tolerance"]
 
 _MISSING = object()
-
-
-def as_numeric(x: Any) -> np.ndarray | None:
-    """``x`` as a numeric array (0-d for a number), or None when it is not a numeric leaf."""
-    if isinstance(x, np.ndarray):
-        return x if x.dtype.kind in NUMERIC_KINDS else None
-    if isinstance(x, bool | int | float | complex | np.generic):
-        arr = np.asarray(x)
-        return arr if arr.dtype.kind in NUMERIC_KINDS else None
-    if isinstance(x, numbers.Number) and not isinstance(x, AbstractZero):
-        try:
-            value = float(x) if isinstance(x, numbers.Real) else complex(x)  # type: ignore[call-overload]
-        except (TypeError, ValueError, OverflowError):
-            return None
-        return np.asarray(value)
-    if hasattr(x, "__array__") and not isinstance(x, type | Tangent | Thunk):
-        try:
-            arr = np.asarray(x)
-        except Exception:
-            return None
-        return arr if arr.dtype.kind in NUMERIC_KINDS else None
-    return None
-
-
-def kind(x: Any) -> str:
-    """The kind of a value for dispatch: ``zero``, ``tangent``, ``numeric``, ``tuple``, ..."""
-    if isinstance(x, AbstractZero):
-        return "zero"
-    if isinstance(x, Tangent):
-        return "tangent"
-    if isinstance(x, np.ndarray) and x.dtype == object:
-        return "objarray"
-    if isinstance(x, tuple):
-        return "namedtuple" if hasattr(type(x), "_fields") else "tuple"
-    if isinstance(x, list):
-        return "list"
-    if isinstance(x, Mapping):
-        return "dict"
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        return "dataclass"
-    if x is None:
-        return "none"
-    if isinstance(x, str | bytes):
-        return "str"
-    return "numeric" if as_numeric(x) is not None else "other"
-
-
-def type_hints(a: Any, e: Any, ka: str, ke: str) -> list[str]:
-    """Hints for kinds that are a known mistake when found where another kind belongs."""
-    if ka == "tangent" and ke in ("numeric", "objarray"):
-        return [
-            "a Tangent is the tangent of a structured value (tuple, namedtuple, dataclass, "
-            "dict); the tangent of a number or array is a plain number or array"
-        ]
-    if ke == "tangent" and ka in ("numeric", "objarray"):
-        return [f"the expected value is structured: build {r.describe(e)}"]
-    if ka == "none" and ke in ("zero", "numeric", "objarray"):
-        return ["use NoTangent() or ZeroTangent() rather than None for a missing tangent"]
-    if ka == "list" and ke == "tuple":
-        return ["return a tuple, not a list"]
-    if ka == "tuple" and ke == "list":
-        return ["return a list, not a tuple"]
-    if ka == "tuple" and ke == "namedtuple":
-        return [f"field names matter: return a {type(e).__name__}, not a plain tuple"]
-    if ka in ("list", "tuple") and ke in ("numeric", "objarray"):
-        return [f"a {ka} where an array belongs: return np.asarray(...)"]
-    if ka in ("numeric", "objarray") and ke in ("list", "tuple"):
-        return [f"an array where a {ke} belongs"]
-    return []
 
 
 def sub_tolerance(tol: Any, key: Any, pos: int | None = None) -> Any:

@@ -53,16 +53,22 @@ from typing import Any
 import numpy as np
 
 from rruletest import _render as r
+from rruletest._kinds import (
+    kind,
+    numeric_of,
+    object_as_numeric,
+    type_hints,
+    zero_hints,
+)
 from rruletest._numeric import (
-    NUMERIC_KINDS,
     InvalidToleranceError,
     compare_numeric,
     leaf_tolerance,
 )
 from rruletest._numeric import shape_mismatch as _shape_mismatch
-from rruletest._structure import StructureMixin, as_numeric, index_tol, kind, type_hints
+from rruletest._structure import StructureMixin, index_tol
 from rruletest.errors import Mismatch, RuleTestFailure
-from rruletest.tangents import AbstractZero, NoTangent, Thunk, ZeroTangent
+from rruletest.tangents import NoTangent, Thunk
 
 __all__ = ["InvalidToleranceError", "collect_mismatches", "test_approx"]
 
@@ -167,7 +173,7 @@ class _Walker(StructureMixin):
         elif ka == "tangent" or ke == "tangent":
             self.tangent_natural(a, e, ka == "tangent", path, rtol, atol)
         elif ka == "numeric" and ke == "numeric":
-            self.numeric(_numeric(a), _numeric(e), path, rtol, atol, a, e)
+            self.numeric(numeric_of(a), numeric_of(e), path, rtol, atol, a, e)
         elif "objarray" in (ka, ke) and {ka, ke} <= {"objarray", "numeric"}:
             self.object_arrays(a, e, path, rtol, atol)
         elif ka == ke and ka in ("tuple", "list"):
@@ -245,21 +251,21 @@ class _Walker(StructureMixin):
         if ka == ke == "zero":
             if self.strict and type(a) is not type(e):
                 self.report(
-                    "zero_kind", path, f"{a!r} where {e!r} was expected", a, e, _zero_hints(a, e)
+                    "zero_kind", path, f"{a!r} where {e!r} was expected", a, e, zero_hints(a, e)
                 )
             return
         zero_is_actual = ka == "zero"
         z, other, kother = (a, e, ke) if zero_is_actual else (e, a, ka)
         if self.strict and isinstance(z, NoTangent):
             summary = f"{r.describe(a)} where {r.describe(e)} was expected"
-            self.report("zero_kind", path, summary, a, e, _zero_hints(a, e))
+            self.report("zero_kind", path, summary, a, e, zero_hints(a, e))
             return
         if kother == "numeric":
-            arr = _numeric(other)
+            arr = numeric_of(other)
             zeros = np.zeros(arr.shape)
             na, ne = (zeros, arr) if zero_is_actual else (arr, zeros)
             self.numeric(na, ne, path, rtol, atol, a, e, zero=True)
-        elif kother == "objarray" and (flat := _object_as_numeric(other, self.strict)) is not None:
+        elif kother == "objarray" and (flat := object_as_numeric(other, self.strict)) is not None:
             zeros = np.zeros(flat.shape)
             na, ne = (zeros, flat) if zero_is_actual else (flat, zeros)
             self.numeric(na, ne, path, rtol, atol, a, e, zero=True)
@@ -291,7 +297,7 @@ class _Walker(StructureMixin):
         if shape_a != shape_e:
             self.found.append(_shape_mismatch(path, np.empty(shape_a), np.empty(shape_e), a, e))
             return
-        na, ne = _object_as_numeric(a, self.strict), _object_as_numeric(e, self.strict)
+        na, ne = object_as_numeric(a, self.strict), object_as_numeric(e, self.strict)
         if na is not None and ne is not None:
             self.numeric(na, ne, path, rtol, atol, a, e)
             return
@@ -307,48 +313,6 @@ class _Walker(StructureMixin):
                 index_tol(rtol, idx, oa.shape),
                 index_tol(atol, idx, oa.shape),
             )
-
-
-def _numeric(x: Any) -> np.ndarray:
-    """``as_numeric`` for a value already known to be numeric."""
-    arr = as_numeric(x)
-    return np.asarray(np.nan) if arr is None else arr
-
-
-def _object_as_numeric(x: Any, strict: bool) -> np.ndarray | None:
-    """An object array of numbers and zeros as a numeric array (zeros as 0), else None."""
-    if not (isinstance(x, np.ndarray) and x.dtype == object):
-        return as_numeric(x)
-    values: list[Any] = []
-    for item in x.flat:
-        if isinstance(item, Thunk):
-            return None  # walked element by element, so a failing thunk is reported there
-        if isinstance(item, AbstractZero):
-            if strict and isinstance(item, NoTangent):
-                return None
-            values.append(0.0)
-        elif isinstance(item, bool | int | float | complex | np.number | np.bool_):
-            values.append(item)
-        else:
-            return None
-    try:
-        arr = np.array(values).reshape(x.shape)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return arr if arr.dtype.kind in NUMERIC_KINDS else None
-
-
-def _zero_hints(a: Any, e: Any) -> list[str]:
-    if isinstance(e, NoTangent) and isinstance(a, ZeroTangent):
-        return ["use NoTangent() rather than ZeroTangent() for a non-differentiable argument"]
-    if isinstance(e, NoTangent):
-        return ["the argument is not differentiable: its tangent is NoTangent()"]
-    if isinstance(a, NoTangent):
-        return [
-            "NoTangent() says the argument is not differentiable; a derivative that is zero "
-            "is ZeroTangent()"
-        ]
-    return []
 
 
 def collect_mismatches(
