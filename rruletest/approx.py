@@ -27,6 +27,7 @@ unequal), ``shape``, ``dtype`` (real vs complex), ``type`` (kinds that do not go
 ``structure`` (lengths, keys or fields differ), ``zero_kind`` (``NoTangent`` vs another value
 under ``strict_zero_kind``), ``exception`` (a thunk, ``==`` or attribute access raised).
 
+>>> from rruletest import ZeroTangent
 >>> test_approx((1.0, np.ones(2)), (1.0 + 1e-12, np.ones(2)))
 >>> test_approx(np.zeros(2), ZeroTangent())
 >>> test_approx([1.0, 2.0], (1.0, 3.0), path="args[1]")
@@ -343,6 +344,7 @@ def collect_mismatches(
         InvalidToleranceError: (a ``ValueError``) a negative, NaN or ill-shaped tolerance.
         TypeError: a ``path`` that is not a string.
 
+    >>> from rruletest import ZeroTangent
     >>> [m.check for m in collect_mismatches(np.ones(3), np.ones(2))]
     ['shape']
     >>> collect_mismatches(ZeroTangent(), 1e-12)
@@ -377,6 +379,7 @@ def test_approx(
     ``mismatches``), and its ``path``, ``actual``, ``expected``, ``rtol`` and ``atol`` are those
     of the first.
 
+    >>> from rruletest import ZeroTangent
     >>> test_approx(ZeroTangent(), np.array([0.0, 0.5]), path="xbar")
     Traceback (most recent call last):
     ...
