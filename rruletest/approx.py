@@ -25,7 +25,10 @@ or structures shaped like ``expected`` holding numbers or arrays per leaf.
 Checks reported (``Mismatch.check``): ``value`` (numbers differ, strings or other values
 unequal), ``shape``, ``dtype`` (real vs complex), ``type`` (kinds that do not go together),
 ``structure`` (lengths, keys or fields differ), ``zero_kind`` (``NoTangent`` vs another value
-under ``strict_zero_kind``), ``exception`` (a thunk, ``==`` or attribute access raised).
+under ``strict_zero_kind``), ``exception`` (unthunking raised, or a value broke the walk, say
+its ``len`` raised; an ``==`` that raises is a ``type`` problem: "cannot compare"). A numeric
+array is one leaf: its mismatch has the array's path, and ``Mismatch.index`` (shown as
+``at [1, 3]``) says where its largest difference is.
 
 >>> from rruletest import ZeroTangent
 >>> test_approx((1.0, np.ones(2)), (1.0 + 1e-12, np.ones(2)))
