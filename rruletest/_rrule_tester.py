@@ -16,7 +16,7 @@ from rruletest._args import Arg, describe
 from rruletest._checks import abs_inner, changes, copyable, inner, is_lazy, nonzero_paths, snapshot
 from rruletest._fit import fit_problems
 from rruletest._report import Report
-from rruletest._setup import Setup, ruleset_of
+from rruletest._setup import BadArgumentError, Setup, ruleset_of
 from rruletest.rand_tangent import rand_tangent
 from rruletest.tangents import (
     NO_TANGENT,
@@ -227,7 +227,7 @@ def run_rrule_checks(
     else:
         problems = fit_problems(y_ref, output_tangent, "output_tangent", kind="cotangent")
         if problems and not isinstance(output_tangent, AbstractZero | Thunk):
-            raise ValueError(
+            raise BadArgumentError(
                 f"test_rrule: output_tangent does not fit the output: "
                 f"{problems[0].message.removeprefix('output_tangent: ')}"
             )

@@ -27,7 +27,33 @@ from rruletest._report import Report
 from rruletest.rand_tangent import resolve_rng
 from rruletest.rules import RuleSet, default_ruleset
 
-__all__ = ["Setup", "ruleset_of", "setup"]
+__all__ = ["BadArgumentError", "Setup", "guarded", "ruleset_of", "setup"]
+
+
+class BadArgumentError(ValueError):
+    """A tester was given a value it cannot use (misuse, raised as it is, never as a failure)."""
+
+
+def guarded(s: Setup, run: Callable[..., None], *args: Any) -> None:
+    """Run a tester's checks; an unexpected exception becomes a reported failure (chained),
+    so nothing internal leaks from a tester. ``RuleTestFailure`` and misuse pass through.
+    """
+    __tracebackhide__ = True
+    from rruletest.errors import RuleTestFailure
+
+    try:
+        run(s, *args)
+    except (RuleTestFailure, BadArgumentError):
+        raise
+    except Exception as exc:
+        s.report.exception(
+            "internal",
+            "rruletest while checking the rule",
+            exc,
+            hint="rruletest could not handle a value the rule, f or the pullback produced; "
+            "please report this with the reproduce line",
+        )
+        s.report.raise_now()
 
 
 @dataclass

@@ -37,7 +37,7 @@ import numpy as np
 from rruletest._args import describe, with_tangent
 from rruletest._frule_tester import run_frule_checks
 from rruletest._rrule_tester import run_rrule_checks
-from rruletest._setup import ruleset_of, setup
+from rruletest._setup import guarded, ruleset_of, setup
 from rruletest.errors import Mismatch, RuleTestFailure
 from rruletest.rand_tangent import rand_tangent, resolve_rng
 from rruletest.rules import frule, rrule
@@ -117,7 +117,15 @@ def test_rrule(
         rule_name="rrule_f",
         check_fd=check_fd,
     )
-    run_rrule_checks(s, rrule_f, output_tangent, check_thunked_output_tangent, check_fd, vjp_mode)
+    guarded(
+        s,
+        run_rrule_checks,
+        rrule_f,
+        output_tangent,
+        check_thunked_output_tangent,
+        check_fd,
+        vjp_mode,
+    )
 
 
 def test_frule(
@@ -160,7 +168,7 @@ def test_frule(
         rule_name="frule_f",
         check_fd=check_fd,
     )
-    run_frule_checks(s, frule_f, check_fd)
+    guarded(s, run_frule_checks, frule_f, check_fd)
 
 
 def _accepts_complex(f: Any, z: Any, rrule_f: Any, fkwargs: dict[str, Any]) -> bool:
@@ -234,7 +242,7 @@ def test_scalar(
                 "test_frule", f, (point,), rule_f=frule_f, rule_name="frule_f", check_fd=True, **kw
             )
             s.cache = cache
-            run_frule_checks(s, frule_f, True)
+            guarded(s, run_frule_checks, frule_f, True)
         except RuleTestFailure as exc:
             failures.append(("test_frule", point, exc))
         try:
@@ -242,7 +250,7 @@ def test_scalar(
                 "test_rrule", f, (point,), rule_f=rrule_f, rule_name="rrule_f", check_fd=True, **kw
             )
             s.cache = cache
-            run_rrule_checks(s, rrule_f, None, True, True, "auto")
+            guarded(s, run_rrule_checks, rrule_f, None, True, True, "auto")
         except RuleTestFailure as exc:
             failures.append(("test_rrule", point, exc))
     if failures:

@@ -743,3 +743,34 @@ def test_output_tangent_and_with_tangent_for_frule() -> None:
     test_rrule(np.sin, x, output_tangent=np.array([1.0, -1.0]), rrule_f=rules.rrule, rng=0)
     test_rrule(np.sin, x, output_tangent=ZeroTangent(), rrule_f=rules.rrule, rng=0)
     test_frule(np.sin, with_tangent(x, ZeroTangent()), frule_f=rules.frule, rng=0)
+
+
+def test_unexpected_values_become_failures_not_internal_errors() -> None:
+    class Weird:
+        """A cotangent whose comparison raises everywhere."""
+
+        def __eq__(self, other: object) -> bool:
+            raise RuntimeError("no comparing me")
+
+        __hash__ = None  # type: ignore[assignment]
+
+    rules = rrule_of(np.sin, lambda x: lambda ybar: (NT, Weird()))
+    err = failure(lambda: test_rrule(np.sin, 0.5, rrule_f=rules.rrule, rng=0))
+    assert "[type] args[0]: Weird for a float primal (return a number)" in str(err)
+
+
+def test_internal_errors_are_reported_as_failures_with_the_cause(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rruletest import _rrule_tester
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("internal bug")
+
+    monkeypatch.setattr(_rrule_tester, "fit_problems", broken)
+    err = failure(lambda: test_rrule(np.sin, 0.5, rrule_f=sin_rules().rrule, rng=0))
+    assert err.checks == ["internal"]
+    assert "[internal] rruletest while checking the rule raised RuntimeError: internal bug" in str(
+        err
+    )
+    assert isinstance(err.__cause__, RuntimeError)
