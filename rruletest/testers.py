@@ -146,8 +146,8 @@ def test_frule(
     ``with_tangent`` (else ``rand_tangent``) and checks: a rule exists and returns
     ``(y, ydot)``; ``y`` matches ``f(*args)``; ``ydot`` fits ``y`` (type, shape, dtype); ``ydot``
     matches the numerical jvp (the structured one for ``broadcasted``) within tolerance widened
-    by the engine's error estimate; inputs and tangents are not mutated; zero input tangents
-    give a zero ``ydot``. Arguments and options are as in ``test_rrule``.
+    by the engine's error estimate; inputs and tangents are not mutated. The rule is called
+    once. Arguments and options are as in ``test_rrule``.
 
     >>> from rruletest import RuleSet
     >>> rules = RuleSet()

@@ -113,3 +113,34 @@ def test_scalar_rule_wrong_near_edge_is_still_caught() -> None:
     rules.scalar_rule(np.log, lambda x, y: 1.01 / x, domain="(0, inf)", complex=True)
     with pytest.raises(RuleTestFailure):
         test_scalar(np.log, 1e-6, rrule_f=rules.rrule, frule_f=rules.frule, rng=0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize(
+    ("f", "values"),
+    [
+        pytest.param(np.log, [1e-8, 1e-3, 1.0, 1e8], id="log"),
+        pytest.param(np.arcsin, [-0.999999, -0.5, 0.0, 0.999999], id="arcsin"),
+        pytest.param(np.sqrt, [1e-10, 2.0, 1e10], id="sqrt"),
+    ],
+)
+def test_broadcast_rules_over_inputs_of_very_different_sizes(
+    f: Any, values: list[float], dtype: Any
+) -> None:
+    from rruletest.broadcast import broadcasted
+    from rruletest.testers import test_frule, test_rrule
+
+    x = np.array(values, dtype=dtype)
+    test_rrule(broadcasted, f, x, rrule_f=RULESET.rrule, rng=0)
+    test_frule(broadcasted, f, x, frule_f=RULESET.frule, rng=0)
+
+
+@settings(max_examples=20)
+@given(
+    x=st.lists(st.floats(1e-6, 1e6, allow_subnormal=False), min_size=1, max_size=20).map(np.array)
+)
+def test_broadcast_log_over_generated_arrays(x: np.ndarray) -> None:
+    from rruletest.broadcast import broadcasted
+    from rruletest.testers import test_rrule
+
+    test_rrule(broadcasted, np.log, x, rrule_f=RULESET.rrule, rng=0)

@@ -774,3 +774,19 @@ def test_internal_errors_are_reported_as_failures_with_the_cause(
         err
     )
     assert isinstance(err.__cause__, RuntimeError)
+
+
+def test_dense_rule_with_a_declared_domain_near_its_edge() -> None:
+    def logsum(x: Any) -> Any:
+        return np.sum(np.log(x))
+
+    for domain in (None, "(0, inf)"):
+        rules = RuleSet()
+        rules.register_rrule(logsum, domain=domain)(
+            lambda x: (logsum(x), lambda ybar: (NT, unthunk(ybar) / x))
+        )
+        rules.register_frule(logsum, domain=domain)(lambda d, x: (logsum(x), np.sum(d[1] / x)))
+        for dtype in (np.float64, np.float32):
+            x = np.array([1e-8, 1.0, 3e4], dtype)
+            test_rrule(logsum, x, rrule_f=rules.rrule, rng=0)
+            test_frule(logsum, x, frule_f=rules.frule, rng=0)
