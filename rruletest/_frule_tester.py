@@ -11,18 +11,18 @@ from typing import Any
 from rruletest import _reference as ref
 from rruletest._args import describe, has_coordinates
 from rruletest._checks import changes, copyable, is_lazy, nonzero_paths, snapshot
-from rruletest._fit import fit_problems
-from rruletest._rrule_tester import (
-    _MISSING,
-    _call_f,
-    _check_mutation,
-    _check_primal,
-    _domain_for,
-    _is_broadcast,
-    _note_unchecked,
-    _note_unchecked_elements,
+from rruletest._common import (
+    MISSING,
+    call_f,
+    check_mutation,
+    check_primal,
     compare,
+    domain_for,
+    is_broadcast,
+    note_unchecked,
+    note_unchecked_elements,
 )
+from rruletest._fit import fit_problems
 from rruletest._setup import Setup
 from rruletest.rand_tangent import rand_tangent
 from rruletest.tangents import NO_TANGENT, AbstractZero
@@ -84,13 +84,13 @@ def run_frule_checks(s: Setup, frule_f: Any, check_fd: bool) -> None:
     fdot = NO_TANGENT if s.fdot is None else s.fdot
     dot_snap = snapshot(xdots)
     xdots_in = snapshot(xdots) if copyable(dot_snap) else xdots
-    y_f = _call_f(s, before)
+    y_f = call_f(s, before)
 
     res = _call_rule(s, frule_f, (fdot, *xdots_in), rule_args, "frule_f((fdot, *xdots), f, *args)")
     if res is None:
         report.raise_now()
     y, ydot = res
-    _check_mutation(s, rule_args, before, "the frule", set())
+    check_mutation(s, rule_args, before, "the frule")
     if copyable(dot_snap):
         for where in changes(dot_snap, xdots_in, "xdots"):
             report.problem(
@@ -98,7 +98,7 @@ def run_frule_checks(s: Setup, frule_f: Any, check_fd: bool) -> None:
                 where.split(":")[0],
                 f"the frule mutated an input tangent: {where.split(': ', 1)[1]}",
             )
-    y_ref = _check_primal(s, y, y_f)
+    y_ref = check_primal(s, y, y_f)
     if is_lazy(ydot):
         report.problem(
             "type",
@@ -110,12 +110,12 @@ def run_frule_checks(s: Setup, frule_f: Any, check_fd: bool) -> None:
     fits = _check_ydot_type(s, y_ref, ydot)
 
     live = [a for a in s.args if a.numeric]
-    if check_fd and fits and live and y_f is not _MISSING:
+    if check_fd and fits and live and y_f is not MISSING:
         _check_jvp(s, ydot, [xdots[a.index] for a in live], y_ref, frule_f)
     elif not check_fd:
         report.note("numerical check: off (check_fd=False): structural checks only")
 
-    _note_unchecked(report, s.args)
+    note_unchecked(report, s.args)
     report.finish()
 
 
@@ -144,10 +144,10 @@ def _check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) -
 
     report = s.report
     live = [a for a in s.args if a.numeric]
-    domain, dom_primals = _domain_for(s, frule_f)
+    domain, dom_primals = domain_for(s, frule_f)
     rtol, atol = s.tolerances(y_ref)
     try:
-        if _is_broadcast(s.f) and s.args and not s.args[0].numeric:
+        if is_broadcast(s.f) and s.args and not s.args[0].numeric:
             fdm = ref.fdm_for_domain(s.fdm, domain, dom_primals)
             pos = {a.index: k for k, a in enumerate(live)}
             pairs = [
@@ -189,4 +189,4 @@ def _check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) -
         rtol,
         ref.widen(atol, est.error),
     )
-    _note_unchecked_elements(report, "ydot", est.error)
+    note_unchecked_elements(report, "ydot", est.error)
