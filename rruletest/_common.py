@@ -22,6 +22,7 @@ __all__ = [
     "check_ybar",
     "compare",
     "domain_for",
+    "fd_failure",
     "is_broadcast",
     "note_unchecked",
     "note_unchecked_elements",
@@ -174,3 +175,29 @@ def domain_for(s: Setup, rule_f: Any) -> Any:
     except Exception:
         return None, primals
     return (info.domain if info is not None else None), primals
+
+
+def fd_failure(report: Report, exc: BaseException, register: str) -> None:
+    """Record an exception raised while computing the numerical reference: by ``f`` at a
+    perturbed input (a domain problem, usually) or inside the engine itself (a bug to report).
+    """
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    where = tb.tb_frame.f_code.co_filename.replace("\\", "/") if tb is not None else ""
+    if "/rruletest/finite_differences/" in where:
+        report.exception(
+            "numeric",
+            "the finite-difference engine",
+            exc,
+            hint="this is a bug in rruletest's finite differences (not in the rule): please "
+            "report it with the reproduce line; check_fd=False runs the other checks meanwhile",
+        )
+        return
+    report.exception(
+        "numeric",
+        "f at inputs perturbed by the finite differences",
+        exc,
+        hint=f"if f is defined only on part of its inputs, declare the rule's domain "
+        f"({register}(..., domain=...)) or pass an fdm with a smaller max_range",
+    )

@@ -18,6 +18,7 @@ from rruletest._common import (
     check_primal,
     compare,
     domain_for,
+    fd_failure,
     is_broadcast,
     note_unchecked,
     note_unchecked_elements,
@@ -166,17 +167,7 @@ def _check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) -
                 est = jvp_estimate(fdm, g, *zip((a.primal for a in live), dots, strict=True))
                 mode = "finite-difference jvp"
     except Exception as exc:
-        report.exception(
-            "numeric",
-            "finite differences of f",
-            exc,
-            hint=(
-                "f raised at inputs perturbed by the finite differences; if f is defined only on "
-                "part of its inputs, declare the rule's domain (register_frule(..., domain=...)) "
-                "or "
-                "pass an fdm with a smaller max_range"
-            ),
-        )
+        fd_failure(report, exc, "register_frule")
         return
     report.note(f"numerical reference: {mode}, fdm={fdm!r}")
     compare(

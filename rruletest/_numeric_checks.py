@@ -13,18 +13,12 @@ from typing import Any
 
 from rruletest import _reference as ref
 from rruletest._checks import abs_inner, inner, nonzero_paths
-from rruletest._common import compare, domain_for, is_broadcast, note_unchecked_elements
+from rruletest._common import compare, domain_for, fd_failure, is_broadcast, note_unchecked_elements
 from rruletest._setup import Setup
 from rruletest.rand_tangent import rand_tangent
 from rruletest.tangents import AbstractZero
 
 __all__ = ["check_adjoint", "check_vjp"]
-
-_FD_HINT = (
-    "f raised at inputs perturbed by the finite differences; if f is defined only on part of "
-    "its inputs, declare the rule's domain (register_rrule(..., domain=...)) or pass an fdm "
-    "with a smaller max_range"
-)
 
 
 def check_vjp(
@@ -86,12 +80,7 @@ def check_vjp(
             est_of = {a.index: e for a, e in zip(live, ests, strict=True)}
             mode = f"dense finite-difference vjp ({ncoord} coordinates)"
     except Exception as exc:
-        report.exception(
-            "numeric",
-            "finite differences of f",
-            exc,
-            hint=_FD_HINT,
-        )
+        fd_failure(report, exc, "register_rrule")
         return
     report.note(f"numerical reference: {mode}, fdm={fdm!r}")
     for a in live:
@@ -126,7 +115,7 @@ def check_adjoint(
         try:
             est = jvp_estimate(fdm, g, *zip((a.primal for a in live), vs, strict=True))
         except Exception as exc:
-            report.exception("numeric", "finite differences of f", exc)
+            fd_failure(report, exc, "register_rrule")
             return
         lhs = sum((inner(out[a.index + 1], v) for a, v in zip(live, vs, strict=True)), 0.0)
         rhs = inner(ybar, est.value)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from rruletest import RuleSet
 from rruletest.testers import test_scalar
@@ -144,3 +145,37 @@ def test_broadcast_log_over_generated_arrays(x: np.ndarray) -> None:
     from rruletest.testers import test_rrule
 
     test_rrule(broadcasted, np.log, x, rrule_f=RULESET.rrule, rng=0)
+
+
+BINARY = RuleSet("binary")
+BINARY.scalar_rule(np.multiply, lambda x, y, z: (y, x), complex=True)
+BINARY.scalar_rule(np.add, lambda x, y, z: (np.ones_like(z), np.ones_like(z)), complex=True)
+BINARY.scalar_rule(np.hypot, lambda x, y, z: (x / z, y / z), domain="(0.1, 10)")
+
+
+@settings(max_examples=15)
+@given(
+    f=st.sampled_from([np.multiply, np.add, np.hypot]),
+    shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=1, max_dims=3, max_side=4),
+    dtype=st.sampled_from([np.float64, np.float32]),
+    seed=st.integers(0, 2**16),
+)
+def test_binary_broadcast_rules_pass_for_any_broadcastable_shapes(
+    f: Any, shapes: Any, dtype: Any, seed: int
+) -> None:
+    from rruletest.broadcast import broadcasted
+    from rruletest.testers import test_frule, test_rrule
+
+    rng = np.random.default_rng(seed)
+    a, b = (rng.uniform(0.5, 3.0, s).astype(dtype) for s in shapes.input_shapes)
+    test_rrule(broadcasted, f, a, b, rrule_f=BINARY.rrule, rng=seed)
+    test_frule(broadcasted, f, a, b, frule_f=BINARY.frule, rng=seed)
+
+
+def test_broadcast_with_python_scalar_and_keyword_arguments() -> None:
+    from rruletest.broadcast import broadcasted
+    from rruletest.testers import test_rrule
+
+    x = np.linspace(0.5, 2, 4)
+    test_rrule(broadcasted, np.multiply, x, 2.5, rrule_f=BINARY.rrule, rng=0)
+    test_rrule(broadcasted, np.multiply, 2.5, x, rrule_f=BINARY.rrule, rng=0)

@@ -341,3 +341,21 @@ def test_internal_errors_are_reported_as_failures_with_the_cause(
         err
     )
     assert isinstance(err.__cause__, RuntimeError)
+
+
+def test_f_raising_at_perturbed_inputs_names_the_domain() -> None:
+    def picky(x: float) -> float:
+        if x < 0.5:
+            raise RuntimeError("picky only takes x >= 0.5")
+        return x * x
+
+    rules = rrule_of(picky, lambda x: lambda ybar: (NT, 2 * x * ybar))
+    err = failure(lambda: test_rrule(picky, 0.5, rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["numeric"]
+    text = str(err)
+    assert (
+        "[numeric] f at inputs perturbed by the finite differences raised RuntimeError: picky "
+        "only takes x >= 0.5\n  hint: if f is defined only on part of its inputs, declare the "
+        "rule's domain (register_rrule(..., domain=...)) or pass an fdm with a smaller max_range"
+    ) in text
+    assert isinstance(err.__cause__, RuntimeError)
