@@ -48,8 +48,10 @@ def main() -> None:
     rules = RuleSet("bench")
     rules.scalar_rule(np.sin, lambda x, y: np.cos(x), complex=True)
     print("test_rrule / test_frule (broadcasted, np.sin, x), as multiples of one np.sin(x)")
+    print("structural: test_rrule with check_fd=False (every check but the finite differences)")
     print(
         f"{'n':>9} {'np.sin':>10} {'test_rrule':>11} {'ratio':>7} {'test_frule':>11} {'ratio':>7}"
+        f" {'structural':>11} {'ratio':>7}"
     )
     for n in (10**3, 10**4, 10**5, 10**6):
         x = np.random.default_rng(0).uniform(-3, 3, n)
