@@ -40,8 +40,14 @@ Arr = npt.NDArray[Any]
 
 #: How many times a failing element's step is shrunk before trying one-sided stencils.
 MAX_SHRINK = 4
-#: How much each retry shrinks the step.
-SHRINK = 8.0
+#: How many times an element whose adaptation sees only round-off grows its step, and by how much.
+MAX_GROW = 2
+GROW = 1e4
+#: Steps are at least this many ulps of the point (where the input's precision runs out).
+RESOLUTION = 4.0
+#: An estimate re-checked at another step is unreliable if the two differ by more than this
+#: many times its error estimate.
+CHECK_FACTOR = 10.0
 
 
 class Estimate(NamedTuple):
@@ -69,6 +75,7 @@ class Problem:
         t0: Arr,
         *,
         centre: Any = None,
+        out_dtype: Any = None,
     ) -> None:
         t0 = np.asarray(t0)
         if t0.dtype.kind != "f":
@@ -79,10 +86,20 @@ class Problem:
         self.in_eps = float(np.finfo(t0.dtype).eps)
         self.t_shape: tuple[int, ...] = t0.shape
         self.y_shape: tuple[int, ...] | None = None
-        self.out_dtype: np.dtype[Any] = np.dtype(np.float64)
+        self.out_dtype: np.dtype[Any] = np.dtype(np.float64 if out_dtype is None else out_dtype)
+        self._fixed_out = out_dtype is not None
+        self._seen_out = False
         self.complex_out = False
         self.evaluations = 0
         self._centre: Arr | None = None if centre is None else self._convert(centre)
+
+    def _see(self, dtype: np.dtype[Any]) -> None:
+        """Round-off is judged in the least precise output dtype seen."""
+        if self._fixed_out:
+            return
+        if not self._seen_out or np.finfo(dtype).eps > np.finfo(self.out_dtype).eps:
+            self.out_dtype = dtype
+        self._seen_out = True
 
     def _convert(self, y: Any) -> Arr:
         arr = np.asarray(y)
@@ -90,10 +107,10 @@ class Problem:
         if kind in "biu":
             arr = arr.astype(np.float64)
         elif kind == "f":
-            self.out_dtype = arr.dtype
+            self._see(arr.dtype)
             arr = arr.astype(np.float64, copy=False)
         elif kind == "c":
-            self.out_dtype = np.dtype(arr.real.dtype)
+            self._see(np.dtype(arr.real.dtype))
             self.complex_out = True
             arr = arr.astype(np.complex128, copy=False)
         else:
@@ -122,7 +139,8 @@ class Problem:
     def centre(self) -> Arr:
         """The value at ``t0`` (exceptions propagate: the primal point must work)."""
         if self._centre is None:
-            with np.errstate(all="ignore"):
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
                 y = self.phi(self.t0.copy())
             self.evaluations += 1
             self._centre = self._convert(y)
@@ -197,30 +215,58 @@ def _snap(prob: Problem, h: Arr) -> Arr:
     return np.where(np.isfinite(s) & (s > 0), s, hd).astype(prob.dtype)
 
 
-def _finish_step(m: FiniteDifferenceMethod, prob: Problem, h: Any, upper: Any) -> Arr:
-    h = np.broadcast_to(np.asarray(h, dtype=np.float64), prob.t_shape)
-    h = np.minimum(h, upper)
+def _lower(m: FiniteDifferenceMethod, prob: Problem) -> F64:
+    """The smallest step the input's precision resolves (a few ulps of ``t0``)."""
     tiny = float(np.finfo(prob.dtype).tiny) ** (1.0 / (m.q + 1))
-    lower = np.maximum(64.0 * np.spacing(np.abs(prob.t0)).astype(np.float64), tiny)
-    h = np.maximum(h, lower)
-    return _snap(prob, h)
+    return np.maximum(RESOLUTION * np.spacing(np.abs(prob.t0)).astype(np.float64), tiny)
 
 
-def _shrink(prob: Problem, h: Arr, reach: int) -> Arr:
-    """A smaller step for elements whose stencil left the domain (edges are often at 0)."""
+def _finish_step(
+    m: FiniteDifferenceMethod, prob: Problem, h: Any, upper: Any
+) -> tuple[Arr, Arr]:
+    """Clip ``h`` to ``[lower, upper]`` and snap it; also where the lower limit bound."""
+    h = np.minimum(np.broadcast_to(np.asarray(h, dtype=np.float64), prob.t_shape), upper)
+    lower = _lower(m, prob)
+    coarse = h < lower
+    return _snap(prob, np.maximum(h, lower)), coarse
+
+
+def _shrink(prob: Problem, h: Arr, reach: int, nearest_bad: Arr) -> Arr:
+    """A smaller step for elements whose stencil left the domain.
+
+    The stencil stays inside the distance at which the nearest bad point was (``nearest_bad``
+    grid units), and inside half the distance to 0 (domains often end there).
+    """
+    h = np.asarray(h, dtype=np.float64)
+    inside = h * np.maximum(nearest_bad - 1.0, 0.5) / (2.0 * reach)
+    smaller = np.minimum(inside, h / 2.0)
     at0 = np.abs(prob.t0).astype(np.float64) / (2.0 * reach)
-    smaller = np.asarray(h, dtype=np.float64) / SHRINK
     return np.where((at0 > 0) & (at0 < smaller), at0, smaller)
 
 
 def _upper(m: FiniteDifferenceMethod, prob: Problem, h_cap: Any) -> Any:
+    """Steps stay within ``max_range`` and within 1000 default steps (relative to ``|t0|``)."""
     default = _default_step(m, prob.in_eps)
-    return np.minimum(h_cap, min(m.max_range / m.max_offset, 1000.0 * default))
+    scale = np.maximum(np.abs(prob.t0).astype(np.float64), 1.0)
+    return np.minimum(np.minimum(h_cap, m.max_range / m.max_offset), 1000.0 * default * scale)
 
 
-def _evaluate(prob: Problem, offsets: Any, h: Arr) -> Arr:
-    rows = [prob.at(int(g), h) for g in offsets]
-    return np.stack(rows)
+class _Evaluation(NamedTuple):
+    ys: Arr  # (points, *S_y)
+    good: Arr  # S_t: every point finite
+    nearest_bad: Arr  # S_t: smallest |offset| of a non-finite point (inf if none)
+
+
+def _evaluate(prob: Problem, offsets: Any, h: Arr) -> _Evaluation:
+    rows = []
+    nearest = np.full(prob.t_shape, np.inf)
+    for g in offsets:
+        y = prob.at(int(g), h)
+        bad = _reduce(~np.isfinite(y), prob.t_shape, np.any)
+        nearest = np.where(bad, np.minimum(nearest, abs(int(g))), nearest)
+        rows.append(y)
+    ys = np.stack(rows)
+    return _Evaluation(ys, ~np.isfinite(nearest), nearest)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -232,6 +278,8 @@ class _Step(NamedTuple):
     h: Arr  # S_t, in the problem's dtype
     c1: Any  # S_y (or None: not adapted)
     c2: Any
+    retried: Arr  # S_t: the adaptation had to shrink its step (a domain edge is near)
+    coarse: Arr  # S_t: a step was raised to what the input's precision resolves
 
 
 def choose_step(m: FiniteDifferenceMethod, prob: Problem, h_cap: Any) -> _Step:
@@ -239,55 +287,96 @@ def choose_step(m: FiniteDifferenceMethod, prob: Problem, h_cap: Any) -> _Step:
     upper = _upper(m, prob, h_cap)
     bound = m.bound_estimator
     if bound is None:
-        return _Step(_finish_step(m, prob, _default_step(m, prob.in_eps), upper), None, None)
-    df, fmag, span = _magnitudes(bound, prob, h_cap)
-    c1 = _ulp(fmag, prob.out_dtype) * m.f_error_mult * m.factor
-    c2 = df * m.df_mult
+        h, coarse = _finish_step(m, prob, _default_step(m, prob.in_eps), upper)
+        return _Step(h, None, None, np.zeros(prob.t_shape, dtype=bool), coarse)
+    mags = _magnitudes(bound, prob, h_cap)
+    c1 = _ulp(mags.fmag, prob.out_dtype) * m.f_error_mult * m.factor
+    c2 = mags.df * m.df_mult
     c1_t = _reduce(c1, prob.t_shape, np.max)
     c2_t = _reduce(c2, prob.t_shape, np.max)
     h = _optimal_step(m, c1_t, c2_t)
     ok = np.isfinite(h) & (h > 0) & (c1_t > 0) & (c2_t > 0)
     h = np.where(ok, h, _default_step(m, prob.in_eps))
-    h = np.minimum(h, span / m.max_offset)
-    return _Step(_finish_step(m, prob, h, upper), c1, c2)
+    h = np.minimum(h, mags.span / m.max_offset)
+    h, coarse = _finish_step(m, prob, h, upper)
+    return _Step(h, c1, c2, mags.retried, coarse | mags.coarse)
 
 
-def _magnitudes(b: FiniteDifferenceMethod, prob: Problem, h_cap: Any) -> tuple[Arr, Arr, Arr]:
-    """``|f^(p)|`` (max over three centres) and ``max|f|``, per output element, and the span
-    (per element of ``t``) over which ``f`` was found finite."""
-    h = choose_step(b, prob, h_cap).h
-    weights = b.neighbourhood_weights()
-    assert prob.y_shape is not None or prob.centre() is not None
+class _Magnitudes(NamedTuple):
+    df: Arr  # S_y: |f^(p)|, max over three centres (NaN where not found)
+    fmag: Arr  # S_y: max |f| over the points
+    span: Arr  # S_t: distance from t0 over which f was found finite
+    retried: Arr  # S_t
+    coarse: Arr  # S_t
+
+
+def _magnitude_pass(
+    b: FiniteDifferenceMethod, prob: Problem, h: Arr
+) -> tuple[_Evaluation, Arr, Arr]:
+    ev = _evaluate(prob, b.grid, h)
+    ys = ev.ys
+    with np.errstate(all="ignore"):
+        fm = np.abs(ys).max(axis=0)
+        ys -= ys[len(b.grid) // 2]
+        est = np.tensordot(b.neighbourhood_weights(), ys, axes=1)
+        mag = np.abs(est).max(axis=0) / np.power(h.astype(np.float64), float(b.q))
+    return ev, mag, fm
+
+
+def _magnitudes(b: FiniteDifferenceMethod, prob: Problem, h_cap: Any) -> _Magnitudes:
+    """Size ``|f^(p)|`` and ``|f|`` near ``t0`` with the bound estimator ``b``.
+
+    Elements whose points leave the domain retry with smaller steps; elements where the
+    estimate is pure round-off (the function is flat at this scale, such as ``log`` at ``1e8``)
+    retry with larger steps, so that far from 0 steps grow with ``|t0|`` where that is safe.
+    """
+    first = choose_step(b, prob, h_cap)
+    h = first.h
+    retried = first.retried.copy()
+    prob.centre()
     done = np.zeros(prob.t_shape, dtype=bool)
     df: Arr | None = None
     fmag: Arr | None = None
     span = np.zeros(prob.t_shape, dtype=np.float64)
     for attempt in range(MAX_SHRINK + 1):
-        ys = _evaluate(prob, b.grid, h)
-        finite = np.isfinite(ys).all(axis=0)
-        good = _reduce(finite, prob.t_shape, np.all)
-        fm = np.abs(ys).max(axis=0)
-        ys -= ys[len(b.grid) // 2]
-        est = np.tensordot(weights, ys, axes=1)
-        with np.errstate(all="ignore"):
-            mag = np.abs(est).max(axis=0) / np.power(h.astype(np.float64), float(b.q))
-        new = good & ~done
+        ev, mag, fm = _magnitude_pass(b, prob, h)
+        new = ev.good & ~done
         if df is None or fmag is None:
             df, fmag = mag, fm
         else:
             df = np.where(new, mag, df)
             fmag = np.where(new, fm, fmag)
         span = np.where(new, h.astype(np.float64) * b.max_offset, span)
-        done |= good
+        done |= ev.good
         if done.all() or attempt == MAX_SHRINK:
             break
-        h = _snap(prob, np.where(done, h, _shrink(prob, h, b.max_offset)))
+        retried |= ~done
+        h = _snap(prob, np.where(done, h, _shrink(prob, h, b.max_offset, ev.nearest_bad)))
     assert df is not None and fmag is not None
-    span = np.where(done, span, h.astype(np.float64) * b.max_offset / SHRINK)
-    bad = ~np.broadcast_to(done, df.shape) if df.shape != done.shape else ~done
+    upper = _upper(b, prob, h_cap)
+    for _ in range(MAX_GROW):
+        noise = _ulp(fmag, prob.out_dtype) * float(np.abs(b.neighbourhood_weights()).sum(1).max())
+        with np.errstate(all="ignore"):
+            signal = df * np.power(np.broadcast_to(h, df.shape).astype(np.float64), float(b.q))
+        flat = done & ~retried & _reduce(signal <= noise, prob.t_shape, np.all)
+        grown = np.minimum(h.astype(np.float64) * GROW, upper)
+        flat &= grown > h
+        if not flat.any():
+            break
+        h2 = _snap(prob, np.where(flat, grown, h))
+        ev, mag, fm = _magnitude_pass(b, prob, h2)
+        take = flat & ev.good
+        df = np.where(take, mag, df)
+        fmag = np.where(take, fm, fmag)
+        span = np.where(take, h2.astype(np.float64) * b.max_offset, span)
+        h = np.where(take, h2, h)
+        if not take.any():
+            break
+    span = np.where(done, span, h.astype(np.float64) * b.max_offset / 2.0)
+    bad = ~np.broadcast_to(done, df.shape)
     df = np.where(bad, np.nan, df)
     fmag = np.where(bad, np.nan, fmag)
-    return df, fmag, span
+    return _Magnitudes(df, fmag, span, retried, first.coarse)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -295,69 +384,148 @@ def _magnitudes(b: FiniteDifferenceMethod, prob: Problem, h_cap: Any) -> tuple[A
 # ------------------------------------------------------------------------------------------------
 
 
+class _Result(NamedTuple):
+    value: Arr  # S_y
+    error: F64  # S_y
+    step: Arr  # S_t
+    done: Arr  # S_t: a finite estimate was found
+    retried: Arr  # S_t: some step had to shrink near a domain edge
+    coarse: Arr  # S_t: some step was limited by the input's precision
+
+
 def _estimate(
-    m: FiniteDifferenceMethod, prob: Problem, h_cap: Any, step: Any
-) -> tuple[Arr, F64, Arr, Arr]:
+    m: FiniteDifferenceMethod, prob: Problem, step: Any, h_cap: Any = math.inf
+) -> _Result:
     if step is None:
         st = choose_step(m, prob, h_cap)
-        h, c1, c2 = st.h, st.c1, st.c2
+        h, c1, c2, retried, coarse = st.h, st.c1, st.c2, st.retried.copy(), st.coarse
     else:
         h = _snap(prob, np.broadcast_to(np.asarray(step, dtype=np.float64), prob.t_shape))
         c1 = c2 = None
+        retried = np.zeros(prob.t_shape, dtype=bool)
+        coarse = retried
     value: Arr | None = None
     fmag: Arr | None = None
     used = h.copy()
     done = np.zeros(prob.t_shape, dtype=bool)
     for attempt in range(MAX_SHRINK + 1):
-        ys = _evaluate(prob, m.points, h)
-        finite = np.isfinite(ys).all(axis=0)
-        good = _reduce(finite, prob.t_shape, np.all)
-        fm = np.abs(ys).max(axis=0)
-        ys -= ys[len(ys) // 2]
+        ev = _evaluate(prob, m.points, h)
+        ys = ev.ys
         with np.errstate(all="ignore"):
-            est = np.tensordot(m.weights, ys, axes=1) / np.power(h.astype(np.float64), float(m.q))
-        new = good & ~done
+            fm = np.abs(ys).max(axis=0)
+            ys -= ys[len(ys) // 2]
+            hq = np.power(h.astype(np.float64), float(m.q))
+            est = np.tensordot(m.weights, ys, axes=1) / hq
+        new = ev.good & ~done
         if value is None or fmag is None:
             value, fmag = est, fm
         else:
             value = np.where(new, est, value)
             fmag = np.where(new, fm, fmag)
         used = np.where(new, h, used)
-        done |= good
+        done |= ev.good
         if done.all() or step is not None or attempt == MAX_SHRINK:
             break
-        h = _snap(prob, np.where(done, h, _shrink(prob, h, m.max_offset)))
+        retried |= ~done
+        h = _snap(prob, np.where(done, h, _shrink(prob, h, m.max_offset, ev.nearest_bad)))
     assert value is not None and fmag is not None
     c1m = _ulp(fmag, prob.out_dtype) * m.f_error_mult * m.factor
     c1 = c1m if c1 is None else np.fmax(c1, c1m)
     default_c2 = m.condition * m.df_mult
     c2 = default_c2 if c2 is None else np.where(np.isfinite(c2), c2, default_c2)
     error = np.asarray(_accuracy(m, used.astype(np.float64), c1, c2), dtype=np.float64)
-    good_y = np.broadcast_to(done, value.shape) if value.shape != done.shape else done
+    good_y = np.broadcast_to(done, value.shape)
     error = np.where(good_y & np.isfinite(error), error, np.inf)
     value = np.where(good_y, value, np.nan)
-    return value, error, used, done
+    return _Result(value, error, used, done, retried, coarse)
+
+
+def _check(
+    m: FiniteDifferenceMethod, prob: Problem, res: _Result, mask: Arr, factor: float
+) -> _Result:
+    """Re-estimate the ``mask``ed elements at ``factor`` times the step; widen or void errors.
+
+    Two estimates that differ by more than ``CHECK_FACTOR`` error estimates mean the error
+    model does not hold there (a singularity, or a function the input's precision cannot
+    resolve): the element's error becomes infinite. Otherwise the difference widens it.
+    """
+    other = np.where(mask, res.step.astype(np.float64) * factor, res.step)
+    again = _estimate(m, prob, other)
+    with np.errstate(all="ignore"):
+        diff = np.abs(again.value - res.value)
+        error = np.where(
+            np.isfinite(diff) & (diff <= CHECK_FACTOR * res.error),
+            np.maximum(res.error, diff),
+            np.inf,
+        )
+    mask_y = np.broadcast_to(mask, res.value.shape)
+    return res._replace(error=np.where(mask_y, error, res.error))
+
+
+def _straddles(m: FiniteDifferenceMethod, prob: Problem, res: _Result) -> Arr:
+    """Elements whose stencil reaches across 0 (where singularities such as 1/x's live)."""
+    t0 = np.abs(prob.t0).astype(np.float64)
+    return (t0 > 0) & (t0 <= res.step.astype(np.float64) * m.max_offset)
+
+
+def _checked(m: FiniteDifferenceMethod, prob: Problem, res: _Result, mask: Arr) -> _Result:
+    near_edge = mask & res.done & (res.retried | _straddles(m, prob, res))
+    if near_edge.any():
+        res = _check(m, prob, res, near_edge, 0.5)
+    coarse = mask & res.done & res.coarse & ~near_edge
+    if coarse.any():
+        res = _check(m, prob, res, coarse, 2.0)
+    return res
+
+
+def _merge(res: _Result, alt: _Result, take: Arr) -> _Result:
+    take_y = np.broadcast_to(take, res.value.shape)
+    return _Result(
+        np.where(take_y, alt.value, res.value),
+        np.where(take_y, alt.error, res.error),
+        np.where(take, alt.step, res.step),
+        res.done | take,
+        res.retried | take,
+        np.where(take, alt.coarse, res.coarse),
+    )
+
+
+def _unreliable(res: _Result) -> Arr:
+    return ~np.isfinite(_reduce(res.error, res.done.shape, np.max))
 
 
 def run(m: FiniteDifferenceMethod, prob: Problem, step: Any = None) -> Estimate:
     """Estimate the ``q``-th derivative of ``prob`` with ``m``, falling back per element.
 
-    Returns arrays: ``value`` and ``error`` of shape ``S_y`` (float64 or complex128, error
-    float64), ``step`` of shape ``S_t``.
+    Elements whose stencil left the function's domain retry with smaller steps; estimates near
+    a domain edge, across 0, or limited by the input's precision are re-checked at another
+    step, and where two estimates disagree beyond their error the element retries with its
+    stencil kept on its side of 0, then (for a central method) with forward and backward
+    stencils. An element nothing works for gets NaN and an infinite error, never a silently
+    wrong number. Returns arrays: ``value`` and ``error`` of shape ``S_y`` (float64 or
+    complex128; error float64), ``step`` of shape ``S_t``.
     """
-    value, error, used, done = _estimate(m, prob, math.inf, step)
-    if step is None and not done.all() and m.kind == "central":
+    res = _estimate(m, prob, step)
+    if step is not None:
+        return Estimate(res.value, res.error, res.step)
+    res = _checked(m, prob, res, np.ones(prob.t_shape, dtype=bool))
+    t0 = np.abs(prob.t0).astype(np.float64)
+    retry = _unreliable(res) & (t0 > 0)
+    if retry.any():
+        cap = np.where(retry, t0 / (2.0 * m.max_offset), math.inf)
+        alt = _estimate(m, prob, None, cap)
+        alt = _checked(m, prob, alt._replace(retried=alt.retried | retry), retry)
+        res = _merge(res, alt, retry & ~_unreliable(alt))
+    if m.kind == "central":
         for kind in ("forward", "backward"):
-            v2, e2, u2, d2 = _estimate(m.one_sided(kind), prob, math.inf, None)  # type: ignore[arg-type]
-            new = d2 & ~done
-            new_y = np.broadcast_to(new, value.shape) if value.shape != new.shape else new
-            value = np.where(new_y, v2, value)
-            error = np.where(new_y, e2, error)
-            used = np.where(new, u2, used)
-            done |= d2
-            if done.all():
+            retry = _unreliable(res)
+            if not retry.any():
                 break
-    return Estimate(value, error, used)
+            side = m.one_sided(kind)  # type: ignore[arg-type]
+            alt = _estimate(side, prob, None)
+            alt = _checked(side, prob, alt._replace(retried=alt.retried | retry), retry)
+            res = _merge(res, alt, retry & ~_unreliable(alt))
+    return Estimate(res.value, res.error, res.step)
 
 
 def estimate_function(m: FiniteDifferenceMethod, f: Callable[..., Any], x: Any, step: Any) -> Estimate:
