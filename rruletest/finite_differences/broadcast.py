@@ -185,7 +185,9 @@ def broadcast_jvp(fdm: Any, g: Callable[..., Any], *pairs: Any, y: Any = None) -
         dxs.append(unthunk(pair[1]))
     setup = _Setup(g, tuple(xs), y)
     y_arr = setup.y_arr
-    total: Arr = np.zeros(setup.shape, dtype=np.complex128 if y_arr.dtype.kind == "c" else np.float64)
+    total: Arr = np.zeros(
+        setup.shape, dtype=np.complex128 if y_arr.dtype.kind == "c" else np.float64
+    )
     error: F64 = np.zeros(setup.shape)
     steps: list[Any] = []
     for j, (x, dx) in enumerate(zip(xs, dxs, strict=True)):
@@ -222,8 +224,8 @@ def broadcast_jvp(fdm: Any, g: Callable[..., Any], *pairs: Any, y: Any = None) -
     if y_arr.dtype.kind not in "fc":
         value: Any = NO_TANGENT
     else:
-        value = total.astype(y_arr.dtype) if y_arr.dtype.kind == "c" else total.real.astype(
-            y_arr.dtype
+        value = (
+            total.astype(y_arr.dtype) if y_arr.dtype.kind == "c" else total.real.astype(y_arr.dtype)
         )
         if not isinstance(setup.y, np.ndarray):
             value = value[()] if isinstance(setup.y, np.generic) else value.item()

@@ -87,9 +87,11 @@ class FiniteDifferenceMethod:
         max_range: float = math.inf,
     ) -> None:
         try:
-            raw = [g for g in np.asarray(offsets).ravel().tolist()]
+            raw = list(np.asarray(offsets).ravel().tolist())
         except (TypeError, ValueError):
-            raise TypeError(f"offsets must be a sequence of integers, got offsets={offsets!r}") from None
+            raise TypeError(
+                f"offsets must be a sequence of integers, got offsets={offsets!r}"
+            ) from None
         if not all(isinstance(g, int | float) and float(g).is_integer() for g in raw):
             raise ValueError(f"offsets must be integers, got offsets={offsets!r}")
         grid = tuple(sorted(int(g) for g in raw))
@@ -299,7 +301,9 @@ def _builder(kind: Kind, name: str, p: Any, q: Any, kw: dict[str, Any]) -> Finit
     p = _check_int("p", p, 1)
     q = _check_int("q", q, 1)
     if p <= q:
-        raise ValueError(f"{name}(p, q) needs more grid points than the derivative order: p={p} <= q={q}")
+        raise ValueError(
+            f"{name}(p, q) needs more grid points than the derivative order: p={p} <= q={q}"
+        )
     return FiniteDifferenceMethod(_grid(kind, p), q, **kw)
 
 

@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from rruletest.finite_differences.methods import FiniteDifferenceMethod
+    from rruletest.finite_differences.methods import FiniteDifferenceMethod, Kind
 
 __all__ = ["Estimate", "Problem", "estimate_function", "run"]
 
@@ -91,6 +91,7 @@ class Problem:
         self._seen_out = False
         self.complex_out = False
         self.evaluations = 0
+        self._dead: Arr | None = None
         self._centre: Arr | None = None if centre is None else self._convert(centre)
 
     def _see(self, dtype: np.dtype[Any]) -> None:
@@ -146,6 +147,12 @@ class Problem:
             self._centre = self._convert(y)
         return self._centre
 
+    def dead(self) -> Arr:
+        """Elements of ``t`` where the value at ``t0`` is not finite: nothing to estimate."""
+        if self._dead is None:
+            self._dead = _reduce(~np.isfinite(self.centre()), self.t_shape, np.any)
+        return self._dead
+
     def at(self, g: int, h: Arr) -> Arr:
         """The value at ``t0 + g * h``; NaN everywhere if ``phi`` raises a domain-type error."""
         if g == 0:
@@ -188,7 +195,8 @@ def _reduce(arr: Arr, shape: tuple[int, ...], op: Callable[..., Any]) -> Arr:
 def _ulp(mag: Arr, dtype: np.dtype[Any]) -> F64:
     """The spacing of floats of ``dtype`` at ``mag`` (as float64)."""
     with np.errstate(all="ignore"):
-        return np.spacing(np.asarray(mag).astype(dtype)).astype(np.float64)
+        out: F64 = np.spacing(np.asarray(mag).astype(dtype)).astype(np.float64)
+    return out
 
 
 def _optimal_step(m: FiniteDifferenceMethod, c1: Any, c2: Any) -> Any:
@@ -218,12 +226,11 @@ def _snap(prob: Problem, h: Arr) -> Arr:
 def _lower(m: FiniteDifferenceMethod, prob: Problem) -> F64:
     """The smallest step the input's precision resolves (a few ulps of ``t0``)."""
     tiny = float(np.finfo(prob.dtype).tiny) ** (1.0 / (m.q + 1))
-    return np.maximum(RESOLUTION * np.spacing(np.abs(prob.t0)).astype(np.float64), tiny)
+    out: F64 = np.maximum(RESOLUTION * np.spacing(np.abs(prob.t0)).astype(np.float64), tiny)
+    return out
 
 
-def _finish_step(
-    m: FiniteDifferenceMethod, prob: Problem, h: Any, upper: Any
-) -> tuple[Arr, Arr]:
+def _finish_step(m: FiniteDifferenceMethod, prob: Problem, h: Any, upper: Any) -> tuple[Arr, Arr]:
     """Clip ``h`` to ``[lower, upper]`` and snap it; also where the lower limit bound."""
     h = np.minimum(np.broadcast_to(np.asarray(h, dtype=np.float64), prob.t_shape), upper)
     lower = _lower(m, prob)
@@ -278,7 +285,7 @@ class _Step(NamedTuple):
     h: Arr  # S_t, in the problem's dtype
     c1: Any  # S_y (or None: not adapted)
     c2: Any
-    retried: Arr  # S_t: the adaptation had to shrink its step (a domain edge is near)
+    retried: Arr  # S_t: a step had to shrink (a domain edge is near) or reached across 0
     coarse: Arr  # S_t: a step was raised to what the input's precision resolves
 
 
@@ -333,8 +340,7 @@ def _magnitudes(b: FiniteDifferenceMethod, prob: Problem, h_cap: Any) -> _Magnit
     first = choose_step(b, prob, h_cap)
     h = first.h
     retried = first.retried.copy()
-    prob.centre()
-    done = np.zeros(prob.t_shape, dtype=bool)
+    done = prob.dead().copy()
     df: Arr | None = None
     fmag: Arr | None = None
     span = np.zeros(prob.t_shape, dtype=np.float64)
@@ -352,18 +358,37 @@ def _magnitudes(b: FiniteDifferenceMethod, prob: Problem, h_cap: Any) -> _Magnit
             break
         retried |= ~done
         h = _snap(prob, np.where(done, h, _shrink(prob, h, b.max_offset, ev.nearest_bad)))
-    assert df is not None and fmag is not None
+    assert df is not None
+    assert fmag is not None
+    # A stencil reaching across 0 may have sampled a singularity there (1/x at 1e-3), so the
+    # magnitudes are suspect: the estimate made with them will be checked.
+    t0 = np.abs(prob.t0).astype(np.float64)
+    retried |= (t0 > 0) & (t0 <= h.astype(np.float64) * b.max_offset)
     upper = _upper(b, prob, h_cap)
+    # Where the estimate is only round-off, truncation is negligible at this step and the step
+    # should be as large as keeps |f| near |f(t0)| (less round-off per unit of step): grow it
+    # where |f| is about constant over the stencil (log at 1e8), shrink it where the stencil
+    # reaches values far larger than f(t0) (x**3 at 1e-8).
+    noise_mult = float(np.abs(b.neighbourhood_weights()).sum(axis=1).max())
+    f0 = _reduce(np.abs(prob.centre()), prob.t_shape, np.max)
+    lower = _lower(b, prob)
+    direction = np.zeros(prob.t_shape)
     for _ in range(MAX_GROW):
-        noise = _ulp(fmag, prob.out_dtype) * float(np.abs(b.neighbourhood_weights()).sum(1).max())
+        noise = _ulp(fmag, prob.out_dtype) * noise_mult
         with np.errstate(all="ignore"):
             signal = df * np.power(np.broadcast_to(h, df.shape).astype(np.float64), float(b.q))
-        flat = done & ~retried & _reduce(signal <= noise, prob.t_shape, np.all)
-        grown = np.minimum(h.astype(np.float64) * GROW, upper)
-        flat &= grown > h
+        flat = done & _reduce(signal <= noise, prob.t_shape, np.all)
+        wide = _reduce(fmag, prob.t_shape, np.max) > 4.0 * f0
+        flat &= wide | ~retried
+        want = np.where(wide, -1.0, 1.0)
+        flat &= (direction == 0) | (direction == want)
+        direction = np.where(flat, want, direction)
+        h64 = h.astype(np.float64)
+        target = np.where(wide, np.maximum(h64 / GROW, lower), np.minimum(h64 * GROW, upper))
+        flat &= target != h64
         if not flat.any():
             break
-        h2 = _snap(prob, np.where(flat, grown, h))
+        h2 = _snap(prob, np.where(flat, target, h))
         ev, mag, fm = _magnitude_pass(b, prob, h2)
         take = flat & ev.good
         df = np.where(take, mag, df)
@@ -407,7 +432,8 @@ def _estimate(
     value: Arr | None = None
     fmag: Arr | None = None
     used = h.copy()
-    done = np.zeros(prob.t_shape, dtype=bool)
+    dead = prob.dead()
+    done = dead.copy()
     for attempt in range(MAX_SHRINK + 1):
         ev = _evaluate(prob, m.points, h)
         ys = ev.ys
@@ -428,13 +454,14 @@ def _estimate(
             break
         retried |= ~done
         h = _snap(prob, np.where(done, h, _shrink(prob, h, m.max_offset, ev.nearest_bad)))
-    assert value is not None and fmag is not None
+    assert value is not None
+    assert fmag is not None
     c1m = _ulp(fmag, prob.out_dtype) * m.f_error_mult * m.factor
     c1 = c1m if c1 is None else np.fmax(c1, c1m)
     default_c2 = m.condition * m.df_mult
     c2 = default_c2 if c2 is None else np.where(np.isfinite(c2), c2, default_c2)
     error = np.asarray(_accuracy(m, used.astype(np.float64), c1, c2), dtype=np.float64)
-    good_y = np.broadcast_to(done, value.shape)
+    good_y = np.broadcast_to(done & ~dead, value.shape)
     error = np.where(good_y & np.isfinite(error), error, np.inf)
     value = np.where(good_y, value, np.nan)
     return _Result(value, error, used, done, retried, coarse)
@@ -490,8 +517,9 @@ def _merge(res: _Result, alt: _Result, take: Arr) -> _Result:
     )
 
 
-def _unreliable(res: _Result) -> Arr:
-    return ~np.isfinite(_reduce(res.error, res.done.shape, np.max))
+def _unreliable(prob: Problem, res: _Result) -> Arr:
+    """Elements still without a reliable estimate that some fallback might give one."""
+    return ~np.isfinite(_reduce(res.error, res.done.shape, np.max)) & ~prob.dead()
 
 
 def run(m: FiniteDifferenceMethod, prob: Problem, step: Any = None) -> Estimate:
@@ -510,25 +538,28 @@ def run(m: FiniteDifferenceMethod, prob: Problem, step: Any = None) -> Estimate:
         return Estimate(res.value, res.error, res.step)
     res = _checked(m, prob, res, np.ones(prob.t_shape, dtype=bool))
     t0 = np.abs(prob.t0).astype(np.float64)
-    retry = _unreliable(res) & (t0 > 0)
+    retry = _unreliable(prob, res) & (t0 > 0)
     if retry.any():
         cap = np.where(retry, t0 / (2.0 * m.max_offset), math.inf)
         alt = _estimate(m, prob, None, cap)
         alt = _checked(m, prob, alt._replace(retried=alt.retried | retry), retry)
-        res = _merge(res, alt, retry & ~_unreliable(alt))
+        res = _merge(res, alt, retry & ~_unreliable(prob, alt))
     if m.kind == "central":
-        for kind in ("forward", "backward"):
-            retry = _unreliable(res)
+        sides: tuple[Kind, ...] = ("forward", "backward")
+        for kind in sides:
+            retry = _unreliable(prob, res)
             if not retry.any():
                 break
-            side = m.one_sided(kind)  # type: ignore[arg-type]
+            side = m.one_sided(kind)
             alt = _estimate(side, prob, None)
             alt = _checked(side, prob, alt._replace(retried=alt.retried | retry), retry)
-            res = _merge(res, alt, retry & ~_unreliable(alt))
+            res = _merge(res, alt, retry & ~_unreliable(prob, alt))
     return Estimate(res.value, res.error, res.step)
 
 
-def estimate_function(m: FiniteDifferenceMethod, f: Callable[..., Any], x: Any, step: Any) -> Estimate:
+def estimate_function(
+    m: FiniteDifferenceMethod, f: Callable[..., Any], x: Any, step: Any
+) -> Estimate:
     """``m.estimate(f, x)``: elementwise over an array ``x``, along the real axis if complex."""
     scalar = not isinstance(x, np.ndarray)
     arr = np.asarray(x)

@@ -116,9 +116,10 @@ class _Leaf(_Node):
             arr = arr.astype(np.float64 if mode == "error" else self.dtype, copy=True)
         if self.is_array:
             return arr
-        if mode == "error" or issubclass(self.pytype, float | complex) and not issubclass(
+        python_number = issubclass(self.pytype, float | complex) and not issubclass(
             self.pytype, np.generic
-        ):
+        )
+        if mode == "error" or python_number:
             return arr.item()
         return arr[()]
 
@@ -144,8 +145,7 @@ class _Leaf(_Node):
             arr = np.broadcast_to(arr, self.shape)
         except ValueError:
             raise ValueError(
-                f"the tangent at {path} has shape {arr.shape} but its primal has shape "
-                f"{self.shape}"
+                f"the tangent at {path} has shape {arr.shape} but its primal has shape {self.shape}"
             ) from None
         if not self.is_complex:
             arr = arr.real
@@ -162,7 +162,7 @@ class _Seq(_Node):
     def build(self, v: F64, mode: Mode) -> Any:
         vals = [c.build(v, mode) for c in self.children]
         if self.named:
-            return self.type._make(vals)  # type: ignore[attr-defined]
+            return self.type._make(vals)
         if self.type is tuple or self.type is list:
             return self.type(vals)
         try:
@@ -205,10 +205,14 @@ class _Dict(_Node):
         if t is None or isinstance(t, AbstractZero):
             return
         if not isinstance(t, Tangent | dict):
-            raise TypeError(f"the tangent at {path} must be a dict or Tangent, got {type(t).__name__}")
-        unknown = [k for k in (t.keys() if isinstance(t, dict) else t.keys()) if k not in self.keys]
+            raise TypeError(
+                f"the tangent at {path} must be a dict or Tangent, got {type(t).__name__}"
+            )
+        unknown = [k for k in t.keys() if k not in self.keys]  # noqa: SIM118
         if unknown:
-            raise ValueError(f"the tangent at {path} has key {unknown[0]!r}, which the primal lacks")
+            raise ValueError(
+                f"the tangent at {path} has key {unknown[0]!r}, which the primal lacks"
+            )
         for k, c in zip(self.keys, self.children, strict=True):
             c.tangent_vec(t.get(k) if isinstance(t, dict) else t[k], f"{path}[{k!r}]", out)
 
@@ -288,7 +292,9 @@ class _ObjArr(_Node):
         if arr.shape != self.shape:
             raise ValueError(f"the tangent at {path} has shape {arr.shape}, not {self.shape}")
         for i, (c, ti) in enumerate(zip(self.children, arr.ravel(), strict=True)):
-            c.tangent_vec(ti, f"{path}[{', '.join(map(str, np.unravel_index(i, self.shape)))}]", out)
+            c.tangent_vec(
+                ti, f"{path}[{', '.join(map(str, np.unravel_index(i, self.shape)))}]", out
+            )
 
 
 def _item_path(path: str, typ: type, i: int) -> str:
@@ -337,7 +343,8 @@ def _flatten(
         return _Tang(x, keys, kids)
     if isinstance(x, tuple | list):
         kids = [
-            _flatten(e, _item_path(path, type(x), i), chunks, offset, dtypes) for i, e in enumerate(x)
+            _flatten(e, _item_path(path, type(x), i), chunks, offset, dtypes)
+            for i, e in enumerate(x)
         ]
         return _Seq(x, kids)
     if isinstance(x, dict):
@@ -377,7 +384,9 @@ class FromVec:
     def _check(self, v: Any) -> F64:
         arr = np.asarray(v, dtype=np.float64)
         if arr.shape != (self.size,):
-            raise ValueError(f"from_vec expects a vector of length {self.size}, got shape {arr.shape}")
+            raise ValueError(
+                f"from_vec expects a vector of length {self.size}, got shape {arr.shape}"
+            )
         return arr
 
     def __call__(self, v: Any) -> Any:
@@ -409,4 +418,3 @@ def to_vec(x: Any, *, path: str = "x") -> tuple[F64, FromVec]:
     node = _flatten(x, path, chunks, [0], dtypes)
     vec = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float64)
     return vec, FromVec(node, path, dtypes)
-
