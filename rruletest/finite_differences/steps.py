@@ -373,6 +373,8 @@ def _magnitudes(b: FiniteDifferenceMethod, prob: Problem, h_cap: Any) -> _Magnit
     f0 = _reduce(np.abs(prob.centre()), prob.t_shape, np.max)
     lower = _lower(b, prob)
     direction = np.zeros(prob.t_shape)
+    # Never grow beyond a stencil of |t0| / 16: the function may change character at that scale.
+    reach = np.abs(prob.t0).astype(np.float64) / (16.0 * b.max_offset)
     for _ in range(MAX_GROW):
         noise = _ulp(fmag, prob.out_dtype) * noise_mult
         with np.errstate(all="ignore"):
@@ -384,7 +386,8 @@ def _magnitudes(b: FiniteDifferenceMethod, prob: Problem, h_cap: Any) -> _Magnit
         flat &= (direction == 0) | (direction == want)
         direction = np.where(flat, want, direction)
         h64 = h.astype(np.float64)
-        target = np.where(wide, np.maximum(h64 / GROW, lower), np.minimum(h64 * GROW, upper))
+        grow_to = np.minimum(np.minimum(h64 * GROW, upper), reach)
+        target = np.where(wide, np.maximum(h64 / GROW, lower), np.maximum(grow_to, h64))
         flat &= target != h64
         if not flat.any():
             break
