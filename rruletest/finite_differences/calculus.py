@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rruletest.finite_differences.methods import FiniteDifferenceMethod, default_fdm
-from rruletest.finite_differences.steps import Estimate, Problem, run
+from rruletest.finite_differences.steps import Estimate, OutputError, Problem, run
 from rruletest.finite_differences.to_vec import FromVec, to_vec
 from rruletest.tangents import NO_TANGENT
 
@@ -70,7 +70,7 @@ def _call_vec(f: Callable[..., Any], back: FromVec, v: F64, size: int) -> F64:
     y = f(*back(v))
     yv, _ = to_vec(y, path="output")
     if yv.shape != (size,):
-        raise ValueError(
+        raise OutputError(
             f"the function's output changed size under perturbation: {size} coordinates at the "
             f"primal point, {yv.size} at a perturbed one"
         )
@@ -162,6 +162,8 @@ class _Jacobian:
                     vi[i] = float(t[r, 0])
                     try:
                         rows[r] = _call_vec(f, back, vi, m)
+                    except OutputError:
+                        raise
                     except (ArithmeticError, ValueError):
                         rows[r] = np.nan
                 return rows

@@ -33,7 +33,7 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     from rruletest.finite_differences.methods import FiniteDifferenceMethod, Kind
 
-__all__ = ["Estimate", "Problem", "estimate_function", "run"]
+__all__ = ["Estimate", "OutputError", "Problem", "estimate_function", "run"]
 
 F64 = npt.NDArray[np.float64]
 Arr = npt.NDArray[Any]
@@ -48,6 +48,14 @@ RESOLUTION = 4.0
 #: An estimate re-checked at another step is unreliable if the two differ by more than this
 #: many times its error estimate.
 CHECK_FACTOR = 10.0
+
+
+class OutputError(ValueError):
+    """The function's output does not fit finite differences (shape changed, not numeric).
+
+    Raised through the engine's handling of domain errors, which only catches the function's own
+    ``ValueError``/``ArithmeticError`` at perturbed points.
+    """
 
 
 class Estimate(NamedTuple):
@@ -115,7 +123,7 @@ class Problem:
             self.complex_out = True
             arr = arr.astype(np.complex128, copy=False)
         else:
-            raise TypeError(
+            raise OutputError(
                 f"finite differences need numeric function values, got dtype {arr.dtype} "
                 f"({type(y).__name__})"
             )
@@ -124,14 +132,14 @@ class Problem:
         except ValueError:
             ok = False
         if not ok:
-            raise ValueError(
+            raise OutputError(
                 f"the function's output (shape {arr.shape}) must depend elementwise on the "
                 f"perturbed input (shape {self.t_shape}); use jacobian/vjp for other functions"
             )
         if self.y_shape is None:
             self.y_shape = arr.shape
         elif arr.shape != self.y_shape:
-            raise ValueError(
+            raise OutputError(
                 f"the function returned shape {arr.shape} at one point and {self.y_shape} at "
                 "another"
             )
@@ -165,6 +173,8 @@ class Problem:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 y = self.phi(t)
+        except OutputError:
+            raise
         except (ArithmeticError, ValueError):
             assert self.y_shape is not None
             dt = np.complex128 if self.complex_out else np.float64
