@@ -32,7 +32,7 @@ from rruletest.finite_differences.methods import (
     default_fdm,
     forward_fdm,
 )
-from rruletest.finite_differences.steps import Estimate
+from rruletest.finite_differences.problem import Estimate
 from rruletest.finite_differences.to_vec import FromVec, to_vec
 
 __all__ = [

@@ -29,7 +29,8 @@ import numpy.typing as npt
 
 from rruletest.finite_differences.calculus import check_fdm
 from rruletest.finite_differences.methods import FiniteDifferenceMethod
-from rruletest.finite_differences.steps import Estimate, Problem, run
+from rruletest.finite_differences.problem import Estimate, Problem
+from rruletest.finite_differences.steps import run
 from rruletest.projection import is_differentiable, unbroadcast
 from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
 
@@ -80,23 +81,36 @@ class _Setup:
         """``dy/d(Re x_j)`` or ``dy/d(Im x_j)`` per element (shape of the broadcast)."""
         dt = self.real_dtype(j)
         x = np.broadcast_to(np.asarray(self.xs[j]), self.shape)
-        part = x.imag if imag else x.real
-        t0 = np.array(part, dtype=dt, copy=True)
+        t0 = np.array(x.imag if imag else x.real, dtype=dt, copy=True)
         other = np.array(x.real if imag else x.imag, dtype=dt, copy=True)
         is_complex = np.iscomplexobj(x)
         cdt = np.result_type(dt, np.complex64)
-        args = list(self.args)
 
-        def phi(t: Arr) -> Any:
-            if is_complex:
-                z = np.empty(t.shape, dtype=cdt)
-                z.real, z.imag = (other, t) if imag else (t, other)
-                args[j] = z
-            else:
-                args[j] = t
-            return self.g(*args)
+        def make(args: list[Any], other: Arr) -> Callable[[Arr], Any]:
+            def phi(t: Arr) -> Any:
+                if is_complex:
+                    z = np.empty(t.shape, dtype=cdt)
+                    z.real, z.imag = (other, t) if imag else (t, other)
+                    args[j] = z
+                else:
+                    args[j] = t
+                return self.g(*args)
 
-        return run(fdm, Problem(phi, t0, centre=self.y_arr))
+            return phi
+
+        def restrict(index: npt.NDArray[np.intp]) -> tuple[Callable[[Arr], Any], Arr, Arr]:
+            args = [
+                a if np.ndim(a) == 0 else np.broadcast_to(a, self.shape).reshape(-1)[index]
+                for a in self.args
+            ]
+            return (
+                make(args, other.reshape(-1)[index]),
+                t0.reshape(-1)[index],
+                self.y_arr.reshape(-1)[index],
+            )
+
+        prob = Problem(make(list(self.args), other), t0, centre=self.y_arr, restrict=restrict)
+        return run(fdm, prob)
 
 
 def _sum_to(err: F64, x: Any) -> Any:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from rruletest.finite_differences.methods import FiniteDifferenceMethod
-from rruletest.finite_differences.steps import Estimate
+from rruletest.finite_differences.problem import Estimate
 
 __all__ = ["extrapolate_fdm"]
 
