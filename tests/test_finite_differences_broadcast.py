@@ -58,7 +58,9 @@ CASES = [
     pytest.param(np.power, (np.array([1.5, 2.0]), np.array([2, 3])), id="integer-exponent"),
     pytest.param(np.exp, (np.array([0.3 - 0.2j, 1.0 + 1.0j]),), id="complex-holomorphic"),
     pytest.param(np.abs, (np.array([0.3 - 0.2j, -1.0 + 2.0j]),), id="complex-to-real"),
-    pytest.param(np.multiply, (np.array([1.0 + 2.0j, 0.5j]), np.array([[2.0], [-1.0]])), id="mixed"),
+    pytest.param(
+        np.multiply, (np.array([1.0 + 2.0j, 0.5j]), np.array([[2.0], [-1.0]])), id="mixed"
+    ),
     pytest.param(np.arctan2, (np.float64(0.5), np.array([1.0, -2.0, 3.0])), id="numpy-scalar"),
 ]
 

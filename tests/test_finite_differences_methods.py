@@ -70,7 +70,7 @@ def test_reference_step_for_sin():
     assert est.error == pytest.approx(1.9541865128909085e-13, rel=1e-4)
 
 
-# -- construction ---------------------------------------------------------------------------------
+# -- construction --
 
 
 def test_repr():
@@ -78,8 +78,7 @@ def test_repr():
         "FiniteDifferenceMethod(order=5, q=1, grid=(-2, -1, 0, 1, 2), adapt=1, max_range=inf)"
     )
     assert repr(forward_fdm(3, 2, adapt=0, max_range=0.5, factor=1e6)) == (
-        "FiniteDifferenceMethod(order=3, q=2, grid=(0, 1, 2), adapt=0, factor=1e+06, "
-        "max_range=0.5)"
+        "FiniteDifferenceMethod(order=3, q=2, grid=(0, 1, 2), adapt=0, factor=1e+06, max_range=0.5)"
     )
 
 
@@ -142,7 +141,7 @@ def test_default_fdm():
     assert default_fdm() is default_fdm()
 
 
-# -- values and errors ----------------------------------------------------------------------------
+# -- values and errors --
 
 CASES = [
     pytest.param(np.sin, np.cos, 0.3, id="sin"),
@@ -214,7 +213,7 @@ def test_max_range_is_respected():
     assert max(abs(x - 1.0) for x in seen) <= 1e-3
 
 
-# -- per-element steps ------------------------------------------------------------------------------
+# -- per-element steps --
 
 MAGNITUDES = np.array([1e-8, 1e-3, 0.5, 1.0, 1e3, 1e8])
 
@@ -250,7 +249,7 @@ def test_elementwise_shape_mismatch_is_reported():
         central_fdm(5, 1)(np.sum, np.ones(3))
 
 
-# -- domain safety ----------------------------------------------------------------------------------
+# -- domain safety --
 
 
 def test_domain_edges_never_give_silently_wrong_numbers():
@@ -305,7 +304,7 @@ def test_inputs_are_not_mutated():
     assert np.array_equal(x, before)
 
 
-# -- extrapolation ----------------------------------------------------------------------------------
+# -- extrapolation --
 
 
 def test_extrapolate_arrays_and_forward():

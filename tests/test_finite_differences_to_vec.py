@@ -47,9 +47,7 @@ def same(x: Any, y: Any) -> bool:
     if isinstance(x, Tangent):
         return x.primal_type is y.primal_type and same(x.backing, y.backing)
     if dataclasses.is_dataclass(x):
-        return all(
-            same(getattr(x, f.name), getattr(y, f.name)) for f in dataclasses.fields(x)
-        )
+        return all(same(getattr(x, f.name), getattr(y, f.name)) for f in dataclasses.fields(x))
     return bool(x == y)
 
 

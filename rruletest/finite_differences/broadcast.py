@@ -82,8 +82,8 @@ class _Setup:
         dt = self.real_dtype(j)
         x = np.broadcast_to(np.asarray(self.xs[j]), self.shape)
         t0 = np.array(x.imag if imag else x.real, dtype=dt, copy=True)
-        other = np.array(x.real if imag else x.imag, dtype=dt, copy=True)
         is_complex = np.iscomplexobj(x)
+        other = np.array(x.real if imag else x.imag, dtype=dt) if is_complex else t0[:0]
         cdt = np.result_type(dt, np.complex64)
 
         def make(args: list[Any], other: Arr) -> Callable[[Arr], Any]:
@@ -104,7 +104,7 @@ class _Setup:
                 for a in self.args
             ]
             return (
-                make(args, other.reshape(-1)[index]),
+                make(args, other.reshape(-1)[index] if is_complex else other),
                 t0.reshape(-1)[index],
                 self.y_arr.reshape(-1)[index],
             )

@@ -15,6 +15,7 @@ array([0.479426, 0.997495])
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -22,7 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Estimate", "OutputError", "Problem", "reduce_to"]
+__all__ = ["CHUNK", "Estimate", "OutputError", "Problem", "chunked", "reduce_to"]
 
 Arr = npt.NDArray[Any]
 F64 = npt.NDArray[np.float64]
@@ -168,7 +169,8 @@ class Problem:
             return self.centre()
         self.centre()
         with np.errstate(all="ignore"):
-            t = self.t0 + (g * h).astype(self.dtype, copy=False)
+            t = np.multiply(h, g, dtype=self.dtype)
+            t += self.t0
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
@@ -183,6 +185,11 @@ class Problem:
         self.evaluations += 1
         return self._convert(y)
 
+    @property
+    def elementwise(self) -> bool:
+        """Whether ``t`` and the output have the same shape (every element on its own)."""
+        return self.centre().shape == self.t_shape
+
     def subset(self, index: npt.NDArray[np.intp]) -> Problem | None:
         """The problem on the flat ``index``es of ``t`` (1-D), or None when not possible."""
         if self._restrict is None or self.centre().shape != self.t_shape:
@@ -190,3 +197,43 @@ class Problem:
         phi, t0, centre = self._restrict(index)
         sub = Problem(phi, t0, centre=centre, out_dtype=self.out_dtype)
         return sub
+
+
+#: Elementwise work on large arrays runs in blocks of this many elements, which stay in cache.
+CHUNK = 1 << 14
+
+
+def chunked(shape: tuple[int, ...], kernel: Callable[..., tuple[Any, ...]], *args: Any) -> Any:
+    """``kernel(*args)``, computed block by block over arrays of ``shape``.
+
+    Each argument is an array of ``shape`` (sliced), a list of such arrays (each sliced), or
+    anything else (passed as is). ``kernel`` must be elementwise and return a tuple of arrays of
+    the block's length (or scalars); the results come back with ``shape``. Small arrays are
+    passed whole.
+    """
+    n = math.prod(shape)
+    if n <= 2 * CHUNK:
+        return kernel(*args)
+    kinds: list[tuple[str, Any]] = []
+    for a in args:
+        if isinstance(a, np.ndarray) and a.shape == shape:
+            kinds.append(("a", a.reshape(-1)))
+        elif (
+            isinstance(a, list)
+            and a
+            and all(isinstance(r, np.ndarray) and r.shape == shape for r in a)
+        ):
+            kinds.append(("l", [r.reshape(-1) for r in a]))
+        else:
+            kinds.append(("c", a))
+    outs: list[Arr] | None = None
+    for start in range(0, n, CHUNK):
+        sl = slice(start, start + CHUNK)
+        part = [a[sl] if k == "a" else [r[sl] for r in a] if k == "l" else a for k, a in kinds]
+        res = kernel(*part)
+        if outs is None:
+            outs = [np.empty(n, dtype=np.result_type(r)) for r in res]
+        for o, r in zip(outs, res, strict=True):
+            o[sl] = r
+    assert outs is not None
+    return tuple(o.reshape(shape) for o in outs)

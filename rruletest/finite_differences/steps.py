@@ -27,6 +27,7 @@ the common case is one centre, ``p + 1`` bound points and ``p - 1`` stencil poin
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -34,7 +35,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from rruletest.finite_differences.problem import Estimate, OutputError, Problem, reduce_to
+from rruletest.finite_differences.problem import (
+    Estimate,
+    OutputError,
+    Problem,
+    chunked,
+    reduce_to,
+)
 
 if TYPE_CHECKING:
     from rruletest.finite_differences.methods import FiniteDifferenceMethod, Kind
@@ -75,9 +82,12 @@ def _ipow(h: Arr, k: int) -> F64:
 
 def _absmax(ys: Arr) -> Arr:
     """``max(|ys|, axis=0)`` without a temporary of the size of ``ys``, for real values."""
-    if np.iscomplexobj(ys):
-        return np.abs(ys).max(axis=0)
-    return np.maximum(ys.max(axis=0), -ys.min(axis=0))
+    out: Arr = (
+        np.abs(ys).max(axis=0)
+        if np.iscomplexobj(ys)
+        else np.maximum(ys.max(axis=0), -ys.min(axis=0))
+    )
+    return out
 
 
 def _ulp(mag: Arr, dtype: np.dtype[Any]) -> F64:
@@ -129,12 +139,58 @@ def _upper(m: FiniteDifferenceMethod, prob: Problem, h_cap: Any) -> Any:
     return up if np.all(np.isinf(h_cap)) else np.minimum(up, h_cap)
 
 
-def _finish_step(m: FiniteDifferenceMethod, prob: Problem, h: Any, upper: Any) -> tuple[Arr, Arr]:
-    """Clip ``h`` to ``[lower, upper]`` and snap it; also where the lower limit bound."""
-    h = np.minimum(np.broadcast_to(np.asarray(h, dtype=np.float64), prob.t_shape), upper)
-    lower = _lower(m, prob)
+def _finish_kernel(
+    h: Any,
+    t0: Arr,
+    abs_t0: Arr,
+    cap: Any,
+    *,
+    scale: float,
+    range_cap: float,
+    tiny: float,
+    dtype: np.dtype[Any],
+) -> tuple[Arr, Arr]:
+    up = np.minimum(np.maximum(abs_t0, 1.0) * scale, range_cap)
+    if cap is not None:
+        up = np.minimum(up, cap)
+    h = np.minimum(h, up)
+    lower = np.maximum(np.abs(np.spacing(t0)).astype(np.float64) * RESOLUTION, tiny)
     coarse = h < lower
-    return _snap(prob, np.maximum(h, lower)), coarse
+    h = np.maximum(h, lower)
+    hd = h.astype(dtype)
+    with np.errstate(all="ignore"):
+        snapped = (t0 + hd) - t0
+    ok = np.isfinite(snapped) & (snapped > 0)
+    return np.where(ok, snapped, hd).astype(dtype, copy=False), coarse
+
+
+def _finisher(m: FiniteDifferenceMethod, prob: Problem) -> Callable[..., tuple[Arr, Arr]]:
+    return functools.partial(
+        _finish_kernel,
+        scale=1000.0 * _default_step(m, prob.in_eps),
+        range_cap=m.max_range / m.max_offset,
+        tiny=float(np.finfo(prob.dtype).tiny) ** (1.0 / (m.q + 1)),
+        dtype=prob.dtype,
+    )
+
+
+def _cap(h_cap: Any) -> Any:
+    return None if np.all(np.isinf(h_cap)) else h_cap
+
+
+def _ew(prob: Problem, kernel: Callable[..., Any], *args: Any) -> Any:
+    """Run an elementwise kernel in cache-sized blocks when the problem is elementwise."""
+    return chunked(prob.t_shape, kernel, *args) if prob.elementwise else kernel(*args)
+
+
+def _finish_step(m: FiniteDifferenceMethod, prob: Problem, h: Any, h_cap: Any) -> tuple[Arr, Arr]:
+    """Clip ``h`` to ``[lower, upper]`` and snap it; also where the lower limit bound.
+
+    ``upper`` keeps the stencil within ``max_range`` and ``h`` within 1000 default steps
+    (relative to ``|t0|``) and ``h_cap``; ``lower`` is a few ulps of ``t0``.
+    """
+    h_arr, coarse = _ew(prob, _finisher(m, prob), h, prob.t0, prob.abs_t0, _cap(h_cap))
+    return np.asarray(h_arr), np.asarray(coarse)
 
 
 def _shrink(prob: Problem, h: Arr, reach: int, nearest_bad: Arr) -> Arr:
@@ -151,28 +207,41 @@ def _shrink(prob: Problem, h: Arr, reach: int, nearest_bad: Arr) -> Arr:
 
 
 class _Evaluation(NamedTuple):
-    ys: Arr  # (points, *S_y)
     good: Arr  # S_t: every point finite
     nearest_bad: Arr | None  # S_t: smallest |offset| of a non-finite point (None if all good)
 
 
-def _evaluate(prob: Problem, offsets: Any, h: Arr) -> _Evaluation:
-    centre = prob.centre()
-    ys = np.empty((len(offsets), *centre.shape), dtype=np.result_type(centre, np.float64))
-    for i, g in enumerate(offsets):
-        y = prob.at(int(g), h)
-        if y.dtype != ys.dtype and np.iscomplexobj(y):
-            ys = ys.astype(y.dtype)
-        ys[i] = y
-    finite = np.isfinite(ys).all(axis=0)
-    good = reduce_to(finite, prob.t_shape, np.all)
+def _evaluation(prob: Problem, offsets: Any, rows: list[Arr], good_y: Arr) -> _Evaluation:
+    good = reduce_to(good_y, prob.t_shape, np.all)
     if good.all():
-        return _Evaluation(ys, good, None)
+        return _Evaluation(good, None)
     nearest = np.full(prob.t_shape, np.inf)
-    for i, g in enumerate(offsets):
-        bad = reduce_to(~np.isfinite(ys[i]), prob.t_shape, np.any)
+    for g, y in zip(offsets, rows, strict=True):
+        bad = reduce_to(~np.isfinite(y), prob.t_shape, np.any)
         nearest = np.where(bad, np.minimum(nearest, abs(int(g))), nearest)
-    return _Evaluation(ys, good, nearest)
+    return _Evaluation(good, nearest)
+
+
+def _combine_kernel(
+    rows: list[Arr], h: Arr, *, weights: Arr, q: int, anchor: int
+) -> tuple[Arr, Arr, Arr]:
+    """Weighted sums of the rows (after subtracting the anchor row) over ``h**q``; also
+    ``max|f|`` and whether every value is finite."""
+    ys = np.stack(rows)
+    good = np.isfinite(ys).all(axis=0)
+    fm = _absmax(ys)
+    with np.errstate(all="ignore"):
+        ys -= ys[anchor]
+        est = np.tensordot(weights, ys, axes=1)
+        est *= _ipow(h, -q)
+    return est, fm, good
+
+
+def _mag_kernel(
+    rows: list[Arr], h: Arr, *, weights: Arr, q: int, anchor: int
+) -> tuple[Arr, Arr, Arr]:
+    est, fm, good = _combine_kernel(rows, h, weights=weights, q=q, anchor=anchor)
+    return _absmax(est), fm, good
 
 
 def _merge_into(old: Arr | None, new: Arr, take: Arr, first: bool) -> Arr:
@@ -194,25 +263,59 @@ class _Step(NamedTuple):
     coarse: Arr  # S_t: a step was raised to what the input's precision resolves
 
 
+def _h_from_constants(
+    c1: Arr, c2: Arr, span: Arr, m: FiniteDifferenceMethod, default: float
+) -> Arr:
+    h = _optimal_step(m, c1, c2)
+    ok = np.isfinite(h) & (h > 0) & (c1 > 0) & (c2 > 0)
+    h = np.where(ok, h, default)
+    return np.minimum(h, span / m.max_offset)
+
+
+def _step_kernel(
+    df: Arr,
+    fmag: Arr,
+    span: Arr,
+    t0: Arr,
+    abs_t0: Arr,
+    cap: Any,
+    *,
+    m: FiniteDifferenceMethod,
+    out_dtype: np.dtype[Any],
+    default: float,
+    finish: Callable[..., tuple[Arr, Arr]],
+) -> tuple[Arr, Arr, Arr, Arr]:
+    c1 = _ulp(fmag, out_dtype) * (m.f_error_mult * m.factor)
+    c2 = df * m.df_mult
+    h = _h_from_constants(c1, c2, span, m, default)
+    h, coarse = finish(h, t0, abs_t0, cap)
+    return h, c1, c2, coarse
+
+
 def choose_step(m: FiniteDifferenceMethod, prob: Problem, h_cap: Any) -> _Step:
     """The step (per element of ``t``) for ``m`` on ``prob``, and the error constants."""
-    upper = _upper(m, prob, h_cap)
     bound = m.bound_estimator
     if bound is None:
-        h, coarse = _finish_step(m, prob, _default_step(m, prob.in_eps), upper)
+        h, coarse = _finish_step(m, prob, _default_step(m, prob.in_eps), h_cap)
         return _Step(h, None, None, np.zeros(prob.t_shape, dtype=bool), coarse)
     mags = _magnitudes(bound, prob, h_cap)
-    c1 = _ulp(mags.fmag, prob.out_dtype) * (m.f_error_mult * m.factor)
-    c2 = mags.df * m.df_mult
-    c1_t = reduce_to(c1, prob.t_shape, np.max)
-    c2_t = reduce_to(c2, prob.t_shape, np.max)
-    h = _optimal_step(m, c1_t, c2_t)
-    ok = np.isfinite(h) & (h > 0) & (c1_t > 0) & (c2_t > 0)
-    if not ok.all():
-        h = np.where(ok, h, _default_step(m, prob.in_eps))
-    h = np.minimum(h, mags.span / m.max_offset)
-    h, coarse = _finish_step(m, prob, h, upper)
-    return _Step(h, c1, c2, mags.retried, coarse | mags.coarse)
+    default = _default_step(m, prob.in_eps)
+    if prob.elementwise:
+        kernel = functools.partial(
+            _step_kernel, m=m, out_dtype=prob.out_dtype, default=default, finish=_finisher(m, prob)
+        )
+        h, c1, c2, coarse = _ew(
+            prob, kernel, mags.df, mags.fmag, mags.span, prob.t0, prob.abs_t0, _cap(h_cap)
+        )
+    else:
+        c1 = _ulp(mags.fmag, prob.out_dtype) * (m.f_error_mult * m.factor)
+        c2 = mags.df * m.df_mult
+        c1_t = reduce_to(c1, prob.t_shape, np.max)
+        c2_t = reduce_to(c2, prob.t_shape, np.max)
+        h, coarse = _finish_step(
+            m, prob, _h_from_constants(c1_t, c2_t, mags.span, m, default), h_cap
+        )
+    return _Step(np.asarray(h), c1, c2, mags.retried, np.asarray(coarse) | mags.coarse)
 
 
 class _Magnitudes(NamedTuple):
@@ -226,15 +329,12 @@ class _Magnitudes(NamedTuple):
 def _magnitude_pass(
     b: FiniteDifferenceMethod, prob: Problem, h: Arr
 ) -> tuple[_Evaluation, Arr, Arr]:
-    ev = _evaluate(prob, b.grid, h)
-    ys = ev.ys
-    with np.errstate(all="ignore"):
-        fm = _absmax(ys)
-        ys -= ys[len(b.grid) // 2]
-        est = np.tensordot(b.neighbourhood_weights(), ys, axes=1)
-        mag = _absmax(est)
-        mag *= _ipow(h, -b.q)
-    return ev, mag, fm
+    rows = [prob.at(int(g), h) for g in b.grid]
+    kernel = functools.partial(
+        _mag_kernel, weights=b.neighbourhood_weights(), q=b.q, anchor=len(b.grid) // 2
+    )
+    mag, fm, good_y = _ew(prob, kernel, rows, h)
+    return _evaluation(prob, b.grid, rows, good_y), mag, fm
 
 
 def _magnitudes(b: FiniteDifferenceMethod, prob: Problem, h_cap: Any) -> _Magnitudes:
@@ -262,7 +362,7 @@ def _magnitudes(b: FiniteDifferenceMethod, prob: Problem, h_cap: Any) -> _Magnit
     assert span is not None
     # A stencil reaching across 0 may have sampled a singularity there (1/x at 1e-3), so the
     # magnitudes are suspect: the estimate made with them will be checked.
-    retried |= (prob.abs_t0 > 0) & (prob.abs_t0 <= h.astype(np.float64) * b.max_offset)
+    retried |= _straddle_mask(prob, h, b.max_offset)
     df, fmag, span, h = _rescale_flat(b, prob, h_cap, h, df, fmag, span, done, retried)
     if not done.all():
         span = np.where(done, span, h.astype(np.float64) * b.max_offset / 2.0)
@@ -270,6 +370,22 @@ def _magnitudes(b: FiniteDifferenceMethod, prob: Problem, h_cap: Any) -> _Magnit
         df = np.where(bad, np.nan, df)
         fmag = np.where(bad, np.nan, fmag)
     return _Magnitudes(df, fmag, span, retried, first.coarse)
+
+
+def _flat_kernel(
+    df: Arr, h: Arr, fmag: Arr, *, q: int, noise_mult: float, dtype: np.dtype[Any]
+) -> tuple[Arr]:
+    """Where the ``p``-th derivative estimate is no larger than round-off would make it."""
+    with np.errstate(all="ignore"):
+        signal = df * _ipow(h, q)
+    return (signal <= _ulp(fmag, dtype) * noise_mult,)
+
+
+def _straddle_mask(prob: Problem, h: Arr, reach: int) -> Arr:
+    def kernel(a: Arr, h: Arr) -> tuple[Arr]:
+        return ((a > 0) & (a <= h * float(reach)),)
+
+    return np.asarray(_ew(prob, kernel, prob.abs_t0, h)[0])
 
 
 def _rescale_flat(
@@ -290,10 +406,9 @@ def _rescale_flat(
     (``x**3`` at ``1e-8``). Growth stops at a stencil of ``|t0| / 16``: the function may change
     character at the scale of ``t0``."""
     noise_mult = float(np.abs(b.neighbourhood_weights()).sum(axis=1).max())
-    with np.errstate(all="ignore"):
-        signal = df * _ipow(np.broadcast_to(h, df.shape), b.q)
-    noise = _ulp(fmag, prob.out_dtype) * noise_mult
-    flat = done & reduce_to(signal <= noise, prob.t_shape, np.all)
+    kernel = functools.partial(_flat_kernel, q=b.q, noise_mult=noise_mult, dtype=prob.out_dtype)
+    (flat_y,) = _ew(prob, kernel, df, h, fmag)
+    flat = done & reduce_to(flat_y, prob.t_shape, np.all)
     if not flat.any():
         return df, fmag, span, h
     f0 = reduce_to(np.abs(prob.centre()), prob.t_shape, np.max)
@@ -321,10 +436,8 @@ def _rescale_flat(
         h = np.where(take, h2, h)
         if not take.any():
             break
-        with np.errstate(all="ignore"):
-            signal = df * _ipow(np.broadcast_to(h, df.shape), b.q)
-        noise = _ulp(fmag, prob.out_dtype) * noise_mult
-        flat &= take & reduce_to(signal <= noise, prob.t_shape, np.all)
+        (flat_y,) = _ew(prob, kernel, df, h, fmag)
+        flat &= take & reduce_to(flat_y, prob.t_shape, np.all)
     return df, fmag, span, h
 
 
@@ -358,14 +471,11 @@ def _estimate(
     used: Arr | None = None
     dead = prob.dead()
     done = dead.copy()
+    kernel = functools.partial(_combine_kernel, weights=m.weights, q=m.q, anchor=len(m.points) // 2)
     for attempt in range(MAX_SHRINK + 1):
-        ev = _evaluate(prob, m.points, h)
-        ys = ev.ys
-        with np.errstate(all="ignore"):
-            fm = _absmax(ys)
-            ys -= ys[len(ys) // 2]
-            est = np.tensordot(m.weights, ys, axes=1)
-            est *= _ipow(h, -m.q)
+        rows = [prob.at(int(g), h) for g in m.points]
+        est, fm, good_y = _ew(prob, kernel, rows, h)
+        ev = _evaluation(prob, m.points, rows, good_y)
         new = ev.good & ~done
         value = _merge_into(value, est, new, attempt == 0)
         fmag = _merge_into(fmag, fm, new, attempt == 0)
@@ -378,21 +488,34 @@ def _estimate(
     assert value is not None
     assert fmag is not None
     assert used is not None
-    c1m = _ulp(fmag, prob.out_dtype) * (m.f_error_mult * m.factor)
-    c1 = c1m if c1 is None else np.fmax(c1, c1m)
-    default_c2 = m.condition * m.df_mult
-    if c2 is None:
-        c2 = default_c2
-    elif not np.isfinite(c2).all():
-        c2 = np.where(np.isfinite(c2), c2, default_c2)
-    error = np.asarray(_accuracy(m, used, c1, c2), dtype=np.float64)
+    kernel_e = functools.partial(
+        _error_kernel, m=m, out_dtype=prob.out_dtype, default_c2=m.condition * m.df_mult
+    )
+    (error,) = _ew(prob, kernel_e, used, fmag, c1, c2)
     good = done & ~dead
-    if good.all() and np.isfinite(error).all():
+    if good.all():
         return _Result(value, error, used, done, retried, coarse)
     good_y = np.broadcast_to(good, value.shape)
-    error = np.where(good_y & np.isfinite(error), error, np.inf)
+    error = np.where(good_y, error, np.inf)
     value = np.where(good_y, value, np.nan)
     return _Result(value, error, used, done, retried, coarse)
+
+
+def _error_kernel(
+    used: Arr,
+    fmag: Arr,
+    c1: Any,
+    c2: Any,
+    *,
+    m: FiniteDifferenceMethod,
+    out_dtype: np.dtype[Any],
+    default_c2: float,
+) -> tuple[F64]:
+    c1m = _ulp(fmag, out_dtype) * (m.f_error_mult * m.factor)
+    c1 = c1m if c1 is None else np.fmax(c1, c1m)
+    c2 = default_c2 if c2 is None else np.where(np.isfinite(c2), c2, default_c2)
+    error = np.asarray(_accuracy(m, used, c1, c2), dtype=np.float64)
+    return (np.where(np.isfinite(error), error, np.inf),)
 
 
 def _check(
@@ -419,7 +542,7 @@ def _check(
 
 def _straddles(m: FiniteDifferenceMethod, prob: Problem, res: _Result) -> Arr:
     """Elements whose stencil reaches across 0 (where singularities such as 1/x's live)."""
-    return (prob.abs_t0 > 0) & (prob.abs_t0 <= res.step.astype(np.float64) * m.max_offset)
+    return _straddle_mask(prob, res.step, m.max_offset)
 
 
 def _checked(m: FiniteDifferenceMethod, prob: Problem, res: _Result, mask: Arr) -> _Result:
