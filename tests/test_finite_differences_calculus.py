@@ -200,3 +200,32 @@ def test_argument_checks():
 def test_default_and_forward_methods():
     assert vjp(None, np.sin, 1.0, 0.5)[0] == pytest.approx(np.cos(0.5), rel=1e-12)
     assert vjp(forward_fdm(5, 1), np.sin, 1.0, 0.5)[0] == pytest.approx(np.cos(0.5), rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("f", "x", "dfdx"),
+    [
+        pytest.param(lambda x: (x + 1e8) - 1e8, np.array([1.0, 2.0]), 1.0, id="absorbed"),
+        pytest.param(
+            lambda x: np.log(x).sum(), np.array([1e-8, 1e8]), 1 / np.array([1e-8, 1e8]), id="sum"
+        ),
+    ],
+)
+def test_cancellation_inside_f_is_not_hidden(f, x, dfdx):
+    # |f| is small, but its round-off is that of the large intermediates: the error estimate
+    # must still cover the actual error.
+    (est,) = vjp_estimate(FDM, f, np.ones(np.shape(f(x))), x)
+    assert np.all(np.abs(est.value - dfdx) <= est.error)
+    assert np.all(np.abs(est.value - dfdx) <= 1e-5 * np.abs(dfdx))
+
+
+def test_jvp_cost_is_one_checked_stencil_run():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return np.sin(x)
+
+    jvp(FDM, f, (np.array([0.5, 1.0, 2.0]), np.ones(3)))
+    # primal + 6 bound points + 4 stencil points + 4 for the check at half the step
+    assert len(calls) == 15

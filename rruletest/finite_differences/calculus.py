@@ -121,7 +121,7 @@ def jvp_estimate(fdm: Any, f: Callable[..., Any], *pairs: tuple[Any, Any]) -> Es
         centre=yv0,
         out_dtype=_working_dtype(yback.coord_dtypes),
     )
-    est = run(fdm, prob)
+    est = run(fdm, prob, check_all=True)
     return Estimate(yback.tangent(est.value), yback.error(est.error), float(est.step))
 
 
@@ -175,7 +175,7 @@ class _Jacobian:
                 centre=np.broadcast_to(yv0, (idx.size, m)),
                 out_dtype=out_dtype,
             )
-            est = run(fdm, prob)
+            est = run(fdm, prob, check_all=True)
             self.value[idx] = est.value.real
             self.error[idx] = est.error
             self.step[idx] = est.step[:, 0]

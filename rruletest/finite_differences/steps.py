@@ -279,6 +279,7 @@ def _step_kernel(
     t0: Arr,
     abs_t0: Arr,
     cap: Any,
+    scale: Any,
     *,
     m: FiniteDifferenceMethod,
     out_dtype: np.dtype[Any],
@@ -286,14 +287,22 @@ def _step_kernel(
     finish: Callable[..., tuple[Arr, Arr]],
 ) -> tuple[Arr, Arr, Arr, Arr]:
     c1 = _ulp(fmag, out_dtype) * (m.f_error_mult * m.factor)
+    if scale is not None:
+        c1 = c1 * scale
     c2 = df * m.df_mult
     h = _h_from_constants(c1, c2, span, m, default)
     h, coarse = finish(h, t0, abs_t0, cap)
     return h, c1, c2, coarse
 
 
-def choose_step(m: FiniteDifferenceMethod, prob: Problem, h_cap: Any) -> _Step:
-    """The step (per element of ``t``) for ``m`` on ``prob``, and the error constants."""
+def choose_step(
+    m: FiniteDifferenceMethod, prob: Problem, h_cap: Any, c1_scale: Any = None
+) -> _Step:
+    """The step (per element of ``t``) for ``m`` on ``prob``, and the error constants.
+
+    ``c1_scale`` (per element of ``t``) multiplies the round-off model where it was found too
+    optimistic (cancellation inside ``f``).
+    """
     bound = m.bound_estimator
     if bound is None:
         h, coarse = _finish_step(m, prob, _default_step(m, prob.in_eps), h_cap)
@@ -305,10 +314,20 @@ def choose_step(m: FiniteDifferenceMethod, prob: Problem, h_cap: Any) -> _Step:
             _step_kernel, m=m, out_dtype=prob.out_dtype, default=default, finish=_finisher(m, prob)
         )
         h, c1, c2, coarse = _ew(
-            prob, kernel, mags.df, mags.fmag, mags.span, prob.t0, prob.abs_t0, _cap(h_cap)
+            prob,
+            kernel,
+            mags.df,
+            mags.fmag,
+            mags.span,
+            prob.t0,
+            prob.abs_t0,
+            _cap(h_cap),
+            c1_scale,
         )
     else:
         c1 = _ulp(mags.fmag, prob.out_dtype) * (m.f_error_mult * m.factor)
+        if c1_scale is not None:
+            c1 = c1 * c1_scale
         c2 = mags.df * m.df_mult
         c1_t = reduce_to(c1, prob.t_shape, np.max)
         c2_t = reduce_to(c2, prob.t_shape, np.max)
@@ -456,10 +475,14 @@ class _Result(NamedTuple):
 
 
 def _estimate(
-    m: FiniteDifferenceMethod, prob: Problem, step: Any, h_cap: Any = math.inf
+    m: FiniteDifferenceMethod,
+    prob: Problem,
+    step: Any,
+    h_cap: Any = math.inf,
+    c1_scale: Any = None,
 ) -> _Result:
     if step is None:
-        st = choose_step(m, prob, h_cap)
+        st = choose_step(m, prob, h_cap, c1_scale)
         h, c1, c2, retried, coarse = st.h, st.c1, st.c2, st.retried.copy(), st.coarse
     else:
         h = _snap(prob, np.broadcast_to(np.asarray(step, dtype=np.float64), prob.t_shape))
@@ -491,7 +514,7 @@ def _estimate(
     kernel_e = functools.partial(
         _error_kernel, m=m, out_dtype=prob.out_dtype, default_c2=m.condition * m.df_mult
     )
-    (error,) = _ew(prob, kernel_e, used, fmag, c1, c2)
+    (error,) = _ew(prob, kernel_e, used, fmag, c1, c2, c1_scale)
     good = done & ~dead
     if good.all():
         return _Result(value, error, used, done, retried, coarse)
@@ -506,12 +529,15 @@ def _error_kernel(
     fmag: Arr,
     c1: Any,
     c2: Any,
+    scale: Any,
     *,
     m: FiniteDifferenceMethod,
     out_dtype: np.dtype[Any],
     default_c2: float,
 ) -> tuple[F64]:
     c1m = _ulp(fmag, out_dtype) * (m.f_error_mult * m.factor)
+    if scale is not None:
+        c1m = c1m * scale
     c1 = c1m if c1 is None else np.fmax(c1, c1m)
     c2 = default_c2 if c2 is None else np.where(np.isfinite(c2), c2, default_c2)
     error = np.asarray(_accuracy(m, used, c1, c2), dtype=np.float64)
@@ -520,12 +546,14 @@ def _error_kernel(
 
 def _check(
     m: FiniteDifferenceMethod, prob: Problem, res: _Result, mask: Arr, factor: float
-) -> _Result:
+) -> tuple[_Result, Arr]:
     """Re-estimate the ``mask``ed elements at ``factor`` times the step; widen or void errors.
 
     Two estimates that differ by more than ``CHECK_FACTOR`` error estimates mean the error
-    model does not hold there (a singularity, or a function the input's precision cannot
-    resolve): the element's error becomes infinite. Otherwise the difference widens it.
+    model does not hold there (a singularity, round-off hidden by cancellation inside ``f``, or
+    a function the input's precision cannot resolve): the element's error becomes infinite.
+    Otherwise the difference widens it. Also returns, per element of ``t``, the ratio of the
+    difference to the error estimate (0 where not checked).
     """
     other = np.where(mask, res.step.astype(np.float64) * factor, res.step)
     again = _estimate(m, prob, other)
@@ -536,8 +564,9 @@ def _check(
             np.maximum(res.error, diff),
             np.inf,
         )
+        ratio = reduce_to(np.where(res.error > 0, diff / res.error, np.inf), prob.t_shape, np.max)
     mask_y = np.broadcast_to(mask, res.value.shape)
-    return res._replace(error=np.where(mask_y, error, res.error))
+    return res._replace(error=np.where(mask_y, error, res.error)), np.where(mask, ratio, 0.0)
 
 
 def _straddles(m: FiniteDifferenceMethod, prob: Problem, res: _Result) -> Arr:
@@ -545,14 +574,19 @@ def _straddles(m: FiniteDifferenceMethod, prob: Problem, res: _Result) -> Arr:
     return _straddle_mask(prob, res.step, m.max_offset)
 
 
-def _checked(m: FiniteDifferenceMethod, prob: Problem, res: _Result, mask: Arr) -> _Result:
+def _checked(
+    m: FiniteDifferenceMethod, prob: Problem, res: _Result, mask: Arr
+) -> tuple[_Result, Arr]:
+    ratio = np.zeros(prob.t_shape)
     near_edge = mask & res.done & (res.retried | _straddles(m, prob, res))
     if near_edge.any():
-        res = _check(m, prob, res, near_edge, 0.5)
+        res, r = _check(m, prob, res, near_edge, 0.5)
+        ratio = np.maximum(ratio, r)
     coarse = mask & res.done & res.coarse & ~near_edge
     if coarse.any():
-        res = _check(m, prob, res, coarse, 2.0)
-    return res
+        res, r = _check(m, prob, res, coarse, 2.0)
+        ratio = np.maximum(ratio, r)
+    return res, ratio
 
 
 def _merge(res: _Result, alt: _Result, take: Arr) -> _Result:
@@ -572,14 +606,28 @@ def _unreliable(prob: Problem, res: _Result) -> Arr:
     return ~np.isfinite(reduce_to(res.error, res.done.shape, np.max)) & ~prob.dead()
 
 
-def _careful(m: FiniteDifferenceMethod, prob: Problem, res: _Result, mask: Arr) -> _Result:
-    """Check the ``mask``ed elements, and retry those found unreliable."""
-    res = _checked(m, prob, res, mask)
+def _careful(
+    m: FiniteDifferenceMethod, prob: Problem, res: _Result, mask: Arr, noisy_ok: Arr
+) -> _Result:
+    """Check the ``mask``ed elements, and retry those found unreliable.
+
+    In order: where nothing points at a domain edge (``noisy_ok``), with the round-off model
+    scaled up by what the check saw (cancellation inside ``f``); with the stencil kept on its
+    side of 0; with forward, then backward stencils. Each retry is checked in turn, and only a
+    consistent estimate replaces an unreliable one.
+    """
+    res, ratio = _checked(m, prob, res._replace(retried=res.retried | noisy_ok), mask)
+    retry = _unreliable(prob, res) & mask & noisy_ok & np.isfinite(ratio) & (ratio > 0)
+    if retry.any():
+        scale = np.where(retry, 2.0 * ratio, 1.0)
+        alt = _estimate(m, prob, None, math.inf, scale)
+        alt, _ = _checked(m, prob, alt._replace(retried=alt.retried | retry), retry)
+        res = _merge(res, alt, retry & ~_unreliable(prob, alt))
     retry = _unreliable(prob, res) & (prob.abs_t0 > 0) & mask
     if retry.any():
         cap = np.where(retry, prob.abs_t0 / (2.0 * m.max_offset), math.inf)
         alt = _estimate(m, prob, None, cap)
-        alt = _checked(m, prob, alt._replace(retried=alt.retried | retry), retry)
+        alt, _ = _checked(m, prob, alt._replace(retried=alt.retried | retry), retry)
         res = _merge(res, alt, retry & ~_unreliable(prob, alt))
     if m.kind == "central":
         sides: tuple[Kind, ...] = ("forward", "backward")
@@ -589,7 +637,7 @@ def _careful(m: FiniteDifferenceMethod, prob: Problem, res: _Result, mask: Arr) 
                 break
             side = m.one_sided(kind)
             alt = _estimate(side, prob, None)
-            alt = _checked(side, prob, alt._replace(retried=alt.retried | retry), retry)
+            alt, _ = _checked(side, prob, alt._replace(retried=alt.retried | retry), retry)
             res = _merge(res, alt, retry & ~_unreliable(prob, alt))
     return res
 
@@ -607,24 +655,31 @@ def _put(res: _Result, index: npt.NDArray[np.intp], part: _Result) -> _Result:
     return _Result(*out)
 
 
-def run(m: FiniteDifferenceMethod, prob: Problem, step: Any = None) -> Estimate:
+def run(
+    m: FiniteDifferenceMethod, prob: Problem, step: Any = None, *, check_all: bool = False
+) -> Estimate:
     """Estimate the ``q``-th derivative of ``prob`` with ``m``, falling back per element.
 
+    ``check_all`` re-checks every element at half its step (4 more evaluations for
+    ``central_fdm(5, 1)``), which also catches round-off hidden by cancellation inside ``f``;
+    otherwise only elements near a domain edge, across 0 or at the input's resolution are.
     Returns arrays: ``value`` and ``error`` of shape ``S_y`` (float64 or complex128; error
     float64), ``step`` of shape ``S_t``.
     """
     res = _estimate(m, prob, step)
     if step is not None:
         return Estimate(res.value, res.error, res.step)
-    suspect = ~res.done | res.retried | res.coarse | _straddles(m, prob, res)
-    suspect &= ~prob.dead()
+    edge = res.retried | _straddles(m, prob, res)
+    noisy_ok = np.full(prob.t_shape, check_all) & ~edge & ~res.coarse & res.done
+    suspect = (~res.done | edge | res.coarse | noisy_ok) & ~prob.dead()
     if suspect.any():
         index = np.flatnonzero(suspect)
         sub = prob.subset(index) if index.size < suspect.size else None
         if sub is None:
-            res = _careful(m, prob, res, suspect)
+            res = _careful(m, prob, res, suspect, noisy_ok)
         else:
-            part = _careful(m, sub, _take(res, index), np.ones(index.size, dtype=bool))
+            whole = np.ones(index.size, dtype=bool)
+            part = _careful(m, sub, _take(res, index), whole, noisy_ok.reshape(-1)[index])
             res = _put(res, index, part)
     return Estimate(res.value, res.error, res.step)
 
