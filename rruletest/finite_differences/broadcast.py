@@ -28,9 +28,9 @@ import numpy as np
 import numpy.typing as npt
 
 from rruletest.finite_differences.calculus import check_fdm
+from rruletest.finite_differences.estimation import run
 from rruletest.finite_differences.methods import FiniteDifferenceMethod
 from rruletest.finite_differences.problem import Estimate, Problem
-from rruletest.finite_differences.steps import run
 from rruletest.projection import is_differentiable, unbroadcast
 from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
 

@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from rruletest.finite_differences.estimation import run
 from rruletest.finite_differences.methods import FiniteDifferenceMethod, default_fdm
 from rruletest.finite_differences.problem import Estimate, OutputError, Problem
-from rruletest.finite_differences.steps import run
 from rruletest.finite_differences.to_vec import FromVec, to_vec
 from rruletest.tangents import NO_TANGENT
 

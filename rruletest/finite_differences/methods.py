@@ -28,8 +28,8 @@ import numpy as np
 import numpy.typing as npt
 
 from rruletest.finite_differences._stencils import stencil
+from rruletest.finite_differences.estimation import estimate_function
 from rruletest.finite_differences.problem import Estimate
-from rruletest.finite_differences.steps import estimate_function
 
 __all__ = [
     "FiniteDifferenceMethod",
