@@ -7,6 +7,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rruletest.finite_differences import (
     Estimate,
@@ -319,3 +321,38 @@ def test_extrapolate_validates():
         extrapolate_fdm(central_fdm(2, 1), np.sin, 1.0, contract=2)
     with pytest.raises(TypeError, match="fdm="):
         extrapolate_fdm("central", np.sin, 1.0)  # type: ignore[arg-type]
+
+
+# -- property: the error estimate covers the actual error --
+
+FUNCTIONS = {
+    "sin": (np.sin, np.cos, None),
+    "exp": (np.exp, np.exp, (-50.0, 50.0)),
+    "log": (np.log, lambda x: 1 / x, (1e-12, None)),
+    "sqrt": (np.sqrt, lambda x: 0.5 / np.sqrt(x), (1e-12, None)),
+    "tanh": (np.tanh, lambda x: 1 / np.cosh(x) ** 2, (-20.0, 20.0)),
+    "cube": (lambda x: x**3, lambda x: 3 * x**2, (-1e30, 1e30)),
+    "reciprocal": (lambda x: 1 / x, lambda x: -1 / x**2, (1e-100, None)),
+}
+
+
+@given(
+    name=st.sampled_from(sorted(FUNCTIONS)),
+    data=st.data(),
+    dtype=st.sampled_from([np.float64, np.float32]),
+)
+def test_error_estimate_covers_actual_error(name, data, dtype):
+    f, df, bounds = FUNCTIONS[name]
+    lo, hi = bounds or (-1e12, 1e12)
+    hi = 1e12 if hi is None else hi
+    if dtype == np.float32:
+        lo, hi = max(lo, -1e6), min(hi, 1e6)
+    x = data.draw(
+        st.lists(st.floats(min_value=lo, max_value=hi, allow_nan=False), min_size=1, max_size=5)
+    )
+    xs = np.array(x).astype(dtype)
+    est = central_fdm(5, 1).estimate(f, xs)
+    with np.errstate(all="ignore"):
+        exact = df(xs.astype(np.float64))
+    ok = np.isfinite(exact) & np.isfinite(est.error)
+    assert np.all(np.abs(est.value[ok] - exact[ok]) <= est.error[ok])

@@ -145,16 +145,18 @@ def _check(
     Two estimates that differ by more than ``CHECK_FACTOR`` error estimates mean the error
     model does not hold there (a singularity, round-off hidden by cancellation inside ``f``, or
     a function the input's precision cannot resolve): the element's error becomes infinite.
-    Otherwise the difference widens it. Also returns, per element of ``t``, the ratio of the
+    Otherwise twice the difference widens it. Also returns, per element of ``t``, the ratio of the
     difference to the error estimate (0 where not checked).
     """
     other = np.where(mask, res.step.astype(np.float64) * factor, res.step)
     again = _estimate(m, prob, other)
     with np.errstate(all="ignore"):
         diff = np.abs(again.value - res.value)
+        # The difference underestimates the truncation error of the estimate at the larger
+        # step by a factor 1 - 2**-(p - q); twice the difference bounds it.
         error = np.where(
             np.isfinite(diff) & (diff <= CHECK_FACTOR * res.error),
-            np.maximum(res.error, diff),
+            np.maximum(res.error, 2.0 * diff),
             np.inf,
         )
         ratio = reduce_to(np.where(res.error > 0, diff / res.error, np.inf), prob.t_shape, np.max)
@@ -216,12 +218,26 @@ def _careful(
         alt = _estimate(m, prob, None, math.inf, scale)
         alt, _ = _checked(m, prob, alt._replace(retried=alt.retried | retry), retry)
         res = _merge(res, alt, retry & ~_unreliable(prob, alt))
-    retry = _unreliable(prob, res) & (prob.abs_t0 > 0) & mask
+    # Unreliable, or no better than its own size, with a stencil across 0: try again with the
+    # stencil on its side of 0 (1/x at 1e-100), and keep whichever error is smaller.
+    with np.errstate(all="ignore"):
+        vague = reduce_to(res.error >= np.abs(res.value), prob.t_shape, np.any)
+    vague &= _straddles(m, prob, res)
+    retry = (_unreliable(prob, res) | vague) & mask & (prob.abs_t0 > 0)
     if retry.any():
         cap = np.where(retry, prob.abs_t0 / (2.0 * m.max_offset), math.inf)
         alt = _estimate(m, prob, None, cap)
         alt, _ = _checked(m, prob, alt._replace(retried=alt.retried | retry), retry)
-        res = _merge(res, alt, retry & ~_unreliable(prob, alt))
+        failed = _unreliable(prob, alt)
+        with np.errstate(all="ignore"):
+            better = reduce_to(
+                (alt.error < res.error) | (alt.error < np.abs(alt.value)), prob.t_shape, np.all
+            )
+        # A vague estimate whose retry at the scale of t0 is inconsistent too sampled
+        # something singular near 0: it is not to be trusted either.
+        doomed = np.broadcast_to(retry & vague & failed, res.error.shape)
+        res = res._replace(error=np.where(doomed, np.inf, res.error))
+        res = _merge(res, alt, retry & ~failed & better)
     if m.kind == "central":
         sides: tuple[Kind, ...] = ("forward", "backward")
         for kind in sides:
