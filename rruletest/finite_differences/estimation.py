@@ -91,6 +91,7 @@ def _estimate(
     for attempt in range(MAX_SHRINK + 1):
         rows = [prob.at(int(g), h) for g in m.points]
         est, fm, good_y = _ew(prob, kernel, rows, h)
+        est = _position_correction(m, prob, h, est)
         ev = _evaluation(prob, m.points, rows, good_y)
         new = ev.good & ~done
         value = _merge_into(value, est, new, attempt == 0)
@@ -115,6 +116,37 @@ def _estimate(
     error = np.where(good_y, error, np.inf)
     value = np.where(good_y, value, np.nan)
     return _Result(value, error, used, done, retried, coarse)
+
+
+def _position_correction(m: FiniteDifferenceMethod, prob: Problem, h: Arr, est: Arr) -> Arr:
+    """Correct a first-derivative estimate for stencil points that were rounded.
+
+    Snapped steps make ``t0 + g * h`` exact unless the point lands in a coarser binade than
+    ``t0`` (``0.99999 + 2h`` above 1). There ``f(t0 + g*h + d) = f(t0 + g*h) + f' * d`` to first
+    order, so the estimate is off by ``f' * sum(c * d) / h``: scale it by ``1 - sum(c * d) / h``.
+    """
+    if m.q != 1:
+        return est
+    reach = float(np.abs(m.points).max())
+    with np.errstate(all="ignore"):
+        far = (prob.abs_t0 + reach * h.astype(np.float64)).astype(prob.dtype)
+        crossing = np.spacing(far) > np.spacing(np.abs(prob.t0))
+    if not crossing.any():
+        return est
+    idx = np.flatnonzero(crossing)
+    t0 = prob.t0.reshape(-1)[idx]
+    hh = h.reshape(-1)[idx]
+    total = np.zeros(idx.size)
+    with np.errstate(all="ignore"):
+        for g, c in zip(m.points, m.weights, strict=True):
+            t = np.multiply(hh, int(g), dtype=prob.dtype)
+            t += t0
+            delta = (t.astype(np.float64) - t0.astype(np.float64)) - int(g) * hh.astype(np.float64)
+            total += c * delta
+        factor = np.ones(prob.t_shape)
+        factor.reshape(-1)[idx] = 1.0 - total / hh.astype(np.float64)
+    out: Arr = est * factor
+    return out
 
 
 def _error_kernel(
