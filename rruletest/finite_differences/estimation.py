@@ -260,7 +260,9 @@ def _careful(
         cap = np.where(retry, prob.abs_t0 / (2.0 * m.max_offset), math.inf)
         alt = _estimate(m, prob, None, cap)
         alt, _ = _checked(m, prob, alt._replace(retried=alt.retried | retry), retry)
-        failed = _unreliable(prob, alt)
+        # A retry that could not make its step as small as asked (the input's precision) has
+        # not kept its stencil off 0 either.
+        failed = _unreliable(prob, alt) | alt.coarse
         with np.errstate(all="ignore"):
             better = reduce_to(
                 (alt.error < res.error) | (alt.error < np.abs(alt.value)), prob.t_shape, np.all

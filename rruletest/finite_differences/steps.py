@@ -111,9 +111,16 @@ def _snap(prob: Problem, h: Arr) -> Arr:
     return s if ok.all() else np.where(ok, s, hd).astype(prob.dtype, copy=False)
 
 
+def _tiny_step(m: FiniteDifferenceMethod, prob: Problem) -> float:
+    """No step below the smallest normal number, nor so small that ``h**(q+1)`` underflows."""
+    return max(
+        float(np.finfo(prob.dtype).tiny), float(np.finfo(np.float64).tiny) ** (1.0 / (m.q + 1))
+    )
+
+
 def _lower(m: FiniteDifferenceMethod, prob: Problem) -> F64:
     """The smallest step the input's precision resolves (a few ulps of ``t0``)."""
-    tiny = float(np.finfo(prob.dtype).tiny) ** (1.0 / (m.q + 1))
+    tiny = _tiny_step(m, prob)
     out: F64 = np.maximum(RESOLUTION * np.spacing(prob.t0).astype(np.float64), tiny)
     return np.abs(out)
 
@@ -156,7 +163,7 @@ def _finisher(m: FiniteDifferenceMethod, prob: Problem) -> Callable[..., tuple[A
         _finish_kernel,
         scale=1000.0 * _default_step(m, prob.in_eps),
         range_cap=m.max_range / m.max_offset,
-        tiny=float(np.finfo(prob.dtype).tiny) ** (1.0 / (m.q + 1)),
+        tiny=_tiny_step(m, prob),
         dtype=prob.dtype,
     )
 
