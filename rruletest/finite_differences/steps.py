@@ -113,9 +113,8 @@ def _snap(prob: Problem, h: Arr) -> Arr:
 
 def _tiny_step(m: FiniteDifferenceMethod, prob: Problem) -> float:
     """No step below the smallest normal number, nor so small that ``h**(q+1)`` underflows."""
-    return max(
-        float(np.finfo(prob.dtype).tiny), float(np.finfo(np.float64).tiny) ** (1.0 / (m.q + 1))
-    )
+    underflow: float = float(np.finfo(np.float64).tiny) ** (1.0 / (m.q + 1))
+    return max(float(np.finfo(prob.dtype).tiny), underflow)
 
 
 def _lower(m: FiniteDifferenceMethod, prob: Problem) -> F64:
