@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -128,23 +129,21 @@ def _position_correction(m: FiniteDifferenceMethod, prob: Problem, h: Arr, est: 
     if m.q != 1:
         return est
     reach = float(np.abs(m.points).max())
-    with np.errstate(all="ignore"):
-        far = (prob.abs_t0 + reach * h.astype(np.float64)).astype(prob.dtype)
-        crossing = np.spacing(far) > np.spacing(np.abs(prob.t0))
+    far = (prob.abs_t0 + reach * h.astype(np.float64)).astype(prob.dtype)
+    crossing = np.spacing(far) > np.spacing(np.abs(prob.t0))
     if not crossing.any():
         return est
     idx = np.flatnonzero(crossing)
     t0 = prob.t0.reshape(-1)[idx]
     hh = h.reshape(-1)[idx]
     total = np.zeros(idx.size)
-    with np.errstate(all="ignore"):
-        for g, c in zip(m.points, m.weights, strict=True):
-            t = np.multiply(hh, int(g), dtype=prob.dtype)
-            t += t0
-            delta = (t.astype(np.float64) - t0.astype(np.float64)) - int(g) * hh.astype(np.float64)
-            total += c * delta
-        factor = np.ones(prob.t_shape)
-        factor.reshape(-1)[idx] = 1.0 - total / hh.astype(np.float64)
+    for g, c in zip(m.points, m.weights, strict=True):
+        t = np.multiply(hh, int(g), dtype=prob.dtype)
+        t += t0
+        delta = (t.astype(np.float64) - t0.astype(np.float64)) - int(g) * hh.astype(np.float64)
+        total += c * delta
+    factor = np.ones(prob.t_shape)
+    factor.reshape(-1)[idx] = 1.0 - total / hh.astype(np.float64)
     out: Arr = est * factor
     return out
 
@@ -182,16 +181,15 @@ def _check(
     """
     other = np.where(mask, res.step.astype(np.float64) * factor, res.step)
     again = _estimate(m, prob, other)
-    with np.errstate(all="ignore"):
-        diff = np.abs(again.value - res.value)
-        # The difference underestimates the truncation error of the estimate at the larger
-        # step by a factor 1 - 2**-(p - q); twice the difference bounds it.
-        error = np.where(
-            np.isfinite(diff) & (diff <= CHECK_FACTOR * res.error),
-            np.maximum(res.error, 2.0 * diff),
-            np.inf,
-        )
-        ratio = reduce_to(np.where(res.error > 0, diff / res.error, np.inf), prob.t_shape, np.max)
+    diff = np.abs(again.value - res.value)
+    # The difference underestimates the truncation error of the estimate at the larger
+    # step by a factor 1 - 2**-(p - q); twice the difference bounds it.
+    error = np.where(
+        np.isfinite(diff) & (diff <= CHECK_FACTOR * res.error),
+        np.maximum(res.error, 2.0 * diff),
+        np.inf,
+    )
+    ratio = reduce_to(np.where(res.error > 0, diff / res.error, np.inf), prob.t_shape, np.max)
     mask_y = np.broadcast_to(mask, res.value.shape)
     return res._replace(error=np.where(mask_y, error, res.error)), np.where(mask, ratio, 0.0)
 
@@ -252,8 +250,7 @@ def _careful(
         res = _merge(res, alt, retry & ~_unreliable(prob, alt))
     # Unreliable, or no better than its own size, with a stencil across 0: try again with the
     # stencil on its side of 0 (1/x at 1e-100), and keep whichever error is smaller.
-    with np.errstate(all="ignore"):
-        vague = reduce_to(res.error >= np.abs(res.value), prob.t_shape, np.any)
+    vague = reduce_to(res.error >= np.abs(res.value), prob.t_shape, np.any)
     vague &= _straddles(m, prob, res)
     retry = (_unreliable(prob, res) | vague) & mask & (prob.abs_t0 > 0)
     if retry.any():
@@ -263,10 +260,9 @@ def _careful(
         # A retry that could not make its step as small as asked (the input's precision) has
         # not kept its stencil off 0 either.
         failed = _unreliable(prob, alt) | alt.coarse
-        with np.errstate(all="ignore"):
-            better = reduce_to(
-                (alt.error < res.error) | (alt.error < np.abs(alt.value)), prob.t_shape, np.all
-            )
+        better = reduce_to(
+            (alt.error < res.error) | (alt.error < np.abs(alt.value)), prob.t_shape, np.all
+        )
         # A vague estimate whose retry at the scale of t0 is inconsistent too sampled
         # something singular near 0: it is not to be trusted either.
         doomed = np.broadcast_to(retry & vague & failed, res.error.shape)
@@ -307,8 +303,18 @@ def run(
     ``central_fdm(5, 1)``), which also catches round-off hidden by cancellation inside ``f``;
     otherwise only elements near a domain edge, across 0 or at the input's resolution are.
     Returns arrays: ``value`` and ``error`` of shape ``S_y`` (float64 or complex128; error
-    float64), ``step`` of shape ``S_t``.
+    float64), ``step`` of shape ``S_t``. Floating-point warnings (of ``f`` outside its domain,
+    and of the engine) are silenced for the duration.
     """
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _run(m, prob, step, check_all=check_all)
+
+
+def _run(
+    m: FiniteDifferenceMethod, prob: Problem, step: Any = None, *, check_all: bool = False
+) -> Estimate:
+    """``run`` without its floating-point context."""
     res = _estimate(m, prob, step)
     if step is not None:
         return Estimate(res.value, res.error, res.step)

@@ -15,6 +15,7 @@ array([0.479426, 0.997495])
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable
@@ -23,7 +24,16 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["CHUNK", "Estimate", "OutputError", "Problem", "chunked", "reduce_to"]
+__all__ = [
+    "CHUNK",
+    "Estimate",
+    "OutputError",
+    "Problem",
+    "chunked",
+    "eps",
+    "reduce_to",
+    "tiny",
+]
 
 Arr = npt.NDArray[Any]
 F64 = npt.NDArray[np.float64]
@@ -48,6 +58,18 @@ class Estimate(NamedTuple):
     value: Any
     error: Any
     step: Any
+
+
+@functools.cache
+def eps(dtype: np.dtype[Any]) -> float:
+    """Machine epsilon of a floating dtype (cached: ``np.finfo`` is slow)."""
+    return float(np.finfo(dtype).eps)
+
+
+@functools.cache
+def tiny(dtype: np.dtype[Any]) -> float:
+    """The smallest normal number of a floating dtype (cached)."""
+    return float(np.finfo(dtype).tiny)
 
 
 def reduce_to(arr: Arr, shape: tuple[int, ...], op: Callable[..., Any]) -> Arr:
@@ -91,7 +113,7 @@ class Problem:
         self.phi = phi
         self.t0 = t0
         self.dtype = t0.dtype
-        self.in_eps = float(np.finfo(t0.dtype).eps)
+        self.in_eps = eps(t0.dtype)
         self.t_shape: tuple[int, ...] = t0.shape
         self.abs_t0: F64 = np.abs(t0).astype(np.float64)
         self.y_shape: tuple[int, ...] | None = None
@@ -108,7 +130,7 @@ class Problem:
         """Round-off is judged in the least precise output dtype seen."""
         if self._fixed_out:
             return
-        if not self._seen_out or np.finfo(dtype).eps > np.finfo(self.out_dtype).eps:
+        if not self._seen_out or eps(dtype) > eps(self.out_dtype):
             self.out_dtype = dtype
         self._seen_out = True
 
@@ -152,7 +174,7 @@ class Problem:
         if self._centre is None:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
-                y = self.phi(self.t0.copy())
+                y = self.phi(self.t0.copy())  # outside the engine's own context
             self.evaluations += 1
             self._centre = self._convert(y)
         return self._centre
@@ -168,13 +190,10 @@ class Problem:
         if g == 0:
             return self.centre()
         self.centre()
-        with np.errstate(all="ignore"):
-            t = np.multiply(h, g, dtype=self.dtype)
-            t += self.t0
+        t = np.multiply(h, g, dtype=self.dtype)
+        t += self.t0
         try:
-            with np.errstate(all="ignore"), warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                y = self.phi(t)
+            y = self.phi(t)  # the engine (``run``) ignores floating-point warnings
         except OutputError:
             raise
         except (ArithmeticError, ValueError):

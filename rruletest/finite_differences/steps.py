@@ -28,6 +28,7 @@ from rruletest.finite_differences.problem import (
     Problem,
     chunked,
     reduce_to,
+    tiny,
 )
 
 if TYPE_CHECKING:
@@ -79,21 +80,16 @@ def _absmax(ys: Arr) -> Arr:
 
 def _ulp(mag: Arr, dtype: np.dtype[Any]) -> F64:
     """The spacing of floats of ``dtype`` at ``mag`` (as float64)."""
-    with np.errstate(all="ignore"):
-        out: F64 = np.spacing(np.asarray(mag).astype(dtype, copy=False)).astype(
-            np.float64, copy=False
-        )
+    out: F64 = np.spacing(np.asarray(mag).astype(dtype, copy=False)).astype(np.float64, copy=False)
     return out
 
 
 def _optimal_step(m: FiniteDifferenceMethod, c1: Any, c2: Any) -> Any:
-    with np.errstate(all="ignore"):
-        return (m.q / (m.p - m.q) * np.divide(c1, c2)) ** (1.0 / m.p)
+    return (m.q / (m.p - m.q) * np.divide(c1, c2)) ** (1.0 / m.p)
 
 
 def _accuracy(m: FiniteDifferenceMethod, h: Any, c1: Any, c2: Any) -> Any:
-    with np.errstate(all="ignore"):
-        return c1 * _ipow(h, -m.q) + c2 * _ipow(h, m.p - m.q)
+    return c1 * _ipow(h, -m.q) + c2 * _ipow(h, m.p - m.q)
 
 
 def _default_step(m: FiniteDifferenceMethod, eps: float) -> float:
@@ -105,16 +101,15 @@ def _default_step(m: FiniteDifferenceMethod, eps: float) -> float:
 def _snap(prob: Problem, h: Arr) -> Arr:
     """Round ``h`` so that ``t0 + h`` is exactly ``t0`` plus the returned step."""
     hd = np.asarray(h).astype(prob.dtype)
-    with np.errstate(all="ignore"):
-        s = (prob.t0 + hd) - prob.t0
+    s = (prob.t0 + hd) - prob.t0
     ok = np.isfinite(s) & (s > 0)
     return s if ok.all() else np.where(ok, s, hd).astype(prob.dtype, copy=False)
 
 
 def _tiny_step(m: FiniteDifferenceMethod, prob: Problem) -> float:
     """No step below the smallest normal number, nor so small that ``h**(q+1)`` underflows."""
-    underflow: float = float(np.finfo(np.float64).tiny) ** (1.0 / (m.q + 1))
-    return max(float(np.finfo(prob.dtype).tiny), underflow)
+    underflow: float = tiny(np.dtype(np.float64)) ** (1.0 / (m.q + 1))
+    return max(tiny(prob.dtype), underflow)
 
 
 def _lower(m: FiniteDifferenceMethod, prob: Problem) -> F64:
@@ -151,8 +146,7 @@ def _finish_kernel(
     coarse = h < lower
     h = np.maximum(h, lower)
     hd = h.astype(dtype)
-    with np.errstate(all="ignore"):
-        snapped = (t0 + hd) - t0
+    snapped = (t0 + hd) - t0
     ok = np.isfinite(snapped) & (snapped > 0)
     return np.where(ok, snapped, hd).astype(dtype, copy=False), coarse
 
@@ -223,10 +217,9 @@ def _combine_kernel(
     ys = np.stack(rows)
     good = np.isfinite(ys).all(axis=0)
     fm = _absmax(ys)
-    with np.errstate(all="ignore"):
-        ys -= ys[anchor]
-        est = np.tensordot(weights, ys, axes=1)
-        est *= _ipow(h, -q)
+    ys -= ys[anchor]
+    est = np.dot(weights, ys.reshape(len(ys), -1)).reshape(weights.shape[:-1] + ys.shape[1:])
+    est *= _ipow(h, -q)
     return est, fm, good
 
 
@@ -388,8 +381,7 @@ def _flat_kernel(
     df: Arr, h: Arr, fmag: Arr, *, q: int, noise_mult: float, dtype: np.dtype[Any]
 ) -> tuple[Arr]:
     """Where the ``p``-th derivative estimate is no larger than round-off would make it."""
-    with np.errstate(all="ignore"):
-        signal = df * _ipow(h, q)
+    signal = df * _ipow(h, q)
     return (signal <= _ulp(fmag, dtype) * noise_mult,)
 
 
