@@ -66,6 +66,7 @@ class _Result(NamedTuple):
     done: Arr  # S_t: a finite estimate was found
     retried: Arr  # S_t: some step had to shrink near a domain edge, or reached across 0
     coarse: Arr  # S_t: some step was limited by the input's precision
+    grown: Arr  # S_t: the bound estimator's step grew (the function looked flat)
 
 
 def _estimate(
@@ -74,15 +75,17 @@ def _estimate(
     step: Any,
     h_cap: Any = math.inf,
     c1_scale: Any = None,
+    grow: bool = True,
 ) -> _Result:
     if step is None:
-        st = choose_step(m, prob, h_cap, c1_scale)
+        st = choose_step(m, prob, h_cap, c1_scale, grow)
         h, c1, c2, retried, coarse = st.h, st.c1, st.c2, st.retried.copy(), st.coarse
+        grown = st.grown
     else:
         h = _snap(prob, np.broadcast_to(np.asarray(step, dtype=np.float64), prob.t_shape))
         c1 = c2 = None
         retried = np.zeros(prob.t_shape, dtype=bool)
-        coarse = retried
+        coarse = grown = retried
     value: Arr | None = None
     fmag: Arr | None = None
     used: Arr | None = None
@@ -112,11 +115,11 @@ def _estimate(
     (error,) = _ew(prob, kernel_e, used, fmag, c1, c2, c1_scale)
     good = done & ~dead
     if good.all():
-        return _Result(value, error, used, done, retried, coarse)
+        return _Result(value, error, used, done, retried, coarse, grown)
     good_y = np.broadcast_to(good, value.shape)
     error = np.where(good_y, error, np.inf)
     value = np.where(good_y, value, np.nan)
-    return _Result(value, error, used, done, retried, coarse)
+    return _Result(value, error, used, done, retried, coarse, grown)
 
 
 def _position_correction(m: FiniteDifferenceMethod, prob: Problem, h: Arr, est: Arr) -> Arr:
@@ -203,7 +206,7 @@ def _checked(
     m: FiniteDifferenceMethod, prob: Problem, res: _Result, mask: Arr
 ) -> tuple[_Result, Arr]:
     ratio = np.zeros(prob.t_shape)
-    near_edge = mask & res.done & (res.retried | _straddles(m, prob, res))
+    near_edge = mask & res.done & (res.retried | res.grown | _straddles(m, prob, res))
     if near_edge.any():
         res, r = _check(m, prob, res, near_edge, 0.5)
         ratio = np.maximum(ratio, r)
@@ -223,6 +226,7 @@ def _merge(res: _Result, alt: _Result, take: Arr) -> _Result:
         res.done | take,
         res.retried | take,
         np.where(take, alt.coarse, res.coarse),
+        np.where(take, alt.grown, res.grown),
     )
 
 
@@ -242,6 +246,12 @@ def _careful(
     consistent estimate replaces an unreliable one.
     """
     res, ratio = _checked(m, prob, res._replace(retried=res.retried | noisy_ok), mask)
+    retry = _unreliable(prob, res) & mask & res.grown
+    if retry.any():
+        # The function looked flat at the default scale, but not at the larger one: aliasing.
+        alt = _estimate(m, prob, None, grow=False)
+        alt, _ = _checked(m, prob, alt._replace(retried=alt.retried | retry), retry)
+        res = _merge(res, alt, retry & ~_unreliable(prob, alt))
     retry = _unreliable(prob, res) & mask & noisy_ok & np.isfinite(ratio) & (ratio > 0)
     if retry.any():
         scale = np.where(retry, 2.0 * ratio, 1.0)
@@ -318,7 +328,7 @@ def _run(
     res = _estimate(m, prob, step)
     if step is not None:
         return Estimate(res.value, res.error, res.step)
-    edge = res.retried | _straddles(m, prob, res)
+    edge = res.retried | res.grown | _straddles(m, prob, res)
     noisy_ok = np.full(prob.t_shape, check_all) & ~edge & ~res.coarse & res.done
     suspect = (~res.done | edge | res.coarse | noisy_ok) & ~prob.dead()
     if suspect.any():

@@ -45,6 +45,10 @@ MAX_SHRINK = 4
 #: much.
 MAX_GROW = 2
 GROW = 1e4
+#: The ``p``-th derivative estimate counts as round-off when it is below this fraction of the
+#: worst case round-off could produce. Growing a step on that evidence can alias an oscillating
+#: function, so every grown estimate is checked, and redone without growth if it fails.
+FLAT = 1.0
 #: Steps are at least this many ulps of the point (where the input's precision runs out).
 RESOLUTION = 4.0
 #: An estimate re-checked at another step is unreliable if the two differ by more than this
@@ -247,6 +251,7 @@ class _Step(NamedTuple):
     c2: Any
     retried: Arr  # S_t: a step had to shrink (a domain edge is near) or reached across 0
     coarse: Arr  # S_t: a step was raised to what the input's precision resolves
+    grown: Arr  # S_t: the bound estimator's step grew (the function looked flat)
 
 
 def _h_from_constants(
@@ -282,7 +287,11 @@ def _step_kernel(
 
 
 def choose_step(
-    m: FiniteDifferenceMethod, prob: Problem, h_cap: Any, c1_scale: Any = None
+    m: FiniteDifferenceMethod,
+    prob: Problem,
+    h_cap: Any,
+    c1_scale: Any = None,
+    grow: bool = True,
 ) -> _Step:
     """The step (per element of ``t``) for ``m`` on ``prob``, and the error constants.
 
@@ -292,8 +301,9 @@ def choose_step(
     bound = m.bound_estimator
     if bound is None:
         h, coarse = _finish_step(m, prob, _default_step(m, prob.in_eps), h_cap)
-        return _Step(h, None, None, np.zeros(prob.t_shape, dtype=bool), coarse)
-    mags = _magnitudes(bound, prob, h_cap)
+        no = np.zeros(prob.t_shape, dtype=bool)
+        return _Step(h, None, None, no, coarse, no)
+    mags = _magnitudes(bound, prob, h_cap, grow)
     default = _default_step(m, prob.in_eps)
     if prob.elementwise:
         kernel = functools.partial(
@@ -320,7 +330,8 @@ def choose_step(
         h, coarse = _finish_step(
             m, prob, _h_from_constants(c1_t, c2_t, mags.span, m, default), h_cap
         )
-    return _Step(np.asarray(h), c1, c2, mags.retried, np.asarray(coarse) | mags.coarse)
+    coarse = np.asarray(coarse) | mags.coarse
+    return _Step(np.asarray(h), c1, c2, mags.retried, coarse, mags.grown)
 
 
 class _Magnitudes(NamedTuple):
@@ -329,6 +340,7 @@ class _Magnitudes(NamedTuple):
     span: Arr  # S_t: distance from t0 over which f was found finite
     retried: Arr  # S_t
     coarse: Arr  # S_t
+    grown: Arr  # S_t
 
 
 def _magnitude_pass(
@@ -342,9 +354,11 @@ def _magnitude_pass(
     return _evaluation(prob, b.grid, rows, good_y), mag, fm
 
 
-def _magnitudes(b: FiniteDifferenceMethod, prob: Problem, h_cap: Any) -> _Magnitudes:
+def _magnitudes(
+    b: FiniteDifferenceMethod, prob: Problem, h_cap: Any, grow: bool = True
+) -> _Magnitudes:
     """Size ``|f^(p)|`` and ``|f|`` near ``t0`` with the bound estimator ``b``."""
-    first = choose_step(b, prob, h_cap)
+    first = choose_step(b, prob, h_cap, None, grow)
     h = first.h
     retried = first.retried.copy()
     done = prob.dead().copy()
@@ -368,13 +382,15 @@ def _magnitudes(b: FiniteDifferenceMethod, prob: Problem, h_cap: Any) -> _Magnit
     # A stencil reaching across 0 may have sampled a singularity there (1/x at 1e-3), so the
     # magnitudes are suspect: the estimate made with them will be checked.
     retried |= _straddle_mask(prob, h, b.max_offset)
-    df, fmag, span, h = _rescale_flat(b, prob, h_cap, h, df, fmag, span, done, retried)
+    h_before = h
+    df, fmag, span, h = _rescale_flat(b, prob, h_cap, h, df, fmag, span, done, retried, grow)
+    grown = first.grown | (h > h_before)
     if not done.all():
         span = np.where(done, span, h.astype(np.float64) * b.max_offset / 2.0)
         bad = ~np.broadcast_to(done, df.shape)
         df = np.where(bad, np.nan, df)
         fmag = np.where(bad, np.nan, fmag)
-    return _Magnitudes(df, fmag, span, retried, first.coarse)
+    return _Magnitudes(df, fmag, span, retried, first.coarse, grown)
 
 
 def _flat_kernel(
@@ -382,7 +398,7 @@ def _flat_kernel(
 ) -> tuple[Arr]:
     """Where the ``p``-th derivative estimate is no larger than round-off would make it."""
     signal = df * _ipow(h, q)
-    return (signal <= _ulp(fmag, dtype) * noise_mult,)
+    return (signal <= FLAT * _ulp(fmag, dtype) * noise_mult,)
 
 
 def _straddle_mask(prob: Problem, h: Arr, reach: int) -> Arr:
@@ -402,6 +418,7 @@ def _rescale_flat(
     span: Arr,
     done: Arr,
     retried: Arr,
+    grow: bool,
 ) -> tuple[Arr, Arr, Arr, Arr]:
     """Where the ``p``-th derivative estimate is only round-off, truncation is negligible at
     this step, and the step should be as large as keeps ``|f|`` near ``|f(t0)|`` (less
@@ -421,7 +438,7 @@ def _rescale_flat(
     direction = np.zeros(prob.t_shape)
     for _ in range(MAX_GROW):
         wide = reduce_to(fmag, prob.t_shape, np.max) > 4.0 * f0
-        flat &= wide | ~retried
+        flat &= wide | (~retried & grow)
         want = np.where(wide, -1.0, 1.0)
         flat &= (direction == 0) | (direction == want)
         direction = np.where(flat, want, direction)
