@@ -6,6 +6,8 @@ import functools
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rruletest.finite_differences import (
     broadcast_jvp,
@@ -211,3 +213,53 @@ def test_misuse():
         broadcast_jvp(FDM, np.sin, (np.ones(2), np.ones(2) * 1j))
     with pytest.raises(TypeError, match=r"pairs\[0\]"):
         broadcast_jvp(FDM, np.sin, np.ones(2))
+
+
+@pytest.mark.parametrize(
+    ("x", "kind"),
+    [
+        pytest.param(0.5, float, id="python-float"),
+        pytest.param(np.float32(0.5), np.float32, id="numpy-float32"),
+        pytest.param(0.5 + 0.25j, complex, id="python-complex"),
+        pytest.param(np.array(0.5), np.ndarray, id="0-d-array"),
+    ],
+)
+def test_scalar_arguments(x, kind):
+    (est,) = broadcast_vjp(FDM, np.sin, 1.0, x)
+    assert type(est.value) is kind
+    expected = np.conj(np.cos(x))
+    tol = 1e-4 if kind is np.float32 else 1e-11
+    assert abs(est.value - expected) < tol
+    jv = broadcast_jvp(FDM, np.sin, (x, 1.0))
+    assert abs(jv.value - np.cos(x)) < tol
+
+
+ELEMENTWISE = {
+    "sin": (np.sin, np.cos, (-1e6, 1e6)),
+    "exp": (np.exp, np.exp, (-30.0, 30.0)),
+    "log": (np.log, lambda x: 1 / x, (1e-30, 1e30)),
+    "sqrt": (np.sqrt, lambda x: 0.5 / np.sqrt(x), (1e-30, 1e30)),
+    "arctan": (np.arctan, lambda x: 1 / (1 + x * x), (-1e8, 1e8)),
+    "square": (np.square, lambda x: 2 * x, (-1e10, 1e10)),
+}
+
+
+@given(
+    name=st.sampled_from(sorted(ELEMENTWISE)),
+    data=st.data(),
+    dtype=st.sampled_from([np.float64, np.float32]),
+)
+def test_structured_vjp_error_covers_actual_error(name, data, dtype):
+    f, df, (lo, hi) = ELEMENTWISE[name]
+    if dtype == np.float32:
+        lo, hi = max(lo, -1e4), min(hi, 1e4)
+    x = np.array(
+        data.draw(st.lists(st.floats(lo, hi), min_size=1, max_size=6)), dtype=np.float64
+    ).astype(dtype)
+    ybar = np.array(
+        data.draw(st.lists(st.floats(-9, 9), min_size=x.size, max_size=x.size)), dtype=dtype
+    )
+    (est,) = broadcast_vjp(FDM, f, ybar, x)
+    exact = ybar.astype(np.float64) * df(x.astype(np.float64))
+    ok = np.isfinite(est.error)
+    assert np.all(np.abs(est.value[ok].astype(np.float64) - exact[ok]) <= est.error[ok])

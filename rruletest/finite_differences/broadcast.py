@@ -83,7 +83,7 @@ class _Setup:
         x = np.broadcast_to(np.asarray(self.xs[j]), self.shape)
         t0 = np.array(x.imag if imag else x.real, dtype=dt, copy=True)
         is_complex = np.iscomplexobj(x)
-        other = np.array(x.real if imag else x.imag, dtype=dt) if is_complex else t0[:0]
+        other = np.array(x.real if imag else x.imag, dtype=dt) if is_complex else t0
         cdt = np.result_type(dt, np.complex64)
 
         def make(args: list[Any], other: Arr) -> Callable[[Arr], Any]:
@@ -177,8 +177,16 @@ def broadcast_vjp(
             parts.append(np.where(weight > 0, contrib, 0.0))
             errs.append(err)
         xbar = parts[0] if len(parts) == 1 else parts[0] + 1j * parts[1]
-        err_total = errs[0] if len(errs) == 1 else np.hypot(errs[0], errs[1])
-        out.append(Estimate(unbroadcast(x, xbar), _sum_to(err_total, x), step))
+        err_total = _sum_to(errs[0] if len(errs) == 1 else np.hypot(errs[0], errs[1]), x)
+        value = unbroadcast(x, xbar)
+        # Rounding to the primal's dtype (float32) is part of the error.
+        wide = unbroadcast(np.zeros(np.shape(x), dtype=np.asarray(xbar).dtype), xbar)
+        with np.errstate(all="ignore"):
+            rounding = np.abs(np.asarray(value, dtype=np.asarray(wide).dtype) - wide)
+        err_total = np.where(np.isnan(rounding), np.inf, err_total + rounding)
+        if not isinstance(x, np.ndarray):
+            err_total = float(err_total)
+        out.append(Estimate(value, err_total, step))
     return tuple(out)
 
 
