@@ -118,9 +118,9 @@ def _tiny_step(m: FiniteDifferenceMethod, prob: Problem) -> float:
 
 def _lower(m: FiniteDifferenceMethod, prob: Problem) -> F64:
     """The smallest step the input's precision resolves (a few ulps of ``t0``)."""
-    tiny = _tiny_step(m, prob)
-    out: F64 = np.maximum(RESOLUTION * np.spacing(prob.t0).astype(np.float64), tiny)
-    return np.abs(out)
+    spacing = np.abs(np.spacing(prob.t0)).astype(np.float64)
+    out: F64 = np.maximum(RESOLUTION * spacing, _tiny_step(m, prob))
+    return out
 
 
 def _upper(m: FiniteDifferenceMethod, prob: Problem, h_cap: Any) -> Any:
