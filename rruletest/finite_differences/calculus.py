@@ -67,9 +67,18 @@ def _working_dtype(dtypes: Sequence[np.dtype[Any]]) -> np.dtype[Any]:
     return max(dtypes, key=lambda d: float(np.finfo(d).eps))
 
 
+def _output_vec(y: Any) -> F64:
+    """``to_vec(y)[0]``, quickly for the common outputs (numbers and float arrays)."""
+    if isinstance(y, float | np.floating):
+        return np.array([y], dtype=np.float64)
+    if isinstance(y, np.ndarray) and y.dtype.kind == "f":
+        return y.astype(np.float64).ravel()
+    return to_vec(y, path="output")[0]
+
+
 def _call_vec(f: Callable[..., Any], back: FromVec, v: F64, size: int) -> F64:
     y = f(*back(v))
-    yv, _ = to_vec(y, path="output")
+    yv = _output_vec(y)
     if yv.shape != (size,):
         raise OutputError(
             f"the function's output changed size under perturbation: {size} coordinates at the "
