@@ -25,12 +25,14 @@ class Counted:
         return np.sin(x)
 
 
-def best_time(fn, repeat: int) -> float:
-    best = float("inf")
+def best_times(fns: list, repeat: int) -> list[float]:
+    """The best of ``repeat`` interleaved runs of each function (robust to a busy machine)."""
+    best = [float("inf")] * len(fns)
     for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
+        for i, fn in enumerate(fns):
+            t = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - t)
     return best
 
 
@@ -43,12 +45,14 @@ def main() -> None:
     for n in (10**3, 10**4, 10**5, 10**6):
         x = rng.uniform(-3.0, 3.0, n)
         ybar = rng.normal(size=n)
-        repeat = 5 if n < 10**6 else 3
-        t_sin = best_time(lambda x=x: np.sin(x), 20 * repeat)
+        repeat = 7 if n < 10**6 else 5
         g = Counted()
         (est,) = broadcast_vjp(fdm, g, ybar, x)
         counts.add(g.calls)
-        t_vjp = best_time(lambda x=x, ybar=ybar: broadcast_vjp(fdm, np.sin, ybar, x), repeat)
+        t_sin, t_vjp = best_times(
+            [lambda x=x: np.sin(x), lambda x=x, ybar=ybar: broadcast_vjp(fdm, np.sin, ybar, x)],
+            repeat,
+        )
         err = np.abs(est.value - ybar * np.cos(x))
         print(
             f"{n:>9} {g.calls:>6} {t_vjp / t_sin:>9.1f} {err.max():>10.2e} {est.error.max():>10.2e}"
