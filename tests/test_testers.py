@@ -178,22 +178,34 @@ def test_generic_broadcast_rule_passes() -> None:
 
 
 def user_broadcast_rules(wrong: bool) -> RuleSet:
-    """A user-written generic broadcast rule: per-element rrules, cotangents in an object array."""
+    """The seed thread's generic rule, in Python: for any ``f`` and any number of same-shape
+    arguments, one ``rrule(f, ...)`` per element; the pullback unzips the per-element cotangents
+    into object arrays, and an argument whose cotangents are all ``NoTangent()`` gets one.
+    """
     rules = scalar_rules()
 
-    @rules.register_rrule(broadcasted, np.sin)
-    def _bcast(f: Any, x: Any) -> Any:
-        pairs = [rules.rrule(f, xi) for xi in x]
-        y = np.array([p[0] for p in pairs])
+    @rules.register_rrule(broadcasted)
+    def _bcast(f: Any, *args: Any) -> Any:
+        shape = np.broadcast_shapes(*(np.shape(a) for a in args))
+        pairs = [rules.rrule(f, *(np.asarray(a)[i] for a in args)) for i in np.ndindex(shape)]
+        y = np.array([p[0] for p in pairs]).reshape(shape)
 
         def pullback(ybar: Any) -> Any:
             ybar = unthunk(ybar)
             if isinstance(ybar, AbstractZero):
-                return NT, NT, ybar
-            dx = np.empty(len(pairs), dtype=object)
-            for i, (_, pb) in enumerate(pairs):
-                dx[i] = pb(1.0 if wrong else ybar[i])[1]
-            return NT, NT, dx
+                return (NT, NT, *(ybar for _ in args))
+            ybar = np.broadcast_to(ybar, shape)
+            per_element = [
+                pb(1.0 if wrong else ybar[i])[1:]
+                for (_, pb), i in zip(pairs, np.ndindex(shape), strict=True)
+            ]
+            dxs = []
+            for j in range(len(args)):
+                dx = np.empty(shape, dtype=object)
+                for i, parts in zip(np.ndindex(shape), per_element, strict=True):
+                    dx[i] = parts[j]
+                dxs.append(NT if all(d is NT for d in dx.flat) else dx)
+            return (NT, NT, *dxs)
 
         return y, pullback
 
@@ -202,15 +214,20 @@ def user_broadcast_rules(wrong: bool) -> RuleSet:
 
 def test_user_generic_broadcast_rule_with_object_array() -> None:
     x = np.linspace(-1, 1, 6)
-    test_rrule(broadcasted, np.sin, x, rrule_f=user_broadcast_rules(False).rrule, rng=0)
-    err = failure(
-        lambda: test_rrule(broadcasted, np.sin, x, rrule_f=user_broadcast_rules(True).rrule, rng=0)
-    )
+    right, wrong = user_broadcast_rules(False), user_broadcast_rules(True)
+    test_rrule(broadcasted, np.sin, x, rrule_f=right.rrule, rng=0)
+    a, b = np.linspace(1, 2, 6).reshape(2, 3), np.linspace(-1, 1, 6).reshape(2, 3)
+    test_rrule(broadcasted, np.multiply, a, b, rrule_f=right.rrule, rng=0)
+    err = failure(lambda: test_rrule(broadcasted, np.sin, x, rrule_f=wrong.rrule, rng=0))
     assert err.checks == ["numeric"]
+    text = str(err)
     assert (
         "[numeric] args[1]: the cotangent differs from the numerical vjp (structured "
-        "broadcast vjp)" in str(err)
-    )
+        "broadcast vjp)\n  args[1]: 6 of 6 elements differ"
+    ) in text
+    err = failure(lambda: test_rrule(broadcasted, np.multiply, a, b, rrule_f=wrong.rrule, rng=0))
+    assert err.checks == ["numeric"]
+    assert "[numeric] args[2]: the cotangent differs" in str(err)
 
 
 def binary_rules(with_unbroadcast: bool) -> RuleSet:
