@@ -25,10 +25,13 @@ from rruletest.tangents import AbstractZero, Tangent, ZeroTangent, unthunk
 __all__ = ["changes", "inner", "is_lazy", "nonzero_paths", "snapshot"]
 
 _UNCOPYABLE = object()
+_IMMUTABLE = (bool, int, float, complex, str, bytes, np.generic, AbstractZero)
 
 
 def snapshot(x: Any) -> Any:
     """A deep copy of ``x`` to compare with later, or a marker when it cannot be copied."""
+    if isinstance(x, _IMMUTABLE) or x is None:
+        return x
     try:
         return copy.deepcopy(x)
     except Exception:
