@@ -24,8 +24,8 @@ from rruletest._common import (
     note_unchecked_elements,
 )
 from rruletest._fit import fit_problems
+from rruletest._rand_tangent import rand_tangent
 from rruletest._setup import Setup
-from rruletest.rand_tangent import rand_tangent
 from rruletest.tangents import NO_TANGENT, AbstractZero
 
 __all__ = ["run_frule_checks"]

@@ -14,8 +14,8 @@ from typing import Any
 from rruletest import _reference as ref
 from rruletest._checks import abs_inner, inner, nonzero_paths
 from rruletest._common import compare, domain_for, fd_failure, is_broadcast, note_unchecked_elements
+from rruletest._rand_tangent import rand_tangent
 from rruletest._setup import Setup
-from rruletest.rand_tangent import rand_tangent
 from rruletest.tangents import AbstractZero
 
 __all__ = ["check_adjoint", "check_vjp"]

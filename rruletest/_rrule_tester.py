@@ -23,9 +23,9 @@ from rruletest._common import (
 )
 from rruletest._fit import fit_problems
 from rruletest._numeric_checks import check_vjp
+from rruletest._rand_tangent import rand_tangent
 from rruletest._report import Report
 from rruletest._setup import BadArgumentError, Setup
-from rruletest.rand_tangent import rand_tangent
 from rruletest.tangents import (
     NO_TANGENT,
     ZERO_TANGENT,

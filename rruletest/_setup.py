@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from rruletest._args import Arg, WithTangent, classify_args
+from rruletest._rand_tangent import resolve_rng
 from rruletest._report import Report
-from rruletest.rand_tangent import resolve_rng
 from rruletest.rules import RuleSet, default_ruleset
 
 __all__ = ["BadArgumentError", "Setup", "guarded", "ruleset_of", "setup"]

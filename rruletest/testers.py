@@ -36,10 +36,10 @@ import numpy as np
 
 from rruletest._args import describe, with_tangent
 from rruletest._frule_tester import run_frule_checks
+from rruletest._rand_tangent import rand_tangent, resolve_rng
 from rruletest._rrule_tester import run_rrule_checks
 from rruletest._setup import guarded, ruleset_of, setup
 from rruletest.errors import Mismatch, RuleTestFailure
-from rruletest.rand_tangent import rand_tangent, resolve_rng
 from rruletest.rules import frule, rrule
 
 __all__ = ["rand_tangent", "test_frule", "test_rrule", "test_scalar", "with_tangent"]

@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from rruletest import NoTangent, Tangent
-from rruletest.rand_tangent import rand_tangent, resolve_rng
+from rruletest import NoTangent, Tangent, rand_tangent
+from rruletest._rand_tangent import resolve_rng
 
 
 @given(
@@ -133,3 +133,10 @@ def test_resolve_rng() -> None:
         resolve_rng(True)
     with pytest.raises(ValueError, match="rng=-1"):
         resolve_rng(-1)
+
+
+def test_public_name_is_the_function() -> None:
+    import rruletest
+
+    assert callable(rruletest.rand_tangent)
+    assert rruletest.rand_tangent is rand_tangent
