@@ -1,0 +1,162 @@
+"""Start-up cost: ``import rruletest`` beyond numpy, and pytest with and without the plugin.
+
+    python benchmarks/startup.py [--quick]
+
+Every measurement is a fresh interpreter. Children run with bytecode caching on
+(``PYTHONDONTWRITEBYTECODE`` removed from their environment, which this environment sets, and
+one warm-up run first), as an installed package would: otherwise compiling the sources
+dominates and the figures say nothing about a user's start-up.
+
+- ``import rruletest`` beyond ``import numpy``: both timed inside the child with
+  ``time.perf_counter``, so interpreter start-up does not count (target: well under 100 ms,
+  DESIGN.md). The child also reports whether findiff, scipy, sympy or hypothesis were loaded
+  (they must not be), and ``-X importtime`` gives the slowest rruletest modules.
+- pytest start-up: ``pytest -q`` running one trivial test in an empty directory, with the
+  plugin (the ``pytest11`` entry point) and with ``-p no:rruletest``, runs interleaved; the
+  difference of the medians is what the plugin costs (target: nothing noticeable). Twice: a
+  test file that does not import numpy (the plugin's whole cost, numpy included) and one that
+  does (what the plugin adds for a suite that uses numpy anyway).
+
+Results: ``benchmarks/results/startup.json``.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from _timing import header, parser, save_json, table
+
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+HEAVY = ("findiff", "scipy", "sympy", "hypothesis")
+# A suite that never imports numpy shows the plugin's whole cost (numpy included, since the
+# plugin imports rruletest); a suite that does (any user of rruletest) shows what it adds.
+SUITES = {
+    "no numpy": "def test_one():\n    assert True\n",
+    "imports numpy": "import numpy\n\ndef test_one():\n    assert numpy.ones(1)[0] == 1\n",
+}
+
+CHILD = """
+import sys, time
+t0 = time.perf_counter()
+import numpy
+t1 = time.perf_counter()
+{extra}
+t2 = time.perf_counter()
+heavy = [m for m in {heavy!r} if m in sys.modules]
+print(t1 - t0, t2 - t1, ",".join(heavy) or "-")
+"""
+
+
+def child(extra: str) -> tuple[float, float, str]:
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD.format(extra=extra, heavy=HEAVY)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=ENV,
+    ).stdout.split()
+    return float(out[0]), float(out[1]), out[2]
+
+
+def slowest_modules(count: int = 6) -> list[tuple[str, float]]:
+    """The rruletest modules with the largest cumulative import time (``-X importtime``)."""
+    err = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import numpy; import rruletest"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=ENV,
+    ).stderr
+    rows = []
+    for line in err.splitlines():
+        parts = line.split("|")
+        if len(parts) == 3 and parts[2].strip().startswith("rruletest"):
+            rows.append((parts[2].strip(), int(parts[1]) / 1e3))
+    return sorted(rows, key=lambda r: -r[1])[:count]
+
+
+def pytest_once(directory: Path, *extra: str) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra, str(directory)],
+        capture_output=True,
+        check=True,
+        cwd=directory,
+        env=ENV,
+    )
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    opts = parser(__doc__).parse_args()
+    runs = 3 if opts.quick else 21
+    header("Start-up cost (fresh interpreters, bytecode cached)")
+    child("import rruletest")  # warm-up: writes the bytecode caches
+    beyond, numpy_alone, heavy = [], [], set()
+    for _ in range(runs):  # interleaved
+        _, b, h = child("import rruletest")
+        beyond.append(b)
+        heavy.add(h)
+        numpy_alone.append(child("")[0])
+    slow = slowest_modules()
+
+    pytest_ms: dict[str, tuple[list[float], list[float]]] = {}
+    for label, source in SUITES.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            directory = Path(tmp)
+            (directory / "test_trivial.py").write_text(source)
+            pytest_once(directory)  # warm-up
+            pytest_once(directory, "-p", "no:rruletest")
+            with_plugin, without = [], []
+            for _ in range(runs):
+                with_plugin.append(pytest_once(directory))
+                without.append(pytest_once(directory, "-p", "no:rruletest"))
+        pytest_ms[label] = (with_plugin, without)
+
+    def ms(values: list[float]) -> float:
+        return statistics.median(values) * 1e3
+
+    rows: list[list[Any]] = [
+        ["import numpy", ms(numpy_alone), min(numpy_alone) * 1e3],
+        ["import rruletest beyond numpy", ms(beyond), min(beyond) * 1e3],
+    ]
+    for label, (with_plugin, without) in pytest_ms.items():
+        rows.append([f"pytest, {label}, with plugin", ms(with_plugin), min(with_plugin) * 1e3])
+        rows.append([f"pytest, {label}, -p no:rruletest", ms(without), min(without) * 1e3])
+    print(table(["", "median ms", "min ms"], rows))
+    plugin_cost = {k: ms(w) - ms(wo) for k, (w, wo) in pytest_ms.items()}
+    for label, cost in plugin_cost.items():
+        print(f"plugin cost, {label}: {cost:+.1f} ms on the median ({runs} interleaved runs)")
+    loaded = ",".join(sorted(h for h in heavy if h != "-")) or "none"
+    print(f"heavy modules loaded by import rruletest: {loaded}")
+    print("slowest rruletest modules (cumulative import time, ms):")
+    for name, t in slow:
+        print(f"  {name:40s} {t:6.1f}")
+    target = "met" if ms(beyond) < 100 else "MISSED"
+    print(f"target import rruletest well under 100 ms beyond numpy: {ms(beyond):.1f} ms ({target})")
+    save_json(
+        "startup",
+        {
+            "runs": runs,
+            "import_numpy_ms": ms(numpy_alone),
+            "import_rruletest_beyond_numpy_ms": ms(beyond),
+            "pytest_ms": {
+                k: {"with_plugin": ms(w), "without": ms(wo)} for k, (w, wo) in pytest_ms.items()
+            },
+            "plugin_cost_ms": plugin_cost,
+            "heavy_modules_loaded": loaded,
+            "slowest_modules_ms": slow,
+        },
+        opts.quick,
+    )
+
+
+if __name__ == "__main__":
+    main()
