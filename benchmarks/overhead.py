@@ -12,7 +12,8 @@ Per call (milliseconds; best of interleaved rounds of many calls):
 
 Comparison of large arrays, as multiples of one ``np.sin`` over the same 1e6 float64 elements
 (a tester compares each cotangent once): ``collect_mismatches`` when equal, with one element
-wrong, float32 against float64, with a per-element tolerance.
+wrong, float32 against float64, with a per-element tolerance; and, for scale, an object array
+of 1e4 tangents and 1000 ``Tangent``s (element by element, so far slower per element).
 
 Results: ``benchmarks/results/overhead.json``.
 """
@@ -91,11 +92,16 @@ def large_cases(n: int) -> tuple[Callable[[], Any], dict[str, Callable[[], Any]]
     wrong[n // 3] += 1e-3
     x32 = x.astype(np.float32)
     atol = np.full(n, 1e-9)
+    k = n // 100
+    obj = np.array([NoTangent(), *x[: k - 1]], dtype=object)
+    nested = tuple(Tangent(tuple, x[i : i + 10], {"k": float(x[i])}) for i in range(k // 10))
     return (lambda: np.sin(x)), {
         "equal": lambda: collect_mismatches(near, x),
         "one element wrong": lambda: collect_mismatches(wrong, x),
         "float32 vs float64": lambda: collect_mismatches(x32, x),
         "per-element atol": lambda: collect_mismatches(near, x, atol=atol),
+        f"object array of {k:.0e} (NoTangent + floats)": lambda: collect_mismatches(obj, x[:k]),
+        f"{k // 10} Tangents of (array, dict)": lambda: collect_mismatches(nested, nested),
     }
 
 
@@ -123,11 +129,11 @@ def main() -> None:
 
     n = 10**4 if opts.quick else 10**6
     primal, large = large_cases(n)
-    print(f"\ncollect_mismatches on {n:.0e} float64 elements, in np.sin evaluations of that size")
+    print(f"\ncollect_mismatches, in evaluations of np.sin over {n:.0e} float64 elements")
     best = interleaved([primal, *large.values()], repeat)
     compare = [{"case": k, "ratio": t / best[0]} for k, t in zip(large, best[1:], strict=True)]
     print(table(["case", "x np.sin"], [[r["case"], r["ratio"]] for r in compare]))
-    save_json("overhead", {"per_call": rows, "compare_1e6": compare}, opts.quick)
+    save_json("overhead", {"per_call": rows, "compare": compare, "compare_n": n}, opts.quick)
 
 
 if __name__ == "__main__":
