@@ -91,7 +91,9 @@ def cases(quick: bool) -> list[Case]:
         Case("correct float64"),
         Case("(a) 1% everywhere", scale=1.01, where="all", wrong=True),
         Case("(b) 0.1% in 1 of 1e3", scale=1.001, where="one", wrong=True),
-        Case(f"(b) 0.1% in 1 of {big:.0e}", n=big, scale=1.001, where="one", wrong=True),
+        Case(
+            f"(b) 0.1% in 1 of 1e{len(str(big)) - 1}", n=big, scale=1.001, where="one", wrong=True
+        ),
         Case("(c) float32, correct", dtype="float32"),
         Case("(d) no unbroadcast", binary=True, unbroadcast=False, wrong=True),
     ]
@@ -304,22 +306,40 @@ def timings(sizes: list[int], repeat: int) -> dict[str, dict[int, float]]:
     return out
 
 
-def plot(times: dict[str, dict[int, float]], path: Any) -> None:
+def plot(times: dict[str, dict[int, float]], found: dict[str, dict[str, str]], path: Any) -> None:
+    """Left: time against size; right: what each checker says (green right, red wrong)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, (ax, grid) = plt.subplots(1, 2, figsize=(14, 4.8), gridspec_kw={"width_ratios": [1.1, 1]})
     for name, by_n in times.items():
         if by_n:
             ns = sorted(by_n)
             ax.loglog(ns, [by_n[n] for n in ns], marker="o", label=name)
     ax.set_xlabel("elements n (sin applied elementwise)")
     ax.set_ylabel("check time / one np.sin(x)")
-    ax.set_title("Checking a correct broadcast sin rule")
+    ax.set_title("Time to check a correct broadcast sin rule")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
+
+    rules, names = list(found), checker_names()
+    colour = {"caught": "#9be29b", "passes": "#9be29b", "MISSED": "#f29b9b", "FAILS": "#f29b9b"}
+    for i, rule in enumerate(rules):
+        for j, name in enumerate(names):
+            cell = found[rule][name]
+            face = colour.get(cell.split(" ")[0], "#dddddd")
+            grid.add_patch(plt.Rectangle((j, i), 1, 1, facecolor=face, edgecolor="white"))
+            grid.text(j + 0.5, i + 0.5, cell, ha="center", va="center", fontsize=8)
+    grid.set_xlim(0, len(names))
+    grid.set_ylim(len(rules), 0)
+    grid.set_xticks([j + 0.5 for j in range(len(names))], names, fontsize=8, rotation=15)
+    grid.set_yticks([i + 0.5 for i in range(len(rules))], rules, fontsize=8)
+    grid.tick_params(length=0)
+    grid.set_title("What each checker says (green: right verdict)")
+    for side in grid.spines.values():
+        side.set_visible(False)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     print(f"saved {path}")
@@ -365,7 +385,7 @@ def main() -> None:
         "time_over_np_sin": {k: {str(n): v for n, v in d.items()} for k, d in times.items()},
     }
     if save_json("peers", payload, opts.quick) is not None:
-        plot(times, RESULTS / "peers.png")
+        plot(times, found, RESULTS / "peers.png")
 
 
 if __name__ == "__main__":
