@@ -7,6 +7,8 @@ from collections import namedtuple
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rruletest.finite_differences import (
     central_fdm,
@@ -229,3 +231,27 @@ def test_jvp_cost_is_one_checked_stencil_run():
     jvp(FDM, f, (np.array([0.5, 1.0, 2.0]), np.ones(3)))
     # primal + 6 bound points + 4 stencil points + 4 for the check at half the step
     assert len(calls) == 15
+
+
+@given(
+    data=st.data(),
+    n=st.integers(1, 4),
+    m=st.integers(1, 3),
+    scale=st.sampled_from([1e-6, 1.0, 1e6]),
+)
+def test_vjp_and_jvp_errors_cover_actual_errors(data, n, m, scale):
+    floats = st.floats(-3, 3)
+    a = np.array(data.draw(st.lists(floats, min_size=n * m, max_size=n * m))).reshape(m, n)
+    x = np.array(data.draw(st.lists(floats, min_size=n, max_size=n))) * scale
+    ybar = np.array(data.draw(st.lists(floats, min_size=m, max_size=m)))
+    xdot = np.array(data.draw(st.lists(floats, min_size=n, max_size=n)))
+
+    def f(x):
+        return np.tanh(a @ (x / scale))
+
+    inner = 1 - np.tanh(a @ (x / scale)) ** 2
+    jac = inner[:, None] * a / scale
+    (xbar,) = vjp_estimate(FDM, f, ybar, x)
+    assert np.all(np.abs(xbar.value - jac.T @ ybar) <= xbar.error)
+    ydot = jvp_estimate(FDM, f, (x, xdot))
+    assert np.all(np.abs(ydot.value - jac @ xdot) <= ydot.error)

@@ -49,6 +49,8 @@ GROW = 1e4
 #: worst case round-off could produce. Growing a step on that evidence can alias an oscillating
 #: function, so every grown estimate is checked, and redone without growth if it fails.
 FLAT = 1.0
+#: A step this many times below the bound estimator's marks the element's magnitudes suspect.
+UNRESOLVED = 64.0
 #: Steps are at least this many ulps of the point (where the input's precision runs out).
 RESOLUTION = 4.0
 #: An estimate re-checked at another step is unreliable if the two differ by more than this
@@ -252,6 +254,7 @@ class _Step(NamedTuple):
     retried: Arr  # S_t: a step had to shrink (a domain edge is near) or reached across 0
     coarse: Arr  # S_t: a step was raised to what the input's precision resolves
     grown: Arr  # S_t: the bound estimator's step grew (the function looked flat)
+    unresolved: Arr  # S_t: the step is far below the bound estimator's (magnitudes suspect)
 
 
 def _h_from_constants(
@@ -302,7 +305,7 @@ def choose_step(
     if bound is None:
         h, coarse = _finish_step(m, prob, _default_step(m, prob.in_eps), h_cap)
         no = np.zeros(prob.t_shape, dtype=bool)
-        return _Step(h, None, None, no, coarse, no)
+        return _Step(h, None, None, no, coarse, no, no)
     mags = _magnitudes(bound, prob, h_cap, grow)
     default = _default_step(m, prob.in_eps)
     if prob.elementwise:
@@ -331,7 +334,11 @@ def choose_step(
             m, prob, _h_from_constants(c1_t, c2_t, mags.span, m, default), h_cap
         )
     coarse = np.asarray(coarse) | mags.coarse
-    return _Step(np.asarray(h), c1, c2, mags.retried, coarse, mags.grown)
+    h = np.asarray(h)
+    # A step far below the bound estimator's means the function varies on a scale that
+    # estimator did not resolve (tanh(x / 1e-6) at 0): its magnitudes are suspect.
+    unresolved = h.astype(np.float64) * (UNRESOLVED * bound.max_offset) < mags.span
+    return _Step(h, c1, c2, mags.retried, coarse, mags.grown, unresolved)
 
 
 class _Magnitudes(NamedTuple):
