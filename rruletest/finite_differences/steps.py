@@ -49,6 +49,9 @@ GROW = 1e4
 #: worst case round-off could produce. Growing a step on that evidence can alias an oscillating
 #: function, so every grown estimate is checked, and redone without growth if it fails.
 FLAT = 1.0
+#: Round-off assumed for float32/float16 function values, in ulps (numpy's SIMD float32
+#: transcendental functions are accurate to a few ulps, not half of one).
+LOW_PRECISION_ULPS = 4.0
 #: A step this many times below the bound estimator's marks the element's magnitudes suspect.
 UNRESOLVED = 64.0
 #: Steps are at least this many ulps of the point (where the input's precision runs out).
@@ -85,8 +88,11 @@ def _absmax(ys: Arr) -> Arr:
 
 
 def _ulp(mag: Arr, dtype: np.dtype[Any]) -> F64:
-    """The spacing of floats of ``dtype`` at ``mag`` (as float64)."""
+    """The round-off of a value of ``dtype`` and size ``mag`` (as float64): its spacing, times
+    ``LOW_PRECISION_ULPS`` below float64 (numpy's float32 kernels err by up to a few ulps)."""
     out: F64 = np.spacing(np.asarray(mag).astype(dtype, copy=False)).astype(np.float64, copy=False)
+    if np.dtype(dtype).itemsize < 8:
+        out = out * LOW_PRECISION_ULPS
     return out
 
 
