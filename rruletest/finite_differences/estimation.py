@@ -1,12 +1,15 @@
 """Estimation: evaluate the stencil, estimate the error, check and fall back per element.
 
-Values are combined after subtracting one of them, so cancellation costs nothing. Estimates
-near a domain edge, across 0 (where ``1/x`` is singular) or limited by the input's precision are
-re-checked at another step (``run(..., check_all=True)`` checks every element, which also
-catches round-off that cancellation inside ``f`` hides from the model). Where two estimates
-disagree beyond their error, the element retries: with the round-off model scaled by what the
-check saw, with its stencil kept on its side of 0, then with one-sided stencils; if nothing
-works its value is NaN and its error infinite, never a silently wrong number.
+Values are combined after subtracting one of them, so cancellation costs nothing; points
+rounded across a binade get a first-order correction. Suspect estimates are re-checked at
+another step: near a domain edge, across 0 (where ``1/x`` is singular), with a grown step
+(aliasing), with a step far below the bound estimator's (the function varies on a smaller
+scale), or at the input's resolution; ``run(..., check_all=True)`` checks every element, which
+also catches round-off that cancellation inside ``f`` hides from the model. Where two estimates
+disagree beyond their error, the element retries: without step growth; with ever smaller steps
+until the estimates converge; with the round-off model scaled by what the check saw; with its
+stencil kept on its side of 0; with one-sided stencils. If nothing works its value is NaN and
+its error infinite, never a silently wrong number.
 
 Only suspect elements are re-worked, on a subset when the problem allows it, so the common case
 costs one centre, ``p + 1`` bound points and the non-zero stencil points (11 evaluations for
