@@ -1,0 +1,468 @@
+"""Check JAX derivative rules with rruletest.
+
+- ``from_custom_vjp(f)`` for a function decorated with ``jax.custom_vjp``: the rrule calls the
+  rule's own ``fwd`` and ``bwd`` (``f.fwd``, ``f.bwd``) directly, outside any transformation,
+  so the pullback returns exactly what ``bwd`` returned (shape, dtype, ``None`` read as
+  ``NoTangent()``). ``jax.vjp`` would pass a float32 cotangent for a float64 input unnoticed.
+- ``from_custom_jvp(f)`` for ``jax.custom_jvp``: the frule calls ``f.jvp`` directly; the rrule
+  is ``jax.vjp`` (jax transposes the rule).
+- ``from_function(f)`` for any jax-differentiable function: ``jax.vjp`` and ``jax.jvp``.
+
+**64-bit values.** With jax's default configuration a float64 array becomes float32 on the way
+in, silently. An adapter never lets that happen: ``x64=None`` (the default) runs each call inside
+``jax.enable_x64(True)`` when any argument is float64 or complex128 (or a differentiable Python
+float or complex) and inside ``jax.enable_x64(False)`` otherwise; ``x64=True``/``False`` forces
+the mode, and an argument jax would then change the dtype of raises ``PrecisionError``. The
+scope is entered around each call of the primal, the rule and the pullback, so the rest of the
+program keeps its own setting.
+
+**Complex numbers.** ``jax.vjp`` transposes the derivative under the bilinear pairing
+``Re(sum(a * b))``, so for holomorphic ``f`` it returns ``ybar * f'(z)``. rruletest's pairing is
+``Re(sum(conj(a) * b))``, whose pullback is ``conj(vjp(conj(ybar)))``: the adapter conjugates on
+the way in and out, and a correct complex rule passes. Forward rules need no mapping.
+
+>>> import pytest; jax = pytest.importorskip("jax")
+>>> @jax.custom_vjp
+... def square(x):
+...     return x * x
+>>> square.defvjp(lambda x: (x * x, x), lambda x, g: (2 * x * g,))
+>>> f = from_custom_vjp(square)
+>>> y, pullback = f.rrule(f, np.array([1.0, 3.0]))
+>>> y, y.dtype, pullback(np.ones(2))
+(array([1., 9.]), dtype('float64'), (NoTangent(), array([2., 6.])))
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+from rruletest.interop._base import (
+    Adapted,
+    InteropError,
+    Pullback,
+    as_cotangent,
+    conj_leaf,
+    cotangent_leaves,
+    differentiable_argnums,
+    leaf_out,
+    require,
+)
+from rruletest.tangents import NO_TANGENT, AbstractZero
+
+__all__ = [
+    "JaxCustomJVP",
+    "JaxCustomVJP",
+    "JaxFunction",
+    "PrecisionError",
+    "from_custom_jvp",
+    "from_custom_vjp",
+    "from_function",
+    "wrap",
+]
+
+
+def _jax() -> Any:
+    return require("jax", "jax")
+
+
+class PrecisionError(InteropError, ValueError):
+    """jax would change an argument's dtype (float64 to float32) in the 64-bit mode asked for."""
+
+
+_WIDE = ("float64", "complex128")
+
+
+def _needs_x64(args: tuple[Any, ...], diff: Iterable[int]) -> bool:
+    diff = set(diff)
+    for i, a in enumerate(args):
+        if isinstance(a, np.ndarray | np.generic) and a.dtype.name in _WIDE:
+            return True
+        if i in diff and isinstance(a, float | complex) and not isinstance(a, np.generic):
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------------------------
+# Shared machinery
+# --------------------------------------------------------------------------------------------
+
+
+class _JaxAdapter(Adapted):
+    framework = "jax"
+
+    def __init__(
+        self,
+        fn: Any,
+        *,
+        x64: bool | None = None,
+        nondiff_argnums: Iterable[int] = (),
+        name: str | None = None,
+    ) -> None:
+        if x64 not in (None, True, False):
+            raise InteropError(f"x64 is None (automatic), True or False, got x64={x64!r}")
+        super().__init__(fn, nondiff_argnums=nondiff_argnums, name=name)
+        self.x64 = x64
+
+    @contextlib.contextmanager
+    def _scope(self, args: tuple[Any, ...]) -> Iterator[bool]:
+        jax = _jax()
+        x64 = self.x64
+        if x64 is None:
+            x64 = _needs_x64(args, differentiable_argnums(args, self.nondiff_argnums))
+        with jax.enable_x64(x64):
+            yield x64
+
+    def _to_jax(self, args: tuple[Any, ...], x64: bool) -> tuple[Any, ...]:
+        jnp = _jax().numpy
+        out = []
+        for i, a in enumerate(args):
+            if isinstance(a, np.ndarray | np.generic):
+                j = jnp.asarray(a)
+                if j.dtype != a.dtype:
+                    raise PrecisionError(
+                        f"jax would turn args[{i}] from {a.dtype} into {j.dtype} with "
+                        f"x64={x64}; pass x64=True (or leave x64=None) to keep {a.dtype}, or "
+                        f"pass {j.dtype} values"
+                    )
+                out.append(j)
+            else:
+                out.append(a)
+        return tuple(out)
+
+    def _primal(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        with self._scope(args) as x64:
+            out = self.wrapped(*self._to_jax(args, x64), **kwargs)
+            return _to_numpy(out)
+
+    def _vjp_rrule(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> tuple[Any, Pullback]:
+        """The rrule of ``fn`` through ``jax.vjp`` over its differentiable arguments."""
+        jax = _jax()
+        diff = differentiable_argnums(args, self.nondiff_argnums)
+        with self._scope(args) as x64:
+            jargs = self._to_jax(args, x64)
+
+            def fn_diff(*d: Any) -> Any:
+                full = list(jargs)
+                for i, v in zip(diff, d, strict=True):
+                    full[i] = v
+                return fn(*full, **kwargs)
+
+            out, vjp_fn = jax.vjp(fn_diff, *(jargs[i] for i in diff))
+
+        def pullback(ybar: Any) -> tuple[Any, ...]:
+            with self._scope(args):
+                raw = vjp_fn(_cotangent_tree(ybar, out))
+                xbars: list[Any] = [NO_TANGENT] * len(args)
+                for i, r in zip(diff, raw, strict=True):
+                    xbars[i] = _cotangent_out(r, args[i])
+            return (NO_TANGENT, *xbars)
+
+        return _to_numpy(out), pullback
+
+    def _jvp_frule(
+        self,
+        fn: Callable[..., Any],
+        xdots: tuple[Any, ...],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> tuple[Any, Any]:
+        jax = _jax()
+        diff = differentiable_argnums(args, self.nondiff_argnums)
+        with self._scope(args) as x64:
+            jargs = self._to_jax(args, x64)
+
+            def fn_diff(*d: Any) -> Any:
+                full = list(jargs)
+                for i, v in zip(diff, d, strict=True):
+                    full[i] = v
+                return fn(*full, **kwargs)
+
+            primals = tuple(jargs[i] for i in diff)
+            tangents = tuple(_tangent_in(xdots[i], jargs[i]) for i in diff)
+            out, tout = jax.jvp(fn_diff, primals, tangents)
+            return _to_numpy(out), _tangent_tree_out(tout, out)
+
+
+def _to_numpy(tree: Any) -> Any:
+    jax = _jax()
+
+    def leaf(x: Any) -> Any:
+        if isinstance(x, jax.Array):
+            return leaf_out(np.asarray(x))
+        return x
+
+    return jax.tree_util.tree_map(leaf, tree)
+
+
+def _cotangent_tree(ybar: Any, out: Any) -> Any:
+    """ybar (rruletest's convention) as a jax cotangent for ``out`` (conjugated)."""
+    if isinstance(out, tuple | list):
+        leaves = cotangent_leaves(ybar, len(out))
+        return type(out)(_ct_leaf(g, o) for g, o in zip(leaves, out, strict=True))
+    return _ct_leaf(cotangent_leaves(ybar, None)[0], out)
+
+
+def _ct_leaf(g: Any, out: Any) -> Any:
+    jax = _jax()
+    jnp = jax.numpy
+    dtype = np.dtype(out.dtype)
+    if dtype.kind not in "fc":
+        return np.zeros(np.shape(out), dtype=jax.dtypes.float0)
+    if g is None:
+        return jnp.zeros_like(out)
+    return conj_leaf(jnp.asarray(g))
+
+
+def _cotangent_out(raw: Any, primal: Any) -> Any:
+    """A jax cotangent as rruletest's (conjugated back), shape and dtype untouched."""
+    jax = _jax()
+    if raw is None:
+        return NO_TANGENT
+
+    def leaf(x: Any) -> Any:
+        if isinstance(x, jax.Array):
+            return conj_leaf(np.asarray(x))
+        return conj_leaf(x)
+
+    return as_cotangent(jax.tree_util.tree_map(leaf, raw), primal)
+
+
+def _tangent_in(xdot: Any, primal: Any) -> Any:
+    jnp = _jax().numpy
+    if xdot is None or isinstance(xdot, AbstractZero):
+        return jnp.zeros_like(primal)
+    t = jnp.asarray(xdot)
+    return t
+
+
+def _tangent_tree_out(tout: Any, out: Any) -> Any:
+    if isinstance(out, tuple | list):
+        return type(out)(_tangent_leaf(t, o) for t, o in zip(tout, out, strict=True))
+    return _tangent_leaf(tout, out)
+
+
+def _tangent_leaf(t: Any, out: Any) -> Any:
+    if np.dtype(out.dtype).kind not in "fc":
+        return NO_TANGENT
+    return as_cotangent(np.asarray(t), None)
+
+
+# --------------------------------------------------------------------------------------------
+# The adapters
+# --------------------------------------------------------------------------------------------
+
+
+class JaxFunction(_JaxAdapter):
+    """Any jax-differentiable function: ``jax.vjp`` and ``jax.jvp``. Built by ``from_function``."""
+
+    mode = "jax.vjp/jax.jvp"
+
+    def _rrule(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Pullback]:
+        return self._vjp_rrule(self.wrapped, args, kwargs)
+
+    def _frule(
+        self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Any, Any]:
+        return self._jvp_frule(self.wrapped, xdots, args, kwargs)
+
+
+class JaxCustomVJP(_JaxAdapter):
+    """A ``jax.custom_vjp`` function whose ``fwd``/``bwd`` are called directly (raw)."""
+
+    mode = "raw custom_vjp"
+
+    def __init__(self, fn: Any, **options: Any) -> None:
+        super().__init__(fn, **options)
+        self.custom = _find_custom(fn, "custom_vjp")
+        if self.custom is None:
+            raise InteropError(
+                f"from_custom_vjp takes a function decorated with jax.custom_vjp, got fn={fn!r}; "
+                f"for any other jax function use from_function"
+            )
+        if getattr(self.custom, "fwd", None) is None or getattr(self.custom, "bwd", None) is None:
+            raise InteropError(f"{self.__qualname__} has no rule yet: call its defvjp(fwd, bwd)")
+        # jax.custom_vjp's own nondiff_argnums are never differentiated.
+        self.nondiff_argnums = tuple(
+            sorted(set(self.nondiff_argnums) | set(self.custom.nondiff_argnums))
+        )
+
+    def _rrule(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Pullback]:
+        custom = self.custom
+        if kwargs:
+            raise InteropError(
+                f"{self.__qualname__}: a custom_vjp rule is called with positional arguments "
+                f"only; got keyword arguments {sorted(kwargs)}"
+            )
+        if custom.symbolic_zeros:
+            # fwd expects CustomVJPPrimal wrappers; let jax drive it.
+            return self._vjp_rrule(self.wrapped, args, kwargs)
+        nd = tuple(custom.nondiff_argnums)
+        with self._scope(args) as x64:
+            jargs = self._to_jax(args, x64)
+            out, res = custom.fwd(*jargs)
+        positions = [i for i in range(len(args)) if i not in nd]
+
+        def pullback(ybar: Any) -> tuple[Any, ...]:
+            with self._scope(args):
+                raw = custom.bwd(*(jargs[i] for i in nd), res, _cotangent_tree(ybar, out))
+                if not isinstance(raw, tuple | list):
+                    raise InteropError(
+                        f"{self.__qualname__}'s bwd must return a tuple (one cotangent per "
+                        f"differentiable argument), got {type(raw).__name__}"
+                    )
+                if len(raw) != len(positions):
+                    # Report what bwd returned; the tester names the wrong count.
+                    return (NO_TANGENT, *(_cotangent_out(r, None) for r in raw))
+                xbars: list[Any] = [NO_TANGENT] * len(args)
+                for i, r in zip(positions, raw, strict=True):
+                    xbars[i] = _cotangent_out(r, args[i])
+            return (NO_TANGENT, *xbars)
+
+        return _to_numpy(out), pullback
+
+    def _frule(
+        self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Any, Any]:
+        raise InteropError(
+            f"{self.__qualname__} is a jax.custom_vjp function, which jax cannot differentiate "
+            f"in forward mode; test its rrule, or give it a jax.custom_jvp rule"
+        )
+
+
+class JaxCustomJVP(_JaxAdapter):
+    """A ``jax.custom_jvp`` function: its ``jvp`` rule called directly, ``jax.vjp`` for rrules."""
+
+    mode = "raw custom_jvp"
+
+    def __init__(self, fn: Any, **options: Any) -> None:
+        super().__init__(fn, **options)
+        self.custom = _find_custom(fn, "custom_jvp")
+        if self.custom is None:
+            raise InteropError(
+                f"from_custom_jvp takes a function decorated with jax.custom_jvp, got fn={fn!r}"
+            )
+        if getattr(self.custom, "jvp", None) is None:
+            raise InteropError(f"{self.__qualname__} has no rule yet: call its defjvp(jvp)")
+        self.nondiff_argnums = tuple(
+            sorted(set(self.nondiff_argnums) | set(self.custom.nondiff_argnums))
+        )
+
+    def _rrule(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Pullback]:
+        return self._vjp_rrule(self.wrapped, args, kwargs)
+
+    def _frule(
+        self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Any, Any]:
+        jax = _jax()
+        custom = self.custom
+        if kwargs or custom.symbolic_zeros:
+            return self._jvp_frule(self.wrapped, xdots, args, kwargs)
+        nd = tuple(custom.nondiff_argnums)
+        skip = set(self.nondiff_argnums)
+        with self._scope(args) as x64:
+            jargs = self._to_jax(args, x64)
+            primals, tangents = [], []
+            for i, (a, xd) in enumerate(zip(jargs, xdots, strict=True)):
+                if i in nd:
+                    continue
+                primals.append(a)
+                kind = np.dtype(a.dtype if hasattr(a, "dtype") else type(a)).kind
+                if kind not in "fc":
+                    tangents.append(np.zeros(np.shape(a), dtype=jax.dtypes.float0))
+                elif i in skip:
+                    tangents.append(_tangent_in(None, a))
+                else:
+                    tangents.append(_tangent_in(xd, a))
+            out, tout = custom.jvp(*(jargs[i] for i in nd), tuple(primals), tuple(tangents))
+            return _to_numpy(out), _tangent_tree_out(tout, out)
+
+
+def _find_custom(fn: Any, kind: str) -> Any:
+    """``fn`` itself when it is a jax ``custom_vjp``/``custom_jvp`` object, else what it wraps."""
+    for _ in range(8):
+        if type(fn).__name__ == kind and type(fn).__module__.startswith("jax"):
+            return fn
+        fn = getattr(fn, "__wrapped__", None)
+        if fn is None:
+            return None
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Constructors
+# --------------------------------------------------------------------------------------------
+
+
+def from_custom_vjp(
+    f: Any,
+    *,
+    x64: bool | None = None,
+    nondiff_argnums: Iterable[int] = (),
+    name: str | None = None,
+) -> JaxCustomVJP:
+    """Adapt a ``jax.custom_vjp`` function; its ``fwd``/``bwd`` are called directly.
+
+    Args:
+        f: the ``custom_vjp`` function (a ``jax.jit`` around it is looked through).
+        x64: 64-bit mode; None picks it from the arguments (see the module docstring).
+        nondiff_argnums: further float arguments not to differentiate (the rule's own
+            ``nondiff_argnums`` never are).
+        name: the name failure messages use.
+
+    Raises:
+        FrameworkNotInstalledError: jax is not installed.
+        InteropError: ``f`` is not a ``custom_vjp`` function or has no rule.
+    """
+    _jax()
+    return JaxCustomVJP(f, x64=x64, nondiff_argnums=nondiff_argnums, name=name)
+
+
+def from_custom_jvp(
+    f: Any,
+    *,
+    x64: bool | None = None,
+    nondiff_argnums: Iterable[int] = (),
+    name: str | None = None,
+) -> JaxCustomJVP:
+    """Adapt a ``jax.custom_jvp`` function; its ``jvp`` rule gives the frule directly."""
+    _jax()
+    return JaxCustomJVP(f, x64=x64, nondiff_argnums=nondiff_argnums, name=name)
+
+
+def from_function(
+    f: Any,
+    *,
+    x64: bool | None = None,
+    nondiff_argnums: Iterable[int] = (),
+    name: str | None = None,
+) -> JaxFunction:
+    """Adapt any jax-differentiable function (``jax.vjp`` for the rrule, ``jax.jvp`` frule)."""
+    if not callable(f):
+        raise InteropError(f"from_function takes a function, got f={f!r}")
+    _jax()
+    return JaxFunction(f, x64=x64, nondiff_argnums=nondiff_argnums, name=name)
+
+
+def wrap(
+    f: Any,
+    *,
+    x64: bool | None = None,
+    nondiff_argnums: Iterable[int] = (),
+    name: str | None = None,
+) -> JaxCustomVJP | JaxCustomJVP | JaxFunction:
+    """The raw adapter for a ``custom_vjp``/``custom_jvp`` function, else ``from_function``."""
+    options: dict[str, Any] = {"x64": x64, "nondiff_argnums": nondiff_argnums, "name": name}
+    if _find_custom(f, "custom_vjp") is not None:
+        return from_custom_vjp(f, **options)
+    if _find_custom(f, "custom_jvp") is not None:
+        return from_custom_jvp(f, **options)
+    return from_function(f, **options)

@@ -1,0 +1,446 @@
+"""Check PyTorch derivative rules with rruletest.
+
+Two adapters, both numpy in and numpy out:
+
+- ``from_function(MyFunction)`` for a ``torch.autograd.Function`` subclass. It calls the
+  class's own ``forward``/``setup_context``/``backward``/``jvp`` with a context object of its
+  own, never through torch's autograd engine, so the pullback returns exactly what
+  ``backward`` returned: its shape, its dtype, ``None`` (read as ``NoTangent()``) where the rule
+  gave no gradient. torch's engine would sum a broadcast-shaped gradient back to the input's
+  shape and cast it to the input's dtype, hiding both bugs from ``gradcheck``.
+- ``from_callable(fn)`` for any differentiable torch function (including ``MyFunction.apply``),
+  through the engine: ``torch.autograd.grad`` for the rrule, forward-mode dual numbers
+  (``torch.autograd.forward_ad``) for the frule. It checks what a user of the function gets.
+
+torch's complex gradients already follow rruletest's convention (``xbar = ybar * conj(f'(x))``
+for holomorphic ``f``), so cotangents cross unchanged. Arrays and numpy scalars become tensors
+(sharing memory when writable, so a rule that mutates its inputs is caught); Python numbers
+stay Python numbers, as torch passes them to ``forward``. Only float and complex tensors
+require grad; ``nondiff_argnums`` switches that off for chosen arguments.
+
+>>> import pytest; torch = pytest.importorskip("torch")
+>>> class Cube(torch.autograd.Function):
+...     @staticmethod
+...     def forward(ctx, x):
+...         ctx.save_for_backward(x)
+...         return x**3
+...     @staticmethod
+...     def backward(ctx, g):
+...         (x,) = ctx.saved_tensors
+...         return 3 * x**2 * g
+>>> cube = from_function(Cube)
+>>> y, pullback = cube.rrule(cube, np.array([1.0, 2.0]))
+>>> y, pullback(np.ones(2))
+(array([1., 8.]), (NoTangent(), array([ 3., 12.])))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from rruletest.interop._base import (
+    Adapted,
+    InteropError,
+    Pullback,
+    as_cotangent,
+    cotangent_leaves,
+    differentiable_argnums,
+    leaf_out,
+    require,
+)
+from rruletest.tangents import NO_TANGENT, AbstractZero
+
+__all__ = [
+    "FunctionContext",
+    "SavedTensorModifiedError",
+    "TorchCallable",
+    "TorchFunction",
+    "from_callable",
+    "from_function",
+    "wrap",
+]
+
+
+def _torch() -> Any:
+    return require("torch", "torch")
+
+
+# --------------------------------------------------------------------------------------------
+# numpy <-> torch
+# --------------------------------------------------------------------------------------------
+
+
+def to_tensor(torch: Any, x: Any, *, requires_grad: bool = False, dtype: Any = None) -> Any:
+    """A numpy array or scalar as a tensor (sharing memory when it can); other values as they are.
+
+    ``dtype`` is used for Python numbers only (a cotangent for a tensor output).
+    """
+    if isinstance(x, np.ndarray):
+        if x.flags.writeable and x.dtype.isnative and all(s >= 0 for s in x.strides):
+            t = torch.from_numpy(x)
+        else:
+            t = torch.from_numpy(np.array(x))
+    elif isinstance(x, np.generic):
+        t = torch.from_numpy(np.array(x))
+    elif dtype is not None and isinstance(x, int | float | complex):
+        t = torch.tensor(x, dtype=dtype)
+    else:
+        return x
+    if requires_grad and (t.is_floating_point() or t.is_complex()):
+        t.requires_grad_(True)
+    return t
+
+
+def to_numpy(torch: Any, x: Any) -> Any:
+    """A tensor as a numpy array (a copy, dtype and shape kept); other values as they are."""
+    if isinstance(x, torch.Tensor):
+        return np.array(x.detach().resolve_conj().resolve_neg().cpu().numpy(), copy=True)
+    return x
+
+
+def _outputs(out: Any) -> tuple[list[Any], int | None]:
+    if isinstance(out, tuple | list):
+        return list(out), len(out)
+    return [out], None
+
+
+def _output_to_numpy(torch: Any, out: Any) -> Any:
+    if isinstance(out, tuple | list):
+        return type(out)(leaf_out(to_numpy(torch, o)) for o in out)
+    return leaf_out(to_numpy(torch, out))
+
+
+def _is_diff_tensor(torch: Any, t: Any) -> bool:
+    return isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
+
+
+# --------------------------------------------------------------------------------------------
+# The context handed to forward / setup_context / backward / jvp
+# --------------------------------------------------------------------------------------------
+
+
+class SavedTensorModifiedError(RuntimeError):
+    """A tensor saved for backward was modified in place afterwards (torch raises here too)."""
+
+
+class FunctionContext:
+    """A stand-in for torch's ``ctx``: the same methods, plain attribute storage, no engine.
+
+    It supports ``save_for_backward``/``saved_tensors`` (with torch's check that a saved tensor
+    was not modified in place afterwards), ``save_for_forward`` (what ``jvp`` sees as
+    ``saved_tensors``), ``needs_input_grad``, ``mark_non_differentiable``, ``mark_dirty`` and
+    ``set_materialize_grads``. Any other attribute a rule sets is kept, as on torch's ctx.
+    """
+
+    def __init__(self, needs_input_grad: tuple[bool, ...]) -> None:
+        self.needs_input_grad = needs_input_grad
+        self.materialize_grads = True
+        self.non_differentiable: tuple[Any, ...] = ()
+        self.dirty_tensors: tuple[Any, ...] = ()
+        self._saved: tuple[Any, ...] = ()
+        self._versions: tuple[int | None, ...] = ()
+        self._saved_forward: tuple[Any, ...] | None = None
+        self._phase = "forward"
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        torch = _torch()
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, torch.Tensor):
+                raise TypeError(
+                    f"save_for_backward can only save tensors or None, but argument {i} is of "
+                    f"type {type(t).__name__}"
+                )
+        self._saved = tensors
+        self._versions = tuple(None if t is None else t._version for t in tensors)
+
+    def save_for_forward(self, *tensors: Any) -> None:
+        self._saved_forward = tensors
+
+    @property
+    def saved_tensors(self) -> tuple[Any, ...]:
+        if self._phase == "jvp" and self._saved_forward is not None:
+            return self._saved_forward
+        for i, (t, v) in enumerate(zip(self._saved, self._versions, strict=True)):
+            if t is not None and t._version != v:
+                raise SavedTensorModifiedError(
+                    f"saved_tensors[{i}] (shape {tuple(t.shape)}, {t.dtype}) was modified in "
+                    f"place after save_for_backward (version {v} -> {t._version}); torch "
+                    f"raises 'one of the variables needed for gradient computation has been "
+                    f"modified by an inplace operation' here"
+                )
+        return self._saved
+
+    def mark_non_differentiable(self, *tensors: Any) -> None:
+        self.non_differentiable = self.non_differentiable + tensors
+
+    def mark_dirty(self, *tensors: Any) -> None:
+        self.dirty_tensors = self.dirty_tensors + tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self.materialize_grads = bool(value)
+
+    def _marked_non_differentiable(self, t: Any) -> bool:
+        return any(t is m for m in self.non_differentiable)
+
+
+# --------------------------------------------------------------------------------------------
+# torch.autograd.Function, called directly
+# --------------------------------------------------------------------------------------------
+
+
+class TorchFunction(Adapted):
+    """A ``torch.autograd.Function`` subclass whose own methods give the rrule and frule.
+
+    Built by ``from_function``; see the module docstring for what it does and why.
+    """
+
+    framework = "torch"
+    mode = "raw autograd.Function"
+
+    def __init__(
+        self, cls: Any, *, nondiff_argnums: Iterable[int] = (), name: str | None = None
+    ) -> None:
+        torch = _torch()
+        base = torch.autograd.Function
+        if not (isinstance(cls, type) and issubclass(cls, base)):
+            raise InteropError(
+                f"from_function takes a torch.autograd.Function subclass, got cls={cls!r}; "
+                f"for any other torch function use from_callable"
+            )
+        super().__init__(cls, nondiff_argnums=nondiff_argnums, name=name)
+        cls = self.wrapped  # typed Any again
+        self._uses_setup_context = cls.setup_context is not base.setup_context
+        if cls.vjp is not base.vjp:
+            self._backward = cls.vjp
+        elif cls.backward is not base.backward:
+            self._backward = cls.backward
+        else:
+            self._backward = None
+        self._jvp = cls.jvp if cls.jvp is not base.jvp else None
+
+    def _forward(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, list[int]]:
+        torch = _torch()
+        cls = self.wrapped
+        diff = differentiable_argnums(args, self.nondiff_argnums)
+        targs = tuple(to_tensor(torch, a, requires_grad=i in diff) for i, a in enumerate(args))
+        ctx = FunctionContext(tuple(i in diff for i in range(len(args))))
+        with torch.no_grad():
+            if self._uses_setup_context:
+                out = cls.forward(*targs, **kwargs)
+                cls.setup_context(ctx, targs, out)
+            else:
+                out = cls.forward(ctx, *targs, **kwargs)
+        return ctx, out, diff
+
+    def _primal(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        _, out, _ = self._forward(args, kwargs)
+        return _output_to_numpy(_torch(), out)
+
+    def _rrule(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Pullback]:
+        torch = _torch()
+        backward = self._backward
+        if backward is None:
+            raise InteropError(f"{self.__qualname__} defines neither backward nor vjp")
+        ctx, out, _ = self._forward(args, kwargs)
+        outs, n = _outputs(out)
+        nargs = len(args)
+
+        def pullback(ybar: Any) -> tuple[Any, ...]:
+            grads: list[Any] = []
+            for g, o in zip(cotangent_leaves(ybar, n), outs, strict=True):
+                if not isinstance(o, torch.Tensor):
+                    grads.append(None)
+                elif (
+                    g is None or not _is_diff_tensor(torch, o) or ctx._marked_non_differentiable(o)
+                ):
+                    grads.append(torch.zeros_like(o) if ctx.materialize_grads else None)
+                else:
+                    grads.append(to_tensor(torch, g, dtype=o.dtype))
+            ctx._phase = "backward"
+            with torch.no_grad():
+                raw = backward(ctx, *grads)
+            raw = raw if isinstance(raw, tuple) else (raw,)
+            if len(raw) > nargs and all(r is None for r in raw[nargs:]):
+                raw = raw[:nargs]  # torch accepts trailing Nones
+            primals = list(args) + [None] * (len(raw) - nargs)
+            return (
+                NO_TANGENT,
+                *(as_cotangent(to_numpy(torch, r), p) for r, p in zip(raw, primals, strict=False)),
+            )
+
+        return _output_to_numpy(torch, out), pullback
+
+    def _frule(
+        self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Any, Any]:
+        torch = _torch()
+        if self._jvp is None:
+            raise InteropError(
+                f"{self.__qualname__} defines no jvp staticmethod, so torch's forward mode cannot "
+                f"differentiate it; test its rrule, or add jvp(ctx, *input_tangents)"
+            )
+        ctx, out, diff = self._forward(args, kwargs)
+        ctx._phase = "jvp"
+        tangents: list[Any] = []
+        for i, (a, xd) in enumerate(zip(args, xdots, strict=True)):
+            ta = to_tensor(torch, a)
+            if not isinstance(ta, torch.Tensor):
+                tangents.append(None)
+            elif i not in diff or xd is None or isinstance(xd, AbstractZero):
+                tangents.append(torch.zeros_like(ta) if ctx.materialize_grads else None)
+            else:
+                tangents.append(to_tensor(torch, xd, dtype=ta.dtype))
+        with torch.no_grad():
+            raw = self._jvp(ctx, *tangents)
+        return _output_to_numpy(torch, out), _tangent_out(torch, raw, out)
+
+
+def _tangent_out(torch: Any, raw: Any, out: Any) -> Any:
+    if isinstance(out, tuple | list):
+        raws = raw if isinstance(raw, tuple | list) else (raw,)
+        return type(out)(_tangent_leaf(torch, r, o) for r, o in zip(raws, out, strict=False))
+    return _tangent_leaf(torch, raw, out)
+
+
+def _tangent_leaf(torch: Any, raw: Any, out: Any) -> Any:
+    if not _is_diff_tensor(torch, out):
+        return NO_TANGENT
+    if raw is None:
+        raw = torch.zeros_like(out)
+    return leaf_out(as_cotangent(to_numpy(torch, raw), None))
+
+
+# --------------------------------------------------------------------------------------------
+# Any differentiable torch callable, through the engine
+# --------------------------------------------------------------------------------------------
+
+
+class TorchCallable(Adapted):
+    """Any torch function, differentiated by torch's engine. Built by ``from_callable``."""
+
+    framework = "torch"
+    mode = "engine"
+
+    def _prepare(self, args: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...], list[int]]:
+        torch = _torch()
+        diff = differentiable_argnums(args, self.nondiff_argnums)
+        targs = tuple(to_tensor(torch, a, requires_grad=i in diff) for i, a in enumerate(args))
+        return torch, targs, diff
+
+    def _primal(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        torch = _torch()
+        targs = tuple(to_tensor(torch, a) for a in args)
+        with torch.no_grad():
+            out = self.wrapped(*targs, **kwargs)
+        return _output_to_numpy(torch, out)
+
+    def _rrule(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Pullback]:
+        torch, targs, diff = self._prepare(args)
+        with torch.enable_grad():
+            out = self.wrapped(*targs, **kwargs)
+        outs, n = _outputs(out)
+        inputs = [targs[i] for i in diff]
+
+        def pullback(ybar: Any) -> tuple[Any, ...]:
+            pairs = [
+                (o, to_tensor(torch, g, dtype=o.dtype))
+                for g, o in zip(cotangent_leaves(ybar, n), outs, strict=True)
+                if g is not None and isinstance(o, torch.Tensor) and o.requires_grad
+            ]
+            if pairs and inputs:
+                grads = torch.autograd.grad(
+                    [o for o, _ in pairs],
+                    inputs,
+                    grad_outputs=[g for _, g in pairs],
+                    retain_graph=True,
+                    allow_unused=True,
+                    materialize_grads=True,
+                )
+            else:
+                grads = tuple(torch.zeros_like(t) for t in inputs)
+            xbars: list[Any] = [NO_TANGENT] * len(args)
+            for i, g in zip(diff, grads, strict=True):
+                xbars[i] = as_cotangent(to_numpy(torch, g), args[i])
+            return (NO_TANGENT, *xbars)
+
+        return _output_to_numpy(torch, out), pullback
+
+    def _frule(
+        self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Any, Any]:
+        torch = _torch()
+        fwad = torch.autograd.forward_ad
+        diff = differentiable_argnums(args, self.nondiff_argnums)
+        with fwad.dual_level(), torch.no_grad():
+            targs = []
+            for i, (a, xd) in enumerate(zip(args, xdots, strict=True)):
+                ta = to_tensor(torch, a)
+                if i in diff and xd is not None and not isinstance(xd, AbstractZero):
+                    ta = fwad.make_dual(ta, to_tensor(torch, xd, dtype=ta.dtype))
+                targs.append(ta)
+            out = self.wrapped(*targs, **kwargs)
+            outs, _ = _outputs(out)
+            pairs = [
+                fwad.unpack_dual(o) if isinstance(o, torch.Tensor) else (o, None) for o in outs
+            ]
+            primal = [p for p, _ in pairs]
+            tang = [t for _, t in pairs]
+        if isinstance(out, tuple | list):
+            y = _output_to_numpy(torch, type(out)(primal))
+            ydot = type(out)(_tangent_leaf(torch, t, p) for t, p in zip(tang, primal, strict=True))
+        else:
+            y = _output_to_numpy(torch, primal[0])
+            ydot = _tangent_leaf(torch, tang[0], primal[0])
+        return y, ydot
+
+
+# --------------------------------------------------------------------------------------------
+# Constructors
+# --------------------------------------------------------------------------------------------
+
+
+def from_function(
+    cls: Any, *, nondiff_argnums: Iterable[int] = (), name: str | None = None
+) -> TorchFunction:
+    """Adapt a ``torch.autograd.Function`` subclass; its rules are called directly (raw).
+
+    Args:
+        cls: the Function subclass (``forward(ctx, ...)`` or ``forward(...)`` plus
+            ``setup_context``; ``backward`` or ``vjp``; optionally ``jvp``).
+        nondiff_argnums: positions of float arguments to pass as tensors that do not require
+            grad (``ctx.needs_input_grad`` is False there; mark them
+            ``with_tangent(x, NoTangent())`` in the test).
+        name: the name failure messages use (default: the class's).
+
+    Raises:
+        FrameworkNotInstalledError: torch is not installed.
+        InteropError: ``cls`` is not a Function subclass.
+    """
+    return TorchFunction(cls, nondiff_argnums=nondiff_argnums, name=name)
+
+
+def from_callable(
+    fn: Any, *, nondiff_argnums: Iterable[int] = (), name: str | None = None
+) -> TorchCallable:
+    """Adapt any differentiable torch function; torch's engine differentiates it.
+
+    Use it for functions built from torch operations, or for ``MyFunction.apply`` to test
+    what the engine makes of a Function's rules (compare with ``from_function``).
+    """
+    if not callable(fn):
+        raise InteropError(f"from_callable takes a function, got fn={fn!r}")
+    _torch()
+    return TorchCallable(fn, nondiff_argnums=nondiff_argnums, name=name)
+
+
+def wrap(
+    obj: Any, *, nondiff_argnums: Iterable[int] = (), name: str | None = None
+) -> TorchFunction | TorchCallable:
+    """``from_function`` for a Function subclass, ``from_callable`` for anything else."""
+    torch = _torch()
+    if isinstance(obj, type) and issubclass(obj, torch.autograd.Function):
+        return from_function(obj, nondiff_argnums=nondiff_argnums, name=name)
+    return from_callable(obj, nondiff_argnums=nondiff_argnums, name=name)
