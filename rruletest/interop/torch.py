@@ -36,7 +36,9 @@ require grad; ``nondiff_argnums`` switches that off for chosen arguments.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+import warnings
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -111,6 +113,21 @@ def _output_to_numpy(torch: Any, out: Any) -> Any:
     if isinstance(out, tuple | list):
         return type(out)(leaf_out(to_numpy(torch, o)) for o in out)
     return leaf_out(to_numpy(torch, out))
+
+
+@contextlib.contextmanager
+def _quiet_torch_internals() -> Iterator[None]:
+    """Silence the DeprecationWarning torch 2.x raises from its own forward-AD set-up.
+
+    The first ``make_dual`` loads jvp decompositions through ``torch.jit.script``, which warns
+    that ``torch.jit.script`` is deprecated: torch's business, not the rule author's, and an
+    error in test suites that turn warnings into errors.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=r".*torch\.jit\.script.* is deprecated", category=DeprecationWarning
+        )
+        yield
 
 
 def _is_diff_tensor(torch: Any, t: Any) -> bool:
@@ -226,7 +243,7 @@ class TorchFunction(Adapted):
         cls = self.wrapped
         diff = differentiable_argnums(args, self.nondiff_argnums)
         targs = tuple(to_tensor(torch, a, requires_grad=i in diff) for i, a in enumerate(args))
-        ctx = FunctionContext(tuple(i in diff for i in range(len(args))))
+        ctx = FunctionContext(tuple(isinstance(t, torch.Tensor) and t.requires_grad for t in targs))
         with torch.no_grad():
             if self._uses_setup_context:
                 out = cls.forward(*targs, **kwargs)
@@ -374,7 +391,7 @@ class TorchCallable(Adapted):
         torch = _torch()
         fwad = torch.autograd.forward_ad
         diff = differentiable_argnums(args, self.nondiff_argnums)
-        with fwad.dual_level(), torch.no_grad():
+        with _quiet_torch_internals(), fwad.dual_level(), torch.no_grad():
             targs = []
             for i, (a, xd) in enumerate(zip(args, xdots, strict=True)):
                 ta = to_tensor(torch, a)
