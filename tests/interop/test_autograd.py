@@ -1,0 +1,155 @@
+"""The autograd adapters: raw ``defvjp``/``defjvp`` makers, ``make_vjp``/``make_jvp``, complex."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rruletest import NoTangent, ZeroTangent
+from rruletest.interop import InteropError
+from rruletest.interop import autograd as rautograd
+
+from ._numeric import numeric_jvp, numeric_vjp
+
+autograd = pytest.importorskip("autograd")
+anp = pytest.importorskip("autograd.numpy")
+extend = pytest.importorskip("autograd.extend")
+
+RNG = np.random.default_rng(2)
+X = RNG.uniform(-2, 2, (3, 2))
+W = RNG.uniform(-2, 2, (1, 2))
+
+
+def close(actual: Any, expected: Any) -> None:
+    np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-8)
+
+
+def make_scaled_sin(vjp_x: Any = None, vjp_w: Any = None, with_jvp: bool = True) -> Any:
+    """``sin(x) * w`` as an autograd primitive; either VJP can be swapped for a wrong one."""
+
+    @extend.primitive
+    def scaled_sin(x: Any, w: Any) -> Any:
+        return np.sin(x) * w
+
+    def right_x(ans: Any, x: Any, w: Any) -> Any:
+        return lambda g: g * np.cos(x) * w
+
+    def right_w(ans: Any, x: Any, w: Any) -> Any:
+        return lambda g: np.sum(g * np.sin(x), axis=0, keepdims=True)
+
+    extend.defvjp(scaled_sin, vjp_x or right_x, vjp_w or right_w)
+    if with_jvp:
+        extend.defjvp(
+            scaled_sin,
+            lambda g, ans, x, w: g * np.cos(x) * w,
+            lambda g, ans, x, w: np.sin(x) * g,
+        )
+    return scaled_sin
+
+
+def test_primitive_pullback_matches_finite_differences() -> None:
+    f = rautograd.from_primitive(make_scaled_sin())
+    ybar = RNG.uniform(-1, 1, X.shape)
+    y, pullback = f.rrule(f, X, W)
+    np.testing.assert_allclose(y, np.sin(X) * W, rtol=1e-15)
+    fbar, xbar, wbar = pullback(ybar)
+    assert fbar == NoTangent()
+    close(xbar, numeric_vjp(f, (X, W), ybar, 0))
+    close(wbar, numeric_vjp(f, (X, W), ybar, 1))
+    assert (wbar.shape, wbar.dtype) == ((1, 2), np.float64)
+
+
+def test_raw_vjp_output_is_not_fixed_up() -> None:
+    no_sum = rautograd.from_primitive(
+        make_scaled_sin(vjp_w=lambda ans, x, w: lambda g: g * np.sin(x))
+    )
+    assert no_sum.rrule(no_sum, X, W)[1](np.ones_like(X))[2].shape == (3, 2)
+    f32 = rautograd.from_primitive(
+        make_scaled_sin(vjp_x=lambda ans, x, w: lambda g: (g * np.cos(x) * w).astype(np.float32))
+    )
+    assert f32.rrule(f32, X, W)[1](np.ones_like(X))[1].dtype == np.float32
+
+
+def test_vjp_is_called_on_every_pullback_call() -> None:
+    calls = []
+
+    def accumulating(ans: Any, x: Any, w: Any) -> Any:
+        def vjp(g: Any) -> Any:
+            calls.append(1)
+            return g * np.cos(x) * w * len(calls)
+
+        return vjp
+
+    f = rautograd.from_primitive(make_scaled_sin(vjp_x=accumulating))
+    _, pullback = f.rrule(f, X, W)
+    first, second = pullback(np.ones_like(X))[1], pullback(np.ones_like(X))[1]
+    np.testing.assert_allclose(second, 2 * first)
+
+
+def test_argument_without_a_vjp_maker_gets_notangent() -> None:
+    @extend.primitive
+    def shift(x: Any, s: Any) -> Any:
+        return x + s
+
+    extend.defvjp(shift, lambda ans, x, s: lambda g: g)
+    f = rautograd.from_primitive(shift)
+    _, xbar, sbar = f.rrule(f, X, 0.5)[1](np.ones_like(X))
+    np.testing.assert_array_equal(xbar, np.ones_like(X))
+    assert sbar == NoTangent()
+    with pytest.raises(InteropError, match="has no JVP"):
+        f.frule((NoTangent(), X, 0.1), f, X, 0.5)
+
+
+def test_primitive_frule_calls_the_jvp_makers() -> None:
+    f = rautograd.from_primitive(make_scaled_sin())
+    dx, dw = RNG.uniform(-1, 1, X.shape), RNG.uniform(-1, 1, W.shape)
+    _, ydot = f.frule((NoTangent(), dx, dw), f, X, W)
+    close(ydot, numeric_jvp(f, (X, W), (dx, dw)))
+    _, ydot_x = f.frule((NoTangent(), dx, ZeroTangent()), f, X, W)
+    close(ydot_x, dx * np.cos(X) * W)
+    _, zero = f.frule((NoTangent(), ZeroTangent(), NoTangent()), f, X, W)
+    np.testing.assert_array_equal(zero, np.zeros_like(X))
+
+
+def test_function_rrule_frule_and_integers() -> None:
+    def fn(x: Any, w: Any, n: Any) -> Any:
+        return anp.tanh(x) * w * n
+
+    f = rautograd.from_function(fn)
+    n = np.array([2, 3])
+    ybar = RNG.uniform(-1, 1, X.shape)
+    _, xbar, wbar, nbar = f.rrule(f, X, W, n)[1](ybar)
+    assert nbar == NoTangent()
+    close(xbar, numeric_vjp(f, (X, W, n), ybar, 0))
+    close(wbar, numeric_vjp(f, (X, W, n), ybar, 1))
+    dx = RNG.uniform(-1, 1, X.shape)
+    _, ydot = f.frule((NoTangent(), dx, None, NoTangent()), f, X, W, n)
+    close(ydot, numeric_jvp(f, (X, W, n), (dx, None, None)))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [anp.sin, lambda z: anp.abs(z) ** 2, lambda z: anp.exp(anp.conj(z))],
+    ids=["sin", "abs2", "exp-conj"],
+)
+@pytest.mark.parametrize("how", ["wrap", "function"])
+def test_complex_rules_in_autograd_convention_match_rruletest_convention(fn: Any, how: str) -> None:
+    z = RNG.uniform(-1, 1, 4) + 1j * RNG.uniform(-1, 1, 4)
+    f = rautograd.wrap(fn) if how == "wrap" else rautograd.from_function(fn)
+    y = f(z)
+    ybar = RNG.uniform(-1, 1, y.shape) + (
+        1j * RNG.uniform(-1, 1, y.shape) if y.dtype.kind == "c" else 0
+    )
+    (zbar,) = f.rrule(f, z)[1](ybar)[1:]
+    close(zbar, numeric_vjp(f, (z,), ybar, 0))
+
+
+def test_wrap_and_misuse() -> None:
+    assert isinstance(rautograd.wrap(anp.sin), rautograd.AutogradPrimitive)
+    assert isinstance(rautograd.wrap(lambda x: x), rautograd.AutogradFunction)
+    with pytest.raises(InteropError, match=r"made with autograd\.extend\.primitive"):
+        rautograd.from_primitive(np.sin)
+    with pytest.raises(InteropError, match="has no rule yet"):
+        rautograd.from_primitive(extend.primitive(lambda x: x))

@@ -1,0 +1,256 @@
+"""The jax adapters: raw ``custom_vjp``/``custom_jvp`` rules, ``jax.vjp``/``jvp``, x64, complex."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rruletest import NoTangent, Tangent, ZeroTangent
+from rruletest.interop import InteropError
+from rruletest.interop import jax as rjax
+
+from ._numeric import numeric_jvp, numeric_vjp
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+
+RNG = np.random.default_rng(1)
+X = RNG.uniform(-2, 2, (3, 2))
+W = RNG.uniform(-2, 2, (1, 2))
+
+
+def close(actual: Any, expected: Any) -> None:
+    np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-8)
+
+
+# -- rules under test ---------------------------------------------------------------------------
+
+
+def make_scaled_sin(bwd_x: Any = None, bwd_w: Any = None) -> Any:
+    """``sin(x) * w`` with a custom_vjp; each half of bwd can be swapped for a wrong one."""
+
+    @jax.custom_vjp
+    def scaled_sin(x: Any, w: Any) -> Any:
+        return jnp.sin(x) * w
+
+    def fwd(x: Any, w: Any) -> Any:
+        return scaled_sin(x, w), (x, w)
+
+    def bwd(res: Any, g: Any) -> Any:
+        x, w = res
+        gx = g * jnp.cos(x) * w if bwd_x is None else bwd_x(x, w, g)
+        gw = jnp.sum(g * jnp.sin(x), axis=0, keepdims=True) if bwd_w is None else bwd_w(x, w, g)
+        return gx, gw
+
+    scaled_sin.defvjp(fwd, bwd)
+    return scaled_sin
+
+
+# -- custom_vjp, raw ---------------------------------------------------------------------------
+
+
+def test_custom_vjp_pullback_matches_finite_differences() -> None:
+    f = rjax.from_custom_vjp(make_scaled_sin())
+    ybar = RNG.uniform(-1, 1, X.shape)
+    y, pullback = f.rrule(f, X, W)
+    assert y.dtype == np.float64
+    np.testing.assert_allclose(y, np.sin(X) * W, rtol=1e-15)
+    fbar, xbar, wbar = pullback(ybar)
+    assert fbar == NoTangent()
+    close(xbar, numeric_vjp(f, (X, W), ybar, 0))
+    close(wbar, numeric_vjp(f, (X, W), ybar, 1))
+    assert (wbar.shape, wbar.dtype) == ((1, 2), np.float64)
+
+
+def test_raw_bwd_output_is_not_fixed_up() -> None:
+    no_sum = rjax.from_custom_vjp(make_scaled_sin(bwd_w=lambda x, w, g: g * jnp.sin(x)))
+    assert no_sum.rrule(no_sum, X, W)[1](np.ones_like(X))[2].shape == (3, 2)
+    f32 = rjax.from_custom_vjp(
+        make_scaled_sin(bwd_x=lambda x, w, g: (g * jnp.cos(x) * w).astype(jnp.float32))
+    )
+    assert f32.rrule(f32, X, W)[1](np.ones_like(X))[1].dtype == np.float32
+
+
+def test_bwd_is_called_on_every_pullback_call() -> None:
+    calls = []
+
+    def accumulating(x: Any, w: Any, g: Any) -> Any:
+        calls.append(1)
+        return g * jnp.cos(x) * w * len(calls)
+
+    f = rjax.from_custom_vjp(make_scaled_sin(bwd_x=accumulating))
+    _, pullback = f.rrule(f, X, W)
+    first, second = pullback(np.ones_like(X))[1], pullback(np.ones_like(X))[1]
+    np.testing.assert_allclose(second, 2 * first)
+
+
+def test_nondiff_argnums_integers_and_tuple_outputs() -> None:
+    @partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def power_and_double(x: Any, n: int, k: Any) -> Any:
+        return x**n, k * 2
+
+    def fwd(x: Any, n: int, k: Any) -> Any:
+        return power_and_double(x, n, k), x
+
+    def bwd(n: int, x: Any, g: Any) -> Any:
+        gp, _ = g
+        return n * x ** (n - 1) * gp, None
+
+    power_and_double.defvjp(fwd, bwd)
+    f = rjax.from_custom_vjp(power_and_double)
+    assert f.nondiff_argnums == (1,)
+    x, k = np.array([1.0, 2.0]), np.array([3, 4])
+    (p, d), pullback = f.rrule(f, x, 3, k)
+    np.testing.assert_array_equal(p, [1.0, 8.0])
+    np.testing.assert_array_equal(d, [6, 8])
+    _, xbar, nbar, kbar = pullback(Tangent(tuple, np.ones(2), NoTangent()))
+    np.testing.assert_array_equal(xbar, [3.0, 12.0])
+    assert (nbar, kbar) == (NoTangent(), NoTangent())
+    # A zero cotangent for the float output reaches bwd as zeros.
+    np.testing.assert_array_equal(pullback((ZeroTangent(), NoTangent()))[1], [0.0, 0.0])
+
+
+def test_jit_around_custom_vjp_is_looked_through() -> None:
+    f = rjax.wrap(jax.jit(make_scaled_sin()))
+    assert isinstance(f, rjax.JaxCustomVJP)
+    close(f.rrule(f, X, W)[1](np.ones_like(X))[1], np.cos(X) * W)
+
+
+def test_custom_vjp_has_no_frule() -> None:
+    f = rjax.from_custom_vjp(make_scaled_sin())
+    with pytest.raises(InteropError, match="cannot differentiate in forward mode"):
+        f.frule((NoTangent(), X, W), f, X, W)
+
+
+# -- 64-bit mode -------------------------------------------------------------------------------
+
+
+def test_float64_is_never_downcast_and_the_mode_is_scoped() -> None:
+    before = jax.config.jax_enable_x64
+    f = rjax.from_function(lambda x: jnp.sin(x) * 2.0)
+    assert f(X).dtype == np.float64
+    assert f(X.astype(np.float32)).dtype == np.float32
+    assert f(np.complex128(1j)).dtype == np.complex128
+    assert jax.config.jax_enable_x64 == before
+    (xbar,) = f.rrule(f, X)[1](np.ones_like(X))[1:]
+    assert xbar.dtype == np.float64
+    close(xbar, 2 * np.cos(X))
+
+
+def test_x64_false_refuses_float64() -> None:
+    f = rjax.from_function(jnp.sin, x64=False)
+    with pytest.raises(rjax.PrecisionError, match=r"args\[0\] from float64 into float32"):
+        f(X)
+    assert f(X.astype(np.float32)).dtype == np.float32
+    with pytest.raises(InteropError, match="x64='yes'"):
+        rjax.from_function(jnp.sin, x64="yes")  # type: ignore[arg-type]
+
+
+def test_x64_true_keeps_float32_inputs_float32() -> None:
+    f = rjax.from_function(jnp.sin, x64=True)
+    assert f(X.astype(np.float32)).dtype == np.float32
+
+
+# -- complex numbers ---------------------------------------------------------------------------
+
+
+def holomorphic_exp() -> Any:
+    """A holomorphic custom_vjp written the jax way: ``bwd = g * f'(z)``, no conj."""
+
+    @jax.custom_vjp
+    def cexp(z: Any) -> Any:
+        return jnp.exp(z)
+
+    cexp.defvjp(lambda z: (jnp.exp(z), jnp.exp(z)), lambda y, g: (g * y,))
+    return cexp
+
+
+def abs_squared() -> Any:
+    """A real-valued function of z written the jax way: ``bwd = 2 g conj(z)``."""
+
+    @jax.custom_vjp
+    def abs2(z: Any) -> Any:
+        return jnp.real(z * jnp.conj(z))
+
+    abs2.defvjp(lambda z: (abs2(z), z), lambda z, g: (2 * g * jnp.conj(z),))
+    return abs2
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [holomorphic_exp(), abs_squared(), jnp.sin, lambda z: jnp.abs(z) ** 3],
+    ids=["custom-exp", "custom-abs2", "sin", "abs-cubed"],
+)
+def test_complex_rules_in_jax_convention_match_rruletest_convention(fn: Any) -> None:
+    z = RNG.uniform(-1, 1, 4) + 1j * RNG.uniform(-1, 1, 4)
+    f = rjax.wrap(fn)
+    y = f(z)
+    ybar = RNG.uniform(-1, 1, y.shape) + (
+        1j * RNG.uniform(-1, 1, y.shape) if y.dtype.kind == "c" else 0
+    )
+    (zbar,) = f.rrule(f, z)[1](ybar)[1:]
+    assert zbar.dtype == np.complex128
+    close(zbar, numeric_vjp(f, (z,), ybar, 0))
+
+
+def test_complex_output_of_real_input() -> None:
+    f = rjax.from_function(lambda t: jnp.exp(1j * t))
+    t = RNG.uniform(-1, 1, 3)
+    ybar = RNG.uniform(-1, 1, 3) + 1j * RNG.uniform(-1, 1, 3)
+    (tbar,) = f.rrule(f, t)[1](ybar)[1:]
+    assert tbar.dtype == np.float64
+    close(tbar, numeric_vjp(f, (t,), ybar, 0))
+
+
+# -- frules ------------------------------------------------------------------------------------
+
+
+def test_function_frule_and_integer_arguments() -> None:
+    def fn(x: Any, w: Any, n: Any) -> Any:
+        return jnp.tanh(x) * w * n, jnp.sum(n)
+
+    f = rjax.from_function(fn)
+    n = np.array([2, 3])
+    dx = RNG.uniform(-1, 1, X.shape)
+    y, (ydot, ndot) = f.frule((NoTangent(), dx, ZeroTangent(), NoTangent()), f, X, W, n)
+    close(y[0], np.tanh(X) * W * n)
+    close(ydot, numeric_jvp(lambda x: f(x, W, n)[0], (X,), (dx,)))
+    assert ndot == NoTangent()
+    _, _, wbar, nbar = f.rrule(f, X, W, n)[1]((np.ones_like(X), NoTangent()))
+    assert nbar == NoTangent()
+    close(wbar, np.sum(np.tanh(X) * n, axis=0, keepdims=True))
+
+
+def test_custom_jvp_frule_calls_the_rule() -> None:
+    calls = []
+
+    @jax.custom_jvp
+    def softplus(x: Any) -> Any:
+        return jnp.log1p(jnp.exp(x))
+
+    @softplus.defjvp
+    def softplus_jvp(primals: Any, tangents: Any) -> Any:
+        calls.append(1)
+        (x,), (dx,) = primals, tangents
+        return softplus(x), dx / (1 + jnp.exp(-x))
+
+    f = rjax.wrap(softplus)
+    assert isinstance(f, rjax.JaxCustomJVP)
+    dx = RNG.uniform(-1, 1, X.shape)
+    _, ydot = f.frule((NoTangent(), dx), f, X)
+    close(ydot, numeric_jvp(f, (X,), (dx,)))
+    assert calls == [1]
+    close(f.rrule(f, X)[1](np.ones_like(X))[1], 1 / (1 + np.exp(-X)))
+
+
+def test_misuse() -> None:
+    with pytest.raises(InteropError, match=r"decorated with jax\.custom_vjp"):
+        rjax.from_custom_vjp(jnp.sin)
+    with pytest.raises(InteropError, match="has no rule yet"):
+        rjax.from_custom_vjp(jax.custom_vjp(jnp.sin))
+    f = rjax.from_custom_vjp(make_scaled_sin())
+    with pytest.raises(InteropError, match="positional arguments only"):
+        f.rrule(f, X, w=W)
