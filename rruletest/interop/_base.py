@@ -184,13 +184,25 @@ class Adapted:
     Subclasses implement ``_primal``, ``_rrule`` and ``_frule``. The public methods take the
     function as their first argument, as every rrule does, so ``adapter.rrule`` can be passed
     as ``rrule_f`` to ``test_rrule(adapter, *args, rrule_f=adapter.rrule)``.
+
+    An adapter made with ``elementwise=True`` declares that each output element depends only on
+    the matching (broadcast) input elements. rruletest then also accepts it inside
+    ``broadcasted``: ``test_rrule(broadcasted, adapter, *args, rrule_f=adapter.rrule)``, which
+    the ``test_rrule`` method uses, checks every element of every cotangent numerically at a
+    cost independent of the size, instead of the adjoint identity along random directions
+    that large general inputs get.
     """
 
     framework: ClassVar[str] = ""
     mode: str = ""
 
     def __init__(
-        self, wrapped: Any, *, nondiff_argnums: Iterable[int] = (), name: str | None = None
+        self,
+        wrapped: Any,
+        *,
+        nondiff_argnums: Iterable[int] = (),
+        name: str | None = None,
+        elementwise: bool = False,
     ) -> None:
         self.wrapped = wrapped
         self.nondiff_argnums = tuple(sorted(set(nondiff_argnums)))
@@ -200,12 +212,28 @@ class Adapted:
                 f"nondiff_argnums holds non-negative argument positions, got "
                 f"nondiff_argnums={nondiff_argnums!r}"
             )
+        if not isinstance(elementwise, bool):
+            raise InteropError(f"elementwise is True or False, got elementwise={elementwise!r}")
         self.__name__ = name or getattr(wrapped, "__name__", None) or type(wrapped).__name__
-        self.__qualname__ = getattr(wrapped, "__qualname__", self.__name__)
+        self.__qualname__ = name or getattr(wrapped, "__qualname__", None) or self.__name__
+        self.__module__ = getattr(wrapped, "__module__", None) or type(self).__module__
         self.__doc__ = getattr(wrapped, "__doc__", None)
+        self.elementwise = elementwise
+        if elementwise:
+            from rruletest.broadcast import declare_vectorised
+
+            declare_vectorised(self)
 
     def __repr__(self) -> str:
         return f"<{self.framework} {self.mode} adapter for {self.__qualname__}>"
+
+    # An adapter is a function: copying it (testers snapshot their arguments) gives itself,
+    # as copying a Python function does, so identity checks and declarations keep holding.
+    def __copy__(self) -> Adapted:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Adapted:
+        return self
 
     # -- what the testers call ------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -213,14 +241,29 @@ class Adapted:
         return self._primal(args, kwargs)
 
     def rrule(self, f: Any, *args: Any, **kwargs: Any) -> tuple[Any, Pullback]:
-        """``(y, pullback)`` from the framework's reverse rule; ``f`` must be this adapter."""
+        """``(y, pullback)`` from the framework's reverse rule; ``f`` must be this adapter.
+
+        With ``elementwise=True``, ``f`` may also be ``broadcasted`` with this adapter as the
+        first argument; the pullback then starts with ``NoTangent()`` for ``broadcasted``.
+        """
+        if self._is_broadcast_call(f, args, "rrule"):
+            y, pullback = self._rrule(args[1:], kwargs)
+
+            def broadcast_pullback(ybar: Any) -> tuple[Any, ...]:
+                return (NO_TANGENT, *pullback(ybar))
+
+            return y, broadcast_pullback
         self._check_f(f, "rrule")
         return self._rrule(args, kwargs)
 
     def frule(self, tangents: Sequence[Any], f: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
-        """``(y, ydot)`` from the framework's forward rule; ``f`` must be this adapter."""
-        self._check_f(f, "frule")
+        """``(y, ydot)`` from the framework's forward rule; ``f`` must be this adapter (or
+        ``broadcasted`` with this adapter first, for ``elementwise=True``)."""
         tangents = tuple(tangents)
+        if self._is_broadcast_call(f, args, "frule"):
+            tangents, args = tangents[1:], args[1:]
+        else:
+            self._check_f(f, "frule")
         if len(tangents) != len(args) + 1:
             raise InteropError(
                 f"frule takes one tangent for f and one per argument: got {len(tangents)} "
@@ -229,16 +272,42 @@ class Adapted:
         return self._frule(tuple(unthunk(t) for t in tangents[1:]), args, kwargs)
 
     def test_rrule(self, *args: Any, **kwargs: Any) -> None:
-        """``rruletest.test_rrule(self, *args, rrule_f=self.rrule, **kwargs)``."""
+        """``rruletest.test_rrule(self, *args, rrule_f=self.rrule, **kwargs)``; for an
+        ``elementwise`` adapter, ``test_rrule(broadcasted, self, *args, ...)``."""
+        __tracebackhide__ = True
         from rruletest.testers import test_rrule
 
-        test_rrule(self, *args, rrule_f=self.rrule, **kwargs)
+        test_rrule(*self._tested(), *args, rrule_f=self.rrule, **kwargs)
 
     def test_frule(self, *args: Any, **kwargs: Any) -> None:
-        """``rruletest.test_frule(self, *args, frule_f=self.frule, **kwargs)``."""
+        """``rruletest.test_frule(self, *args, frule_f=self.frule, **kwargs)``; for an
+        ``elementwise`` adapter, ``test_frule(broadcasted, self, *args, ...)``."""
+        __tracebackhide__ = True
         from rruletest.testers import test_frule
 
-        test_frule(self, *args, frule_f=self.frule, **kwargs)
+        test_frule(*self._tested(), *args, frule_f=self.frule, **kwargs)
+
+    def _tested(self) -> tuple[Any, ...]:
+        if self.elementwise:
+            from rruletest.broadcast import broadcasted
+
+            return (broadcasted, self)
+        return (self,)
+
+    def _is_broadcast_call(self, f: Any, args: tuple[Any, ...], what: str) -> bool:
+        if f is self or f is self.wrapped or getattr(f, "__name__", None) != "broadcasted":
+            return False
+        from rruletest.broadcast import broadcasted
+
+        if f is not broadcasted or not args or args[0] is not self:
+            return False
+        if not self.elementwise:
+            raise InteropError(
+                f"{what}(broadcasted, {self.__qualname__}, ...) needs an elementwise adapter: "
+                f"make it with elementwise=True if each output element depends only on the "
+                f"matching input elements"
+            )
+        return True
 
     # -- for subclasses -------------------------------------------------------------------
     def _primal(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

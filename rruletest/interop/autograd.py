@@ -99,7 +99,12 @@ class AutogradPrimitive(Adapted):
     mode = "raw primitive"
 
     def __init__(
-        self, fn: Any, *, nondiff_argnums: Iterable[int] = (), name: str | None = None
+        self,
+        fn: Any,
+        *,
+        nondiff_argnums: Iterable[int] = (),
+        name: str | None = None,
+        elementwise: bool = False,
     ) -> None:
         core = _core()
         if not getattr(fn, "_is_autograd_primitive", False):
@@ -112,7 +117,7 @@ class AutogradPrimitive(Adapted):
                 f"{getattr(fn, '__name__', fn)} has no rule yet: give it one with "
                 f"autograd.extend.defvjp (or defjvp)"
             )
-        super().__init__(fn, nondiff_argnums=nondiff_argnums, name=name)
+        super().__init__(fn, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
 
     def _primal(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         return _output(self.wrapped(*args, **kwargs))
@@ -221,7 +226,11 @@ class AutogradFunction(Adapted):
 
 
 def from_primitive(
-    f: Any, *, nondiff_argnums: Iterable[int] = (), name: str | None = None
+    f: Any,
+    *,
+    nondiff_argnums: Iterable[int] = (),
+    name: str | None = None,
+    elementwise: bool = False,
 ) -> AutogradPrimitive:
     """Adapt an autograd primitive; its ``defvjp``/``defjvp`` rules are called directly.
 
@@ -229,26 +238,36 @@ def from_primitive(
         FrameworkNotInstalledError: autograd is not installed.
         InteropError: ``f`` is not a primitive or has no rule.
     """
-    return AutogradPrimitive(f, nondiff_argnums=nondiff_argnums, name=name)
+    return AutogradPrimitive(f, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
 
 
 def from_function(
-    f: Any, *, nondiff_argnums: Iterable[int] = (), name: str | None = None
+    f: Any,
+    *,
+    nondiff_argnums: Iterable[int] = (),
+    name: str | None = None,
+    elementwise: bool = False,
 ) -> AutogradFunction:
     """Adapt any function autograd can differentiate (``make_vjp``/``make_jvp``)."""
     if not callable(f):
         raise InteropError(f"from_function takes a function, got f={f!r}")
     require("autograd", "autograd")
-    return AutogradFunction(f, nondiff_argnums=nondiff_argnums, name=name)
+    return AutogradFunction(f, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
 
 
 def wrap(
-    f: Any, *, nondiff_argnums: Iterable[int] = (), name: str | None = None
+    f: Any,
+    *,
+    nondiff_argnums: Iterable[int] = (),
+    name: str | None = None,
+    elementwise: bool = False,
 ) -> AutogradPrimitive | AutogradFunction:
     """``from_primitive`` for a primitive with registered rules, ``from_function`` otherwise."""
     core = _core()
     if getattr(f, "_is_autograd_primitive", False) and (
         f in core.primitive_vjps or f in core.primitive_jvps
     ):
-        return from_primitive(f, nondiff_argnums=nondiff_argnums, name=name)
-    return from_function(f, nondiff_argnums=nondiff_argnums, name=name)
+        return from_primitive(
+            f, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise
+        )
+    return from_function(f, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)

@@ -101,10 +101,11 @@ class _JaxAdapter(Adapted):
         x64: bool | None = None,
         nondiff_argnums: Iterable[int] = (),
         name: str | None = None,
+        elementwise: bool = False,
     ) -> None:
         if x64 not in (None, True, False):
             raise InteropError(f"x64 is None (automatic), True or False, got x64={x64!r}")
-        super().__init__(fn, nondiff_argnums=nondiff_argnums, name=name)
+        super().__init__(fn, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
         self.x64 = x64
 
     @contextlib.contextmanager
@@ -408,6 +409,7 @@ def from_custom_vjp(
     x64: bool | None = None,
     nondiff_argnums: Iterable[int] = (),
     name: str | None = None,
+    elementwise: bool = False,
 ) -> JaxCustomVJP:
     """Adapt a ``jax.custom_vjp`` function; its ``fwd``/``bwd`` are called directly.
 
@@ -423,7 +425,9 @@ def from_custom_vjp(
         InteropError: ``f`` is not a ``custom_vjp`` function or has no rule.
     """
     _jax()
-    return JaxCustomVJP(f, x64=x64, nondiff_argnums=nondiff_argnums, name=name)
+    return JaxCustomVJP(
+        f, x64=x64, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise
+    )
 
 
 def from_custom_jvp(
@@ -432,10 +436,13 @@ def from_custom_jvp(
     x64: bool | None = None,
     nondiff_argnums: Iterable[int] = (),
     name: str | None = None,
+    elementwise: bool = False,
 ) -> JaxCustomJVP:
     """Adapt a ``jax.custom_jvp`` function; its ``jvp`` rule gives the frule directly."""
     _jax()
-    return JaxCustomJVP(f, x64=x64, nondiff_argnums=nondiff_argnums, name=name)
+    return JaxCustomJVP(
+        f, x64=x64, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise
+    )
 
 
 def from_function(
@@ -444,12 +451,15 @@ def from_function(
     x64: bool | None = None,
     nondiff_argnums: Iterable[int] = (),
     name: str | None = None,
+    elementwise: bool = False,
 ) -> JaxFunction:
     """Adapt any jax-differentiable function (``jax.vjp`` for the rrule, ``jax.jvp`` frule)."""
     if not callable(f):
         raise InteropError(f"from_function takes a function, got f={f!r}")
     _jax()
-    return JaxFunction(f, x64=x64, nondiff_argnums=nondiff_argnums, name=name)
+    return JaxFunction(
+        f, x64=x64, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise
+    )
 
 
 def wrap(
@@ -458,9 +468,15 @@ def wrap(
     x64: bool | None = None,
     nondiff_argnums: Iterable[int] = (),
     name: str | None = None,
+    elementwise: bool = False,
 ) -> JaxCustomVJP | JaxCustomJVP | JaxFunction:
     """The raw adapter for a ``custom_vjp``/``custom_jvp`` function, else ``from_function``."""
-    options: dict[str, Any] = {"x64": x64, "nondiff_argnums": nondiff_argnums, "name": name}
+    options: dict[str, Any] = {
+        "x64": x64,
+        "nondiff_argnums": nondiff_argnums,
+        "name": name,
+        "elementwise": elementwise,
+    }
     if _find_custom(f, "custom_vjp") is not None:
         return from_custom_vjp(f, **options)
     if _find_custom(f, "custom_jvp") is not None:

@@ -218,7 +218,12 @@ class TorchFunction(Adapted):
     mode = "raw autograd.Function"
 
     def __init__(
-        self, cls: Any, *, nondiff_argnums: Iterable[int] = (), name: str | None = None
+        self,
+        cls: Any,
+        *,
+        nondiff_argnums: Iterable[int] = (),
+        name: str | None = None,
+        elementwise: bool = False,
     ) -> None:
         torch = _torch()
         base = torch.autograd.Function
@@ -227,7 +232,7 @@ class TorchFunction(Adapted):
                 f"from_function takes a torch.autograd.Function subclass, got cls={cls!r}; "
                 f"for any other torch function use from_callable"
             )
-        super().__init__(cls, nondiff_argnums=nondiff_argnums, name=name)
+        super().__init__(cls, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
         cls = self.wrapped  # typed Any again
         self._uses_setup_context = cls.setup_context is not base.setup_context
         if cls.vjp is not base.vjp:
@@ -420,7 +425,11 @@ class TorchCallable(Adapted):
 
 
 def from_function(
-    cls: Any, *, nondiff_argnums: Iterable[int] = (), name: str | None = None
+    cls: Any,
+    *,
+    nondiff_argnums: Iterable[int] = (),
+    name: str | None = None,
+    elementwise: bool = False,
 ) -> TorchFunction:
     """Adapt a ``torch.autograd.Function`` subclass; its rules are called directly (raw).
 
@@ -436,11 +445,15 @@ def from_function(
         FrameworkNotInstalledError: torch is not installed.
         InteropError: ``cls`` is not a Function subclass.
     """
-    return TorchFunction(cls, nondiff_argnums=nondiff_argnums, name=name)
+    return TorchFunction(cls, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
 
 
 def from_callable(
-    fn: Any, *, nondiff_argnums: Iterable[int] = (), name: str | None = None
+    fn: Any,
+    *,
+    nondiff_argnums: Iterable[int] = (),
+    name: str | None = None,
+    elementwise: bool = False,
 ) -> TorchCallable:
     """Adapt any differentiable torch function; torch's engine differentiates it.
 
@@ -450,14 +463,20 @@ def from_callable(
     if not callable(fn):
         raise InteropError(f"from_callable takes a function, got fn={fn!r}")
     _torch()
-    return TorchCallable(fn, nondiff_argnums=nondiff_argnums, name=name)
+    return TorchCallable(fn, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
 
 
 def wrap(
-    obj: Any, *, nondiff_argnums: Iterable[int] = (), name: str | None = None
+    obj: Any,
+    *,
+    nondiff_argnums: Iterable[int] = (),
+    name: str | None = None,
+    elementwise: bool = False,
 ) -> TorchFunction | TorchCallable:
     """``from_function`` for a Function subclass, ``from_callable`` for anything else."""
     torch = _torch()
     if isinstance(obj, type) and issubclass(obj, torch.autograd.Function):
-        return from_function(obj, nondiff_argnums=nondiff_argnums, name=name)
-    return from_callable(obj, nondiff_argnums=nondiff_argnums, name=name)
+        return from_function(
+            obj, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise
+        )
+    return from_callable(obj, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
