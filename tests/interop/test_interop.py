@@ -122,3 +122,30 @@ def test_leaf_out_conj_and_cotangent_leaves() -> None:
         cotangent_leaves(1.0, 2)
     with pytest.raises(InteropError, match="has 2 values but its cotangent has 1"):
         cotangent_leaves((1.0,), 2)
+
+
+def test_adapters_copy_as_themselves() -> None:
+    import copy
+
+    f = Square(np.square)
+    assert copy.copy(f) is f
+    assert copy.deepcopy([f])[0] is f
+
+
+def test_elementwise_adapters_work_inside_broadcasted() -> None:
+    from rruletest.broadcast import broadcasted
+
+    f = Square(np.square, elementwise=True)
+    x = np.array([1.0, 2.0])
+    np.testing.assert_array_equal(broadcasted(f, x), [1.0, 4.0])
+    y, pullback = f.rrule(broadcasted, f, x)
+    np.testing.assert_array_equal(y, [1.0, 4.0])
+    out = pullback(np.ones(2))
+    assert out[:2] == (NoTangent(), NoTangent())
+    np.testing.assert_array_equal(out[2], [2.0, 4.0])
+    assert f.frule((NoTangent(), NoTangent(), 1.0), broadcasted, f, 3.0) == (9.0, 6.0)
+    plain = Square(np.square)
+    with pytest.raises(InteropError, match="needs an elementwise adapter"):
+        plain.rrule(broadcasted, plain, x)
+    with pytest.raises(InteropError, match="elementwise=1"):
+        Square(np.square, elementwise=1)  # type: ignore[arg-type]
