@@ -356,3 +356,71 @@ def test_wrap_and_misuse() -> None:
         f.rrule(np.sin, X, W)
     y, _ = interop.rrule(f, X, W)  # the generic rrule_f
     np.testing.assert_allclose(y, np.sin(X) * W)
+
+
+# -- acceptance: rruletest's testers on torch rules ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def testers() -> Any:
+    return pytest.importorskip("rruletest.testers")
+
+
+class OneElementOff(ScaledSin):
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        x, w = ctx.saved_tensors
+        gx = g * torch.cos(x) * w
+        gx.view(-1)[1234] *= 1.001
+        return gx, (g * torch.sin(x)).sum(0, keepdim=True)
+
+
+def test_correct_rules_pass_test_rrule_and_test_frule(testers: Any) -> None:
+    for cls in (ScaledSin, ScaledSinSetupContext):
+        f = rtorch.from_function(cls)
+        testers.test_rrule(f, X, W, rrule_f=f.rrule, rng=0)
+        testers.test_frule(f, X, W, frule_f=f.frule, rng=0)
+        f.test_rrule(X, W, rng=1)
+    z = RNG.uniform(-1, 1, 3) + 1j * RNG.uniform(-1, 1, 3)
+    for cls in (ComplexExp, AbsSquared):
+        rtorch.from_function(cls).test_rrule(z, rng=0)
+    g = rtorch.from_callable(lambda x, w: torch.tanh(x) * w)
+    g.test_rrule(X, W, rng=0)
+    g.test_frule(X, W, rng=0)
+
+
+@pytest.mark.parametrize(
+    ("cls", "lines"),
+    [
+        (
+            NoUnbroadcast,
+            ["[type] args[1]: shape (3, 2) for a primal of shape (1, 2)", "unbroadcast"],
+        ),
+        (Float32Grad, ["[type] args[0]: dtype float32 for a float64 primal"]),
+        (Accumulates, ["[repeat] args[0]: calling the pullback a second time gave a different"]),
+    ],
+    ids=["no-unbroadcast", "float32", "accumulates"],
+)
+def test_wrong_rules_fail_with_rruletest_messages(
+    testers: Any, cls: type, lines: list[str]
+) -> None:
+    f = rtorch.from_function(cls)
+    with pytest.raises(AssertionError) as info:
+        testers.test_rrule(f, X, W, rrule_f=f.rrule, rng=0)
+    message = str(info.value)
+    assert message.startswith(f"test_rrule({cls.__name__}, float64[3, 2], float64[1, 2]) failed")
+    for line in lines:
+        assert line in message
+
+
+def test_one_element_off_by_a_thousandth_in_ten_thousand_is_caught(testers: Any) -> None:
+    x = RNG.uniform(-2, 2, (5000, 2))
+    f = rtorch.from_function(OneElementOff)
+    with pytest.raises(AssertionError, match=r"\[numeric\] args: adjoint identity fails"):
+        f.test_rrule(x, W, rng=0)
+    # Declared elementwise, every element is checked, and the report names the wrong one.
+    f = rtorch.from_function(OneElementOff, elementwise=True)
+    with pytest.raises(AssertionError, match=r"\[numeric\] args\[1\]") as info:
+        f.test_rrule(x, W, rng=0)
+    assert "617, 0" in str(info.value)
+    rtorch.from_function(ScaledSin, elementwise=True).test_rrule(x, W, rng=0)
