@@ -153,3 +153,86 @@ def test_wrap_and_misuse() -> None:
         rautograd.from_primitive(np.sin)
     with pytest.raises(InteropError, match="has no rule yet"):
         rautograd.from_primitive(extend.primitive(lambda x: x))
+
+
+# -- acceptance: rruletest's testers on autograd rules ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def testers() -> Any:
+    return pytest.importorskip("rruletest.testers")
+
+
+def one_element_off(ans: Any, x: Any, w: Any) -> Any:
+    def vjp(g: Any) -> Any:
+        out = g * np.cos(x) * w
+        out[617, 0] *= 1.001
+        return out
+
+    return vjp
+
+
+def accumulating() -> Any:
+    calls = []
+
+    def maker(ans: Any, x: Any, w: Any) -> Any:
+        def vjp(g: Any) -> Any:
+            calls.append(1)
+            return g * np.cos(x) * w * len(calls)
+
+        return vjp
+
+    return maker
+
+
+def test_correct_rules_pass_test_rrule_and_test_frule(testers: Any) -> None:
+    f = rautograd.from_primitive(make_scaled_sin())
+    testers.test_rrule(f, X, W, rrule_f=f.rrule, rng=0)
+    testers.test_frule(f, X, W, frule_f=f.frule, rng=0)
+    z = RNG.uniform(-1, 1, 3) + 1j * RNG.uniform(-1, 1, 3)
+    for fn in (anp.sin, lambda z: anp.abs(z) ** 2):
+        rautograd.wrap(fn).test_rrule(z, rng=0)
+    g = rautograd.from_function(lambda x, w: anp.tanh(x) * w)
+    g.test_rrule(X, W, rng=0)
+    g.test_frule(X, W, rng=0)
+
+
+@pytest.mark.parametrize(
+    ("rule", "lines"),
+    [
+        (
+            {"vjp_w": lambda ans, x, w: lambda g: g * np.sin(x)},
+            ["[type] args[1]: shape (3, 2) for a primal of shape (1, 2)", "unbroadcast"],
+        ),
+        (
+            {"vjp_x": lambda ans, x, w: lambda g: (g * np.cos(x) * w).astype(np.float32)},
+            ["[type] args[0]: dtype float32 for a float64 primal"],
+        ),
+        (
+            {"vjp_x": accumulating()},
+            ["[repeat] args[0]: calling the pullback a second time gave a different"],
+        ),
+    ],
+    ids=["no-unbroadcast", "float32", "accumulates"],
+)
+def test_wrong_rules_fail_with_rruletest_messages(
+    testers: Any, rule: dict[str, Any], lines: list[str]
+) -> None:
+    f = rautograd.from_primitive(make_scaled_sin(**rule))
+    with pytest.raises(AssertionError) as info:
+        testers.test_rrule(f, X, W, rrule_f=f.rrule, rng=0)
+    message = str(info.value)
+    assert message.startswith("test_rrule(scaled_sin, float64[3, 2], float64[1, 2]) failed")
+    for line in lines:
+        assert line in message
+
+
+def test_one_element_off_by_a_thousandth_in_ten_thousand_is_caught(testers: Any) -> None:
+    x = RNG.uniform(-2, 2, (5000, 2))
+    wrong = make_scaled_sin(vjp_x=one_element_off)
+    with pytest.raises(AssertionError, match=r"\[numeric\] args: adjoint identity fails"):
+        rautograd.from_primitive(wrong).test_rrule(x, W, rng=0)
+    with pytest.raises(AssertionError, match=r"\[numeric\] args\[1\]") as info:
+        rautograd.from_primitive(wrong, elementwise=True).test_rrule(x, W, rng=0)
+    assert "617, 0" in str(info.value)
+    rautograd.from_primitive(make_scaled_sin(), elementwise=True).test_rrule(x, W, rng=0)

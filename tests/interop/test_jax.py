@@ -254,3 +254,78 @@ def test_misuse() -> None:
     f = rjax.from_custom_vjp(make_scaled_sin())
     with pytest.raises(InteropError, match="positional arguments only"):
         f.rrule(f, X, w=W)
+
+
+# -- acceptance: rruletest's testers on jax rules -----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def testers() -> Any:
+    return pytest.importorskip("rruletest.testers")
+
+
+def one_element_off(x: Any, w: Any, g: Any) -> Any:
+    return (g * jnp.cos(x) * w).at[617, 0].multiply(1.001)
+
+
+def accumulating() -> Any:
+    calls = []
+
+    def bwd_x(x: Any, w: Any, g: Any) -> Any:
+        calls.append(1)
+        return g * jnp.cos(x) * w * len(calls)
+
+    return bwd_x
+
+
+def test_correct_rules_pass_test_rrule_and_test_frule(testers: Any) -> None:
+    f = rjax.from_custom_vjp(make_scaled_sin())
+    testers.test_rrule(f, X, W, rrule_f=f.rrule, rng=0)
+    f.test_rrule(X.astype(np.float32), W.astype(np.float32), rng=0)
+    z = RNG.uniform(-1, 1, 3) + 1j * RNG.uniform(-1, 1, 3)
+    for fn in (holomorphic_exp(), abs_squared(), jnp.sin):
+        rjax.wrap(fn).test_rrule(z, rng=0)
+    g = rjax.from_function(lambda x, w: jnp.tanh(x) * w)
+    g.test_rrule(X, W, rng=0)
+    g.test_frule(X, W, rng=0)
+
+
+@pytest.mark.parametrize(
+    ("rule", "lines"),
+    [
+        (
+            {"bwd_w": lambda x, w, g: g * jnp.sin(x)},
+            ["[type] args[1]: shape (3, 2) for a primal of shape (1, 2)", "unbroadcast"],
+        ),
+        (
+            {"bwd_x": lambda x, w, g: (g * jnp.cos(x) * w).astype(jnp.float32)},
+            ["[type] args[0]: dtype float32 for a float64 primal"],
+        ),
+        (
+            {"bwd_x": accumulating()},
+            ["[repeat] args[0]: calling the pullback a second time gave a different"],
+        ),
+    ],
+    ids=["no-unbroadcast", "float32", "accumulates"],
+)
+def test_wrong_rules_fail_with_rruletest_messages(
+    testers: Any, rule: dict[str, Any], lines: list[str]
+) -> None:
+    f = rjax.from_custom_vjp(make_scaled_sin(**rule))
+    with pytest.raises(AssertionError) as info:
+        testers.test_rrule(f, X, W, rrule_f=f.rrule, rng=0)
+    message = str(info.value)
+    assert message.startswith("test_rrule(scaled_sin, float64[3, 2], float64[1, 2]) failed")
+    for line in lines:
+        assert line in message
+
+
+def test_one_element_off_by_a_thousandth_in_ten_thousand_is_caught(testers: Any) -> None:
+    x = RNG.uniform(-2, 2, (5000, 2))
+    wrong = make_scaled_sin(bwd_x=one_element_off)
+    with pytest.raises(AssertionError, match=r"\[numeric\] args: adjoint identity fails"):
+        rjax.from_custom_vjp(wrong).test_rrule(x, W, rng=0)
+    with pytest.raises(AssertionError, match=r"\[numeric\] args\[1\]") as info:
+        rjax.from_custom_vjp(wrong, elementwise=True).test_rrule(x, W, rng=0)
+    assert "617, 0" in str(info.value)
+    rjax.from_custom_vjp(make_scaled_sin(), elementwise=True).test_rrule(x, W, rng=0)
