@@ -329,3 +329,20 @@ def test_one_element_off_by_a_thousandth_in_ten_thousand_is_caught(testers: Any)
         rjax.from_custom_vjp(wrong, elementwise=True).test_rrule(x, W, rng=0)
     assert "617, 0" in str(info.value)
     rjax.from_custom_vjp(make_scaled_sin(), elementwise=True).test_rrule(x, W, rng=0)
+
+
+def test_primal_is_jitted_when_traceable_and_eager_otherwise() -> None:
+    def power(x: Any, n: int) -> Any:
+        return x**n if n > 2 else x  # n is static under jit
+
+    f = rjax.from_function(power)
+    close(f(X, 3), X**3)
+    assert f._jit_ok
+
+    def value_dependent(x: Any) -> Any:
+        return x if float(x[0, 0]) > 0 else -x  # cannot be traced
+
+    g = rjax.from_function(value_dependent)
+    close(g(np.abs(X)), np.abs(X))
+    assert not g._jit_ok
+    close(g(-np.abs(X)), np.abs(X))
