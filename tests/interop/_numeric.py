@@ -53,3 +53,15 @@ def numeric_jvp(
     if isinstance(hi, tuple):
         return tuple((p - m) / (2 * h) for p, m in zip(hi, lo, strict=True))
     return (hi - lo) / (2 * h)
+
+
+def complex_arrays(max_side: int = 4) -> Any:
+    """A hypothesis strategy for small complex128 arrays with moderate entries."""
+    from hypothesis import strategies as st
+    from hypothesis.extra import numpy as hnp
+
+    element = st.complex_numbers(max_magnitude=3.0, allow_nan=False, allow_infinity=False)
+    shape = hnp.array_shapes(min_dims=1, max_dims=1, max_side=max_side)
+    return shape.flatmap(
+        lambda s: st.tuples(*(hnp.arrays(np.complex128, s, elements=element) for _ in range(3)))
+    )

@@ -7,12 +7,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
 
 from rruletest import NoTangent, Tangent, ZeroTangent
 from rruletest.interop import InteropError
 from rruletest.interop import jax as rjax
 
-from ._numeric import numeric_jvp, numeric_vjp
+from ._numeric import complex_arrays, numeric_jvp, numeric_vjp, pair
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -254,6 +255,22 @@ def test_misuse() -> None:
     f = rjax.from_custom_vjp(make_scaled_sin())
     with pytest.raises(InteropError, match="positional arguments only"):
         f.rrule(f, X, w=W)
+
+
+def adjoint_adapter() -> Any:
+    return rjax.from_function(lambda z: jnp.sin(z) * jnp.conj(z) + jnp.abs(z))
+
+
+@settings(max_examples=25)
+@given(complex_arrays())
+def test_pullback_is_the_adjoint_of_the_pushforward_for_complex_inputs(zs: Any) -> None:
+    """<pullback(ybar), dz> == <ybar, jvp(dz)> under rruletest's inner product, for all inputs:
+    the conjugations the adapter applies make the framework's vjp the adjoint of its jvp."""
+    z, dz, ybar = zs
+    f = adjoint_adapter()
+    (zbar,) = f.rrule(f, z)[1](ybar)[1:]
+    _, ydot = f.frule((NoTangent(), dz), f, z)
+    np.testing.assert_allclose(pair(zbar, dz), pair(ybar, ydot), rtol=1e-9, atol=1e-9)
 
 
 # -- acceptance: rruletest's testers on jax rules -----------------------------------------------

@@ -6,12 +6,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
 
 from rruletest import NoTangent, Tangent, Thunk, ZeroTangent
 from rruletest.interop import InteropError
 from rruletest.interop import torch as rtorch
 
-from ._numeric import numeric_jvp, numeric_vjp
+from ._numeric import complex_arrays, numeric_jvp, numeric_vjp, pair
 
 torch = pytest.importorskip("torch")
 Function = torch.autograd.Function
@@ -356,6 +357,22 @@ def test_wrap_and_misuse() -> None:
         f.rrule(np.sin, X, W)
     y, _ = interop.rrule(f, X, W)  # the generic rrule_f
     np.testing.assert_allclose(y, np.sin(X) * W)
+
+
+def adjoint_adapter() -> Any:
+    return rtorch.from_callable(lambda z: torch.sin(z) * z.conj() + z.abs())
+
+
+@settings(max_examples=25)
+@given(complex_arrays())
+def test_pullback_is_the_adjoint_of_the_pushforward_for_complex_inputs(zs: Any) -> None:
+    """<pullback(ybar), dz> == <ybar, jvp(dz)> under rruletest's inner product, for all inputs:
+    the conjugations the adapter applies make the framework's vjp the adjoint of its jvp."""
+    z, dz, ybar = zs
+    f = adjoint_adapter()
+    (zbar,) = f.rrule(f, z)[1](ybar)[1:]
+    _, ydot = f.frule((NoTangent(), dz), f, z)
+    np.testing.assert_allclose(pair(zbar, dz), pair(ybar, ydot), rtol=1e-9, atol=1e-9)
 
 
 # -- acceptance: rruletest's testers on torch rules ---------------------------------------------
