@@ -363,3 +363,31 @@ def test_primal_is_jitted_when_traceable_and_eager_otherwise() -> None:
     close(g(np.abs(X)), np.abs(X))
     assert not g._jit_ok
     close(g(-np.abs(X)), np.abs(X))
+
+
+def test_wrong_custom_jvp_fails_test_frule(testers: Any) -> None:
+    @jax.custom_jvp
+    def softplus(x: Any) -> Any:
+        return jnp.log1p(jnp.exp(x))
+
+    @softplus.defjvp
+    def softplus_jvp(primals: Any, tangents: Any) -> Any:
+        (x,), (dx,) = primals, tangents
+        return softplus(x), dx / (1 + jnp.exp(x))  # sign of x is wrong
+
+    rjax.from_custom_jvp(make_softplus()).test_frule(X, rng=0)
+    with pytest.raises(AssertionError, match=r"\[numeric\]"):
+        rjax.from_custom_jvp(softplus).test_frule(X, rng=0)
+
+
+def make_softplus() -> Any:
+    @jax.custom_jvp
+    def softplus(x: Any) -> Any:
+        return jnp.log1p(jnp.exp(x))
+
+    @softplus.defjvp
+    def softplus_jvp(primals: Any, tangents: Any) -> Any:
+        (x,), (dx,) = primals, tangents
+        return softplus(x), dx / (1 + jnp.exp(-x))
+
+    return softplus

@@ -441,3 +441,18 @@ def test_one_element_off_by_a_thousandth_in_ten_thousand_is_caught(testers: Any)
         f.test_rrule(x, W, rng=0)
     assert "617, 0" in str(info.value)
     rtorch.from_function(ScaledSin, elementwise=True).test_rrule(x, W, rng=0)
+
+
+class WrongJvp(ScaledSin):
+    @staticmethod
+    def jvp(ctx: Any, dx: Any, dw: Any) -> Any:
+        x, w = ctx.saved_tensors
+        return (dx * torch.cos(x) * w).float()  # forgot the dw term, and float32
+
+
+def test_wrong_jvp_fails_test_frule(testers: Any) -> None:
+    f = rtorch.from_function(WrongJvp)
+    with pytest.raises(AssertionError) as info:
+        f.test_frule(X, W, rng=0)
+    assert str(info.value).startswith("test_frule(WrongJvp, float64[3, 2], float64[1, 2]) failed")
+    assert "float32" in str(info.value)
