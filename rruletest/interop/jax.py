@@ -86,6 +86,12 @@ def _needs_x64(args: tuple[Any, ...], diff: Iterable[int]) -> bool:
     return False
 
 
+def _same_integers(a: Any, j: Any) -> bool:
+    """An integer or boolean argument jax narrowed (int64 to int32) without changing a value:
+    it carries no tangent, so that is harmless, unlike a float64 turned float32."""
+    return a.dtype.kind in "biu" and bool(np.array_equal(np.asarray(j), a))
+
+
 # --------------------------------------------------------------------------------------------
 # Shared machinery
 # --------------------------------------------------------------------------------------------
@@ -125,7 +131,7 @@ class _JaxAdapter(Adapted):
         for i, a in enumerate(args):
             if isinstance(a, np.ndarray | np.generic):
                 j = jnp.asarray(a)
-                if j.dtype != a.dtype:
+                if j.dtype != a.dtype and not _same_integers(a, j):
                     raise PrecisionError(
                         f"jax would turn args[{i}] from {a.dtype} into {j.dtype} with "
                         f"x64={x64}; pass x64=True (or leave x64=None) to keep {a.dtype}, or "

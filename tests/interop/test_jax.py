@@ -391,3 +391,10 @@ def make_softplus() -> Any:
         return softplus(x), dx / (1 + jnp.exp(-x))
 
     return softplus
+
+
+def test_integer_arguments_may_narrow_only_without_changing_values() -> None:
+    f = rjax.from_function(lambda x, i: x[i], x64=False)
+    np.testing.assert_array_equal(f(np.arange(4.0, dtype=np.float32), np.array([3, 1])), [3, 1])
+    with pytest.raises(rjax.PrecisionError, match=r"args\[1\] from int64 into int32"):
+        f(np.arange(4.0, dtype=np.float32), np.array([2**40]))
