@@ -269,6 +269,13 @@ class TorchFunction(Adapted):
         ctx, out, _ = self._forward(args, kwargs)
         outs, n = _outputs(out)
         nargs = len(args)
+        # torch's engine discards what backward returns for a tensor that does not require
+        # grad (integers, nondiff_argnums): so does the adapter.
+        discarded = {
+            i
+            for i, a in enumerate(args)
+            if isinstance(a, np.ndarray | np.generic) and not ctx.needs_input_grad[i]
+        }
 
         def pullback(ybar: Any) -> tuple[Any, ...]:
             grads: list[Any] = []
@@ -290,7 +297,10 @@ class TorchFunction(Adapted):
             primals = list(args) + [None] * (len(raw) - nargs)
             return (
                 NO_TANGENT,
-                *(as_cotangent(to_numpy(torch, r), p) for r, p in zip(raw, primals, strict=False)),
+                *(
+                    NO_TANGENT if i in discarded else as_cotangent(to_numpy(torch, r), p)
+                    for i, (r, p) in enumerate(zip(raw, primals, strict=False))
+                ),
             )
 
         return _output_to_numpy(torch, out), pullback

@@ -456,3 +456,24 @@ def test_wrong_jvp_fails_test_frule(testers: Any) -> None:
         f.test_frule(X, W, rng=0)
     assert str(info.value).startswith("test_frule(WrongJvp, float64[3, 2], float64[1, 2]) failed")
     assert "float32" in str(info.value)
+
+
+class IgnoresNeedsInputGrad(Function):
+    @staticmethod
+    def forward(ctx: Any, x: Any, n: Any) -> Any:
+        ctx.save_for_backward(x, n)
+        return x * n
+
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        x, n = ctx.saved_tensors
+        return g * n, g * x  # a gradient for n too, which torch's engine discards
+
+
+def test_gradients_for_tensors_that_do_not_require_grad_are_discarded() -> None:
+    f = rtorch.from_function(IgnoresNeedsInputGrad)
+    _, xbar, nbar = f.rrule(f, np.ones(2), np.array([2, 3]))[1](np.ones(2))
+    np.testing.assert_array_equal(xbar, [2.0, 3.0])
+    assert nbar == NoTangent()
+    g = rtorch.from_function(IgnoresNeedsInputGrad, nondiff_argnums=[1])
+    assert g.rrule(g, np.ones(2), np.array([2.0, 3.0]))[1](np.ones(2))[2] == NoTangent()
