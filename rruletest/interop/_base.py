@@ -31,6 +31,7 @@ __all__ = [
     "conj_leaf",
     "cotangent_leaves",
     "leaf_out",
+    "natural_tangent",
     "require",
 ]
 
@@ -167,10 +168,63 @@ def cotangent_leaves(ybar: Any, n: int | None) -> list[Any]:
     return out
 
 
-def differentiable_argnums(args: Sequence[Any], nondiff_argnums: Iterable[int]) -> list[int]:
-    """Positions of the float or complex arguments not declared non-differentiable."""
+def natural_tangent(t: Any, primal: Any, zeros: Callable[[Any], Any]) -> Any:
+    """A tangent in the primal's own structure (tuple, list, namedtuple, dict), for frameworks
+    that take tangents as pytrees: thunks unthunked, ``Tangent``s unpacked, zero tangents and
+    missing fields made concrete with ``zeros(primal_leaf)``.
+
+    >>> natural_tangent(Tangent(tuple, 1.0), (2.0, 3.0), lambda p: 0.0 * p)
+    (1.0, 0.0)
+    """
+    t = unthunk(t)
+    zero = t is None or isinstance(t, AbstractZero)
+    if isinstance(primal, tuple | list):
+        if zero:
+            items: list[Any] = [None] * len(primal)
+        elif isinstance(t, Tangent) and hasattr(primal, "_fields"):
+            items = [getattr(t, f) for f in primal._fields]
+        elif isinstance(t, Tangent):
+            items = [t[i] if i < len(t) else None for i in range(len(primal))]
+        else:
+            items = list(t) + [None] * (len(primal) - len(t))
+        parts = [natural_tangent(v, p, zeros) for v, p in zip(items, primal, strict=False)]
+        if hasattr(primal, "_fields"):  # a namedtuple
+            return type(primal)(*parts)
+        return type(primal)(parts)
+    if isinstance(primal, dict):
+        given = {} if zero else dict(t.items() if isinstance(t, Tangent) else t)
+        return {k: natural_tangent(given.get(k), v, zeros) for k, v in primal.items()}
+    return zeros(primal) if zero else t
+
+
+def differentiable_argnums(
+    args: Sequence[Any], nondiff_argnums: Iterable[int], *, structured: bool = False
+) -> list[int]:
+    """Positions of the float or complex arguments not declared non-differentiable.
+
+    With ``structured``, a tuple, list or dict holding a float or complex leaf counts too (jax
+    and autograd differentiate such containers; torch does not).
+    """
     skip = set(nondiff_argnums)
-    return [i for i, a in enumerate(args) if i not in skip and is_differentiable(a)]
+    test = has_float_leaf if structured else is_differentiable
+    return [i for i, a in enumerate(args) if i not in skip and test(a)]
+
+
+def has_float_leaf(x: Any, depth: int = 0) -> bool:
+    """Whether ``x`` is, or a tuple/list/dict in it holds, a float or complex value.
+
+    >>> has_float_leaf((1, {"a": np.ones(2)})), has_float_leaf([1, "a"])
+    (True, False)
+    """
+    if is_differentiable(x):
+        return True
+    if depth > 20:
+        return False
+    if isinstance(x, tuple | list):
+        return any(has_float_leaf(v, depth + 1) for v in x)
+    if isinstance(x, dict):
+        return any(has_float_leaf(v, depth + 1) for v in x.values())
+    return False
 
 
 # --------------------------------------------------------------------------------------------

@@ -41,6 +41,7 @@ from rruletest.interop._base import (
     cotangent_leaves,
     differentiable_argnums,
     leaf_out,
+    natural_tangent,
     require,
 )
 from rruletest.tangents import NO_TANGENT, AbstractZero
@@ -87,9 +88,7 @@ def _tangent_out(raw: Any, out: Any) -> Any:
 
 
 def _tangent_in(xdot: Any, primal: Any) -> Any:
-    if xdot is None or isinstance(xdot, AbstractZero):
-        return np.zeros_like(primal)
-    return xdot
+    return natural_tangent(xdot, primal, np.zeros_like)
 
 
 class AutogradPrimitive(Adapted):
@@ -129,7 +128,7 @@ class AutogradPrimitive(Adapted):
             raise InteropError(f"{self.__qualname__} has no VJP: autograd.extend.defvjp gives one")
         ans = self.wrapped(*args, **kwargs)
         vjps: dict[int, Callable[[Any], Any]] = {}
-        for i in differentiable_argnums(args, self.nondiff_argnums):
+        for i in differentiable_argnums(args, self.nondiff_argnums, structured=True):
             try:
                 vjps[i] = maker((i,), ans, args, kwargs)
             except NotImplementedError:
@@ -158,7 +157,7 @@ class AutogradPrimitive(Adapted):
         ans = self.wrapped(*args, **kwargs)
         diff = [
             i
-            for i in differentiable_argnums(args, self.nondiff_argnums)
+            for i in differentiable_argnums(args, self.nondiff_argnums, structured=True)
             if xdots[i] is not None and not isinstance(xdots[i], AbstractZero)
         ]
         if not diff:
@@ -183,7 +182,7 @@ class AutogradFunction(Adapted):
         return _output(self.wrapped(*args, **kwargs))
 
     def _closure(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, list[int]]:
-        diff = differentiable_argnums(args, self.nondiff_argnums)
+        diff = differentiable_argnums(args, self.nondiff_argnums, structured=True)
 
         def fn_diff(*d: Any) -> Any:
             full = list(args)

@@ -49,9 +49,10 @@ from rruletest.interop._base import (
     cotangent_leaves,
     differentiable_argnums,
     leaf_out,
+    natural_tangent,
     require,
 )
-from rruletest.tangents import NO_TANGENT, AbstractZero
+from rruletest.tangents import NO_TANGENT
 
 __all__ = [
     "JaxCustomJVP",
@@ -78,11 +79,13 @@ _WIDE = ("float64", "complex128")
 
 def _needs_x64(args: tuple[Any, ...], diff: Iterable[int]) -> bool:
     diff = set(diff)
+    leaves = _jax().tree_util.tree_leaves
     for i, a in enumerate(args):
-        if isinstance(a, np.ndarray | np.generic) and a.dtype.name in _WIDE:
-            return True
-        if i in diff and isinstance(a, float | complex) and not isinstance(a, np.generic):
-            return True
+        for leaf in leaves(a):
+            if isinstance(leaf, np.ndarray | np.generic) and leaf.dtype.name in _WIDE:
+                return True
+            if i in diff and isinstance(leaf, float | complex) and not isinstance(leaf, np.generic):
+                return True
     return False
 
 
@@ -121,26 +124,33 @@ class _JaxAdapter(Adapted):
         jax = _jax()
         x64 = self.x64
         if x64 is None:
-            x64 = _needs_x64(args, differentiable_argnums(args, self.nondiff_argnums))
+            x64 = _needs_x64(
+                args, differentiable_argnums(args, self.nondiff_argnums, structured=True)
+            )
         with jax.enable_x64(x64):
             yield x64
 
     def _to_jax(self, args: tuple[Any, ...], x64: bool) -> tuple[Any, ...]:
-        jnp = _jax().numpy
-        out = []
-        for i, a in enumerate(args):
-            if isinstance(a, np.ndarray | np.generic):
-                j = jnp.asarray(a)
-                if j.dtype != a.dtype and not _same_integers(a, j):
-                    raise PrecisionError(
-                        f"jax would turn args[{i}] from {a.dtype} into {j.dtype} with "
-                        f"x64={x64}; pass x64=True (or leave x64=None) to keep {a.dtype}, or "
-                        f"pass {j.dtype} values"
-                    )
-                out.append(j)
-            else:
-                out.append(a)
-        return tuple(out)
+        """numpy arrays and scalars (also inside tuples, lists and dicts) as jax arrays of the
+        same dtype; ``PrecisionError`` where jax would change a float dtype."""
+        jax = _jax()
+
+        def convert(a: Any, i: int) -> Any:
+            if not isinstance(a, np.ndarray | np.generic):
+                return a
+            j = jax.numpy.asarray(a)
+            if j.dtype != a.dtype and not _same_integers(a, j):
+                raise PrecisionError(
+                    f"jax would turn args[{i}] from {a.dtype} into {j.dtype} with "
+                    f"x64={x64}; pass x64=True (or leave x64=None) to keep {a.dtype}, or "
+                    f"pass {j.dtype} values"
+                )
+            return j
+
+        return tuple(
+            jax.tree_util.tree_map(lambda leaf, i=i: convert(leaf, i), a)
+            for i, a in enumerate(args)
+        )
 
     def _primal(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         with self._scope(args) as x64:
@@ -182,7 +192,7 @@ class _JaxAdapter(Adapted):
     ) -> tuple[Any, Pullback]:
         """The rrule of ``fn`` through ``jax.vjp`` over its differentiable arguments."""
         jax = _jax()
-        diff = differentiable_argnums(args, self.nondiff_argnums)
+        diff = differentiable_argnums(args, self.nondiff_argnums, structured=True)
         with self._scope(args) as x64:
             jargs = self._to_jax(args, x64)
 
@@ -212,7 +222,7 @@ class _JaxAdapter(Adapted):
         kwargs: dict[str, Any],
     ) -> tuple[Any, Any]:
         jax = _jax()
-        diff = differentiable_argnums(args, self.nondiff_argnums)
+        diff = differentiable_argnums(args, self.nondiff_argnums, structured=True)
         with self._scope(args) as x64:
             jargs = self._to_jax(args, x64)
 
@@ -273,11 +283,23 @@ def _cotangent_out(raw: Any, primal: Any) -> Any:
 
 
 def _tangent_in(xdot: Any, primal: Any) -> Any:
-    jnp = _jax().numpy
-    if xdot is None or isinstance(xdot, AbstractZero):
-        return jnp.zeros_like(primal)
-    t = jnp.asarray(xdot)
-    return t
+    """An input tangent as jax takes it: the primal's pytree structure, zeros made concrete
+    (``float0`` zeros for integer leaves), numpy leaves as jax arrays."""
+    jax = _jax()
+    jnp = jax.numpy
+
+    def zeros(p: Any) -> Any:
+        kind = np.dtype(p.dtype if hasattr(p, "dtype") else type(p)).kind
+        if kind not in "fc":
+            return np.zeros(np.shape(p), dtype=jax.dtypes.float0)
+        return jnp.zeros_like(p)
+
+    def leaf(t: Any) -> Any:
+        if isinstance(t, np.ndarray | np.generic) and t.dtype != jax.dtypes.float0:
+            return jnp.asarray(t)
+        return t
+
+    return jax.tree_util.tree_map(leaf, natural_tangent(xdot, primal, zeros))
 
 
 def _tangent_tree_out(tout: Any, out: Any) -> Any:
@@ -398,7 +420,6 @@ class JaxCustomJVP(_JaxAdapter):
     def _frule(
         self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[Any, Any]:
-        jax = _jax()
         custom = self.custom
         if kwargs or custom.symbolic_zeros:
             return self._jvp_frule(self.wrapped, xdots, args, kwargs)
@@ -411,13 +432,7 @@ class JaxCustomJVP(_JaxAdapter):
                 if i in nd:
                     continue
                 primals.append(a)
-                kind = np.dtype(a.dtype if hasattr(a, "dtype") else type(a)).kind
-                if kind not in "fc":
-                    tangents.append(np.zeros(np.shape(a), dtype=jax.dtypes.float0))
-                elif i in skip:
-                    tangents.append(_tangent_in(None, a))
-                else:
-                    tangents.append(_tangent_in(xd, a))
+                tangents.append(_tangent_in(None if i in skip else xd, a))
             out, tout = custom.jvp(*(jargs[i] for i in nd), tuple(primals), tuple(tangents))
             return _to_numpy(out), _tangent_tree_out(tout, out)
 

@@ -253,3 +253,13 @@ def test_one_element_off_by_a_thousandth_in_ten_thousand_is_caught(testers: Any)
         rautograd.from_primitive(wrong, elementwise=True).test_rrule(x, W, rng=0)
     assert "617, 0" in str(info.value)
     rautograd.from_primitive(make_scaled_sin(), elementwise=True).test_rrule(x, W, rng=0)
+
+
+def test_tuple_arguments_are_differentiated() -> None:
+    f = rautograd.from_function(lambda p, x: p[0] * x + p[1])
+    p, x = (2.0, 1.0), np.linspace(0, 1, 4)
+    _, pbar, xbar = f.rrule(f, p, x)[1](np.ones(4))
+    assert (float(pbar[0]), float(pbar[1])) == pytest.approx((x.sum(), 4.0))
+    np.testing.assert_allclose(xbar, np.full(4, 2.0))
+    _, ydot = f.frule((NoTangent(), (1.0, ZeroTangent()), None), f, p, x)
+    np.testing.assert_allclose(ydot, x)

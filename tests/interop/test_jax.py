@@ -398,3 +398,21 @@ def test_integer_arguments_may_narrow_only_without_changing_values() -> None:
     np.testing.assert_array_equal(f(np.arange(4.0, dtype=np.float32), np.array([3, 1])), [3, 1])
     with pytest.raises(rjax.PrecisionError, match=r"args\[1\] from int64 into int32"):
         f(np.arange(4.0, dtype=np.float32), np.array([2**40]))
+
+
+def test_tuple_and_dict_arguments_are_differentiated_as_pytrees() -> None:
+    def affine(p: Any, x: Any) -> Any:
+        return p["a"] * x + p["b"][0]
+
+    f = rjax.from_function(affine)
+    p = {"a": np.float64(2.0), "b": (np.array([1.0]), 3)}
+    x = np.linspace(0, 1, 4)
+    assert f(p, x).dtype == np.float64
+    _, pbar, xbar = f.rrule(f, p, x)[1](np.ones(4))
+    assert pbar["a"] == pytest.approx(x.sum())
+    np.testing.assert_allclose(pbar["b"][0], [4.0])
+    assert pbar["b"][1] == NoTangent()
+    np.testing.assert_allclose(xbar, np.full(4, 2.0))
+    dp = Tangent(dict, {"a": np.float64(1.0)})  # b's tangent missing: zero
+    _, ydot = f.frule((NoTangent(), dp, ZeroTangent()), f, p, x)
+    np.testing.assert_allclose(ydot, x)
