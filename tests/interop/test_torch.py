@@ -18,6 +18,18 @@ torch = pytest.importorskip("torch")
 Function = torch.autograd.Function
 
 RNG = np.random.default_rng(0)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread() -> Any:
+    """torch's intra-op thread pool waits for a free core on every operation when the machine
+    is busy (tens of ms each); these tests use tiny tensors, so one thread is faster."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 X = RNG.uniform(-2, 2, (3, 2))
 W = RNG.uniform(-2, 2, (1, 2))
 
