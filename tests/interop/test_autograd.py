@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -156,6 +157,7 @@ def test_wrap_and_misuse() -> None:
         rautograd.from_primitive(extend.primitive(lambda x: x))
 
 
+@functools.cache
 def adjoint_adapter() -> Any:
     return rautograd.from_function(lambda z: anp.sin(z) * anp.conj(z) + anp.abs(z))
 

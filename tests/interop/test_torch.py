@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -371,6 +372,7 @@ def test_wrap_and_misuse() -> None:
     np.testing.assert_allclose(y, np.sin(X) * W)
 
 
+@functools.cache
 def adjoint_adapter() -> Any:
     return rtorch.from_callable(lambda z: torch.sin(z) * z.conj() + z.abs())
 
