@@ -40,17 +40,18 @@ from typing import Any
 
 import numpy as np
 
-from rruletest.interop._base import (
-    Adapted,
-    InteropError,
-    Pullback,
-    as_cotangent,
-    conj_leaf,
-    cotangent_leaves,
-    differentiable_argnums,
-    leaf_out,
-    natural_tangent,
-    require,
+from rruletest.interop._base import Adapted, InteropError, Pullback, differentiable_argnums
+from rruletest.interop._jax_support import (
+    PrecisionError,
+    cotangent_out,
+    cotangent_tree,
+    find_custom,
+    jax_module,
+    needs_x64,
+    same_integers,
+    tangent_in,
+    tangent_tree_out,
+    to_numpy,
 )
 from rruletest.tangents import NO_TANGENT
 
@@ -64,35 +65,6 @@ __all__ = [
     "from_function",
     "wrap",
 ]
-
-
-def _jax() -> Any:
-    return require("jax", "jax")
-
-
-class PrecisionError(InteropError, ValueError):
-    """jax would change an argument's dtype (float64 to float32) in the 64-bit mode asked for."""
-
-
-_WIDE = ("float64", "complex128")
-
-
-def _needs_x64(args: tuple[Any, ...], diff: Iterable[int]) -> bool:
-    diff = set(diff)
-    leaves = _jax().tree_util.tree_leaves
-    for i, a in enumerate(args):
-        for leaf in leaves(a):
-            if isinstance(leaf, np.ndarray | np.generic) and leaf.dtype.name in _WIDE:
-                return True
-            if i in diff and isinstance(leaf, float | complex) and not isinstance(leaf, np.generic):
-                return True
-    return False
-
-
-def _same_integers(a: Any, j: Any) -> bool:
-    """An integer or boolean argument jax narrowed (int64 to int32) without changing a value:
-    it carries no tangent, so that is harmless, unlike a float64 turned float32."""
-    return a.dtype.kind in "biu" and bool(np.array_equal(np.asarray(j), a))
 
 
 # --------------------------------------------------------------------------------------------
@@ -121,25 +93,25 @@ class _JaxAdapter(Adapted):
 
     @contextlib.contextmanager
     def _scope(self, args: tuple[Any, ...]) -> Iterator[bool]:
-        jax = _jax()
+        jax = jax_module()
         x64 = self.x64
         if x64 is None:
-            x64 = _needs_x64(
+            x64 = needs_x64(
                 args, differentiable_argnums(args, self.nondiff_argnums, structured=True)
             )
         with jax.enable_x64(x64):
             yield x64
 
-    def _to_jax(self, args: tuple[Any, ...], x64: bool) -> tuple[Any, ...]:
+    def _tojax_module(self, args: tuple[Any, ...], x64: bool) -> tuple[Any, ...]:
         """numpy arrays and scalars (also inside tuples, lists and dicts) as jax arrays of the
         same dtype; ``PrecisionError`` where jax would change a float dtype."""
-        jax = _jax()
+        jax = jax_module()
 
         def convert(a: Any, i: int) -> Any:
             if not isinstance(a, np.ndarray | np.generic):
                 return a
             j = jax.numpy.asarray(a)
-            if j.dtype != a.dtype and not _same_integers(a, j):
+            if j.dtype != a.dtype and not same_integers(a, j):
                 raise PrecisionError(
                     f"jax would turn args[{i}] from {a.dtype} into {j.dtype} with "
                     f"x64={x64}; pass x64=True (or leave x64=None) to keep {a.dtype}, or "
@@ -154,8 +126,8 @@ class _JaxAdapter(Adapted):
 
     def _primal(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         with self._scope(args) as x64:
-            jargs = self._to_jax(args, x64)
-            return _to_numpy(self._evaluate(jargs, kwargs))
+            jargs = self._tojax_module(args, x64)
+            return to_numpy(self._evaluate(jargs, kwargs))
 
     def _evaluate(self, jargs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The primal, compiled with ``jax.jit`` when it can be (finite differences call it
@@ -164,7 +136,7 @@ class _JaxAdapter(Adapted):
         Integers, booleans, strings and None are static arguments; a function jit cannot
         trace is evaluated eagerly from then on. Rules are always called eagerly.
         """
-        jax = _jax()
+        jax = jax_module()
         static = tuple(
             i for i, a in enumerate(jargs) if isinstance(a, bool | int | str) or a is None
         )
@@ -191,10 +163,10 @@ class _JaxAdapter(Adapted):
         kwargs: dict[str, Any],
     ) -> tuple[Any, Pullback]:
         """The rrule of ``fn`` through ``jax.vjp`` over its differentiable arguments."""
-        jax = _jax()
+        jax = jax_module()
         diff = differentiable_argnums(args, self.nondiff_argnums, structured=True)
         with self._scope(args) as x64:
-            jargs = self._to_jax(args, x64)
+            jargs = self._tojax_module(args, x64)
 
             def fn_diff(*d: Any) -> Any:
                 full = list(jargs)
@@ -206,13 +178,13 @@ class _JaxAdapter(Adapted):
 
         def pullback(ybar: Any) -> tuple[Any, ...]:
             with self._scope(args):
-                raw = vjp_fn(_cotangent_tree(ybar, out))
+                raw = vjp_fn(cotangent_tree(ybar, out))
                 xbars: list[Any] = [NO_TANGENT] * len(args)
                 for i, r in zip(diff, raw, strict=True):
-                    xbars[i] = _cotangent_out(r, args[i])
+                    xbars[i] = cotangent_out(r, args[i])
             return (NO_TANGENT, *xbars)
 
-        return _to_numpy(out), pullback
+        return to_numpy(out), pullback
 
     def _jvp_frule(
         self,
@@ -221,10 +193,10 @@ class _JaxAdapter(Adapted):
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
     ) -> tuple[Any, Any]:
-        jax = _jax()
+        jax = jax_module()
         diff = differentiable_argnums(args, self.nondiff_argnums, structured=True)
         with self._scope(args) as x64:
-            jargs = self._to_jax(args, x64)
+            jargs = self._tojax_module(args, x64)
 
             def fn_diff(*d: Any) -> Any:
                 full = list(jargs)
@@ -233,85 +205,9 @@ class _JaxAdapter(Adapted):
                 return fn(*full, **kwargs)
 
             primals = tuple(jargs[i] for i in diff)
-            tangents = tuple(_tangent_in(xdots[i], jargs[i]) for i in diff)
+            tangents = tuple(tangent_in(xdots[i], jargs[i]) for i in diff)
             out, tout = jax.jvp(fn_diff, primals, tangents)
-            return _to_numpy(out), _tangent_tree_out(tout, out)
-
-
-def _to_numpy(tree: Any) -> Any:
-    jax = _jax()
-
-    def leaf(x: Any) -> Any:
-        if isinstance(x, jax.Array):
-            return leaf_out(np.asarray(x))
-        return x
-
-    return jax.tree_util.tree_map(leaf, tree)
-
-
-def _cotangent_tree(ybar: Any, out: Any) -> Any:
-    """ybar (rruletest's convention) as a jax cotangent for ``out`` (conjugated)."""
-    if isinstance(out, tuple | list):
-        leaves = cotangent_leaves(ybar, len(out))
-        return type(out)(_ct_leaf(g, o) for g, o in zip(leaves, out, strict=True))
-    return _ct_leaf(cotangent_leaves(ybar, None)[0], out)
-
-
-def _ct_leaf(g: Any, out: Any) -> Any:
-    jax = _jax()
-    jnp = jax.numpy
-    dtype = np.dtype(out.dtype)
-    if dtype.kind not in "fc":
-        return np.zeros(np.shape(out), dtype=jax.dtypes.float0)
-    if g is None:
-        return jnp.zeros_like(out)
-    return conj_leaf(jnp.asarray(g))
-
-
-def _cotangent_out(raw: Any, primal: Any) -> Any:
-    """A jax cotangent as rruletest's (conjugated back), shape and dtype untouched."""
-    jax = _jax()
-    if raw is None:
-        return NO_TANGENT
-
-    def leaf(x: Any) -> Any:
-        if isinstance(x, jax.Array):
-            return conj_leaf(np.asarray(x))
-        return conj_leaf(x)
-
-    return as_cotangent(jax.tree_util.tree_map(leaf, raw), primal)
-
-
-def _tangent_in(xdot: Any, primal: Any) -> Any:
-    """An input tangent as jax takes it: the primal's pytree structure, zeros made concrete
-    (``float0`` zeros for integer leaves), numpy leaves as jax arrays."""
-    jax = _jax()
-    jnp = jax.numpy
-
-    def zeros(p: Any) -> Any:
-        kind = np.dtype(p.dtype if hasattr(p, "dtype") else type(p)).kind
-        if kind not in "fc":
-            return np.zeros(np.shape(p), dtype=jax.dtypes.float0)
-        return jnp.zeros_like(p)
-
-    def leaf(t: Any) -> Any:
-        if isinstance(t, np.ndarray | np.generic) and t.dtype != jax.dtypes.float0:
-            return jnp.asarray(t)
-        return t
-
-    return jax.tree_util.tree_map(leaf, natural_tangent(xdot, primal, zeros))
-
-
-def _tangent_tree_out(tout: Any, out: Any) -> Any:
-    if isinstance(out, tuple | list):
-        return type(out)(_tangent_leaf(t, o) for t, o in zip(tout, out, strict=True))
-    return _tangent_leaf(tout, out)
-
-
-def _tangent_leaf(t: Any, out: Any) -> Any:
-    if np.dtype(out.dtype).kind not in "fc":
-        return NO_TANGENT
-    return as_cotangent(np.asarray(t), None)
+            return to_numpy(out), tangent_tree_out(tout, out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -340,7 +236,7 @@ class JaxCustomVJP(_JaxAdapter):
 
     def __init__(self, fn: Any, **options: Any) -> None:
         super().__init__(fn, **options)
-        self.custom = _find_custom(fn, "custom_vjp")
+        self.custom = find_custom(fn, "custom_vjp")
         if self.custom is None:
             raise InteropError(
                 f"from_custom_vjp takes a function decorated with jax.custom_vjp, got fn={fn!r}; "
@@ -365,13 +261,13 @@ class JaxCustomVJP(_JaxAdapter):
             return self._vjp_rrule(self.wrapped, args, kwargs)
         nd = tuple(custom.nondiff_argnums)
         with self._scope(args) as x64:
-            jargs = self._to_jax(args, x64)
+            jargs = self._tojax_module(args, x64)
             out, res = custom.fwd(*jargs)
         positions = [i for i in range(len(args)) if i not in nd]
 
         def pullback(ybar: Any) -> tuple[Any, ...]:
             with self._scope(args):
-                raw = custom.bwd(*(jargs[i] for i in nd), res, _cotangent_tree(ybar, out))
+                raw = custom.bwd(*(jargs[i] for i in nd), res, cotangent_tree(ybar, out))
                 if not isinstance(raw, tuple | list):
                     raise InteropError(
                         f"{self.__qualname__}'s bwd must return a tuple (one cotangent per "
@@ -379,13 +275,13 @@ class JaxCustomVJP(_JaxAdapter):
                     )
                 if len(raw) != len(positions):
                     # Report what bwd returned; the tester names the wrong count.
-                    return (NO_TANGENT, *(_cotangent_out(r, None) for r in raw))
+                    return (NO_TANGENT, *(cotangent_out(r, None) for r in raw))
                 xbars: list[Any] = [NO_TANGENT] * len(args)
                 for i, r in zip(positions, raw, strict=True):
-                    xbars[i] = _cotangent_out(r, args[i])
+                    xbars[i] = cotangent_out(r, args[i])
             return (NO_TANGENT, *xbars)
 
-        return _to_numpy(out), pullback
+        return to_numpy(out), pullback
 
     def _frule(
         self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -403,7 +299,7 @@ class JaxCustomJVP(_JaxAdapter):
 
     def __init__(self, fn: Any, **options: Any) -> None:
         super().__init__(fn, **options)
-        self.custom = _find_custom(fn, "custom_jvp")
+        self.custom = find_custom(fn, "custom_jvp")
         if self.custom is None:
             raise InteropError(
                 f"from_custom_jvp takes a function decorated with jax.custom_jvp, got fn={fn!r}"
@@ -426,26 +322,15 @@ class JaxCustomJVP(_JaxAdapter):
         nd = tuple(custom.nondiff_argnums)
         skip = set(self.nondiff_argnums)
         with self._scope(args) as x64:
-            jargs = self._to_jax(args, x64)
+            jargs = self._tojax_module(args, x64)
             primals, tangents = [], []
             for i, (a, xd) in enumerate(zip(jargs, xdots, strict=True)):
                 if i in nd:
                     continue
                 primals.append(a)
-                tangents.append(_tangent_in(None if i in skip else xd, a))
+                tangents.append(tangent_in(None if i in skip else xd, a))
             out, tout = custom.jvp(*(jargs[i] for i in nd), tuple(primals), tuple(tangents))
-            return _to_numpy(out), _tangent_tree_out(tout, out)
-
-
-def _find_custom(fn: Any, kind: str) -> Any:
-    """``fn`` itself when it is a jax ``custom_vjp``/``custom_jvp`` object, else what it wraps."""
-    for _ in range(8):
-        if type(fn).__name__ == kind and type(fn).__module__.startswith("jax"):
-            return fn
-        fn = getattr(fn, "__wrapped__", None)
-        if fn is None:
-            return None
-    return None
+            return to_numpy(out), tangent_tree_out(tout, out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -474,7 +359,7 @@ def from_custom_vjp(
         FrameworkNotInstalledError: jax is not installed.
         InteropError: ``f`` is not a ``custom_vjp`` function or has no rule.
     """
-    _jax()
+    jax_module()
     return JaxCustomVJP(
         f, x64=x64, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise
     )
@@ -489,7 +374,7 @@ def from_custom_jvp(
     elementwise: bool = False,
 ) -> JaxCustomJVP:
     """Adapt a ``jax.custom_jvp`` function; its ``jvp`` rule gives the frule directly."""
-    _jax()
+    jax_module()
     return JaxCustomJVP(
         f, x64=x64, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise
     )
@@ -506,7 +391,7 @@ def from_function(
     """Adapt any jax-differentiable function (``jax.vjp`` for the rrule, ``jax.jvp`` frule)."""
     if not callable(f):
         raise InteropError(f"from_function takes a function, got f={f!r}")
-    _jax()
+    jax_module()
     return JaxFunction(
         f, x64=x64, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise
     )
@@ -527,8 +412,8 @@ def wrap(
         "name": name,
         "elementwise": elementwise,
     }
-    if _find_custom(f, "custom_vjp") is not None:
+    if find_custom(f, "custom_vjp") is not None:
         return from_custom_vjp(f, **options)
-    if _find_custom(f, "custom_jvp") is not None:
+    if find_custom(f, "custom_jvp") is not None:
         return from_custom_jvp(f, **options)
     return from_function(f, **options)

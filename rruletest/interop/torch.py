@@ -36,9 +36,7 @@ require grad; ``nondiff_argnums`` switches that off for chosen arguments.
 
 from __future__ import annotations
 
-import contextlib
-import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -50,8 +48,19 @@ from rruletest.interop._base import (
     as_cotangent,
     cotangent_leaves,
     differentiable_argnums,
-    leaf_out,
-    require,
+)
+from rruletest.interop._torch_context import (
+    FunctionContext,
+    SavedTensorModifiedError,
+    is_diff_tensor,
+    output_to_numpy,
+    outputs,
+    quiet_torch_internals,
+    tangent_leaf,
+    tangent_out,
+    to_numpy,
+    to_tensor,
+    torch_module,
 )
 from rruletest.tangents import NO_TANGENT, AbstractZero
 
@@ -64,143 +73,6 @@ __all__ = [
     "from_function",
     "wrap",
 ]
-
-
-def _torch() -> Any:
-    return require("torch", "torch")
-
-
-# --------------------------------------------------------------------------------------------
-# numpy <-> torch
-# --------------------------------------------------------------------------------------------
-
-
-def to_tensor(torch: Any, x: Any, *, requires_grad: bool = False, dtype: Any = None) -> Any:
-    """A numpy array or scalar as a tensor (sharing memory when it can); other values as they are.
-
-    ``dtype`` is used for Python numbers only (a cotangent for a tensor output).
-    """
-    if isinstance(x, np.ndarray):
-        if x.flags.writeable and x.dtype.isnative and all(s >= 0 for s in x.strides):
-            t = torch.from_numpy(x)
-        else:
-            t = torch.from_numpy(np.array(x))
-    elif isinstance(x, np.generic):
-        t = torch.from_numpy(np.array(x))
-    elif dtype is not None and isinstance(x, int | float | complex):
-        t = torch.tensor(x, dtype=dtype)
-    else:
-        return x
-    if requires_grad and (t.is_floating_point() or t.is_complex()):
-        t.requires_grad_(True)
-    return t
-
-
-def to_numpy(torch: Any, x: Any) -> Any:
-    """A tensor as a numpy array (a copy, dtype and shape kept); other values as they are."""
-    if isinstance(x, torch.Tensor):
-        return np.array(x.detach().resolve_conj().resolve_neg().cpu().numpy(), copy=True)
-    return x
-
-
-def _outputs(out: Any) -> tuple[list[Any], int | None]:
-    if isinstance(out, tuple | list):
-        return list(out), len(out)
-    return [out], None
-
-
-def _output_to_numpy(torch: Any, out: Any) -> Any:
-    if isinstance(out, tuple | list):
-        return type(out)(leaf_out(to_numpy(torch, o)) for o in out)
-    return leaf_out(to_numpy(torch, out))
-
-
-@contextlib.contextmanager
-def _quiet_torch_internals() -> Iterator[None]:
-    """Silence the DeprecationWarning torch 2.x raises from its own forward-AD set-up.
-
-    The first ``make_dual`` loads jvp decompositions through ``torch.jit.script``, which warns
-    that ``torch.jit.script`` is deprecated: torch's business, not the rule author's, and an
-    error in test suites that turn warnings into errors.
-    """
-    with warnings.catch_warnings():
-        warnings.filterwarnings(
-            "ignore", message=r".*torch\.jit\.script.* is deprecated", category=DeprecationWarning
-        )
-        yield
-
-
-def _is_diff_tensor(torch: Any, t: Any) -> bool:
-    return isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
-
-
-# --------------------------------------------------------------------------------------------
-# The context handed to forward / setup_context / backward / jvp
-# --------------------------------------------------------------------------------------------
-
-
-class SavedTensorModifiedError(RuntimeError):
-    """A tensor saved for backward was modified in place afterwards (torch raises here too)."""
-
-
-class FunctionContext:
-    """A stand-in for torch's ``ctx``: the same methods, plain attribute storage, no engine.
-
-    It supports ``save_for_backward``/``saved_tensors`` (with torch's check that a saved tensor
-    was not modified in place afterwards), ``save_for_forward`` (what ``jvp`` sees as
-    ``saved_tensors``), ``needs_input_grad``, ``mark_non_differentiable``, ``mark_dirty`` and
-    ``set_materialize_grads``. Any other attribute a rule sets is kept, as on torch's ctx.
-    """
-
-    def __init__(self, needs_input_grad: tuple[bool, ...]) -> None:
-        self.needs_input_grad = needs_input_grad
-        self.materialize_grads = True
-        self.non_differentiable: tuple[Any, ...] = ()
-        self.dirty_tensors: tuple[Any, ...] = ()
-        self._saved: tuple[Any, ...] = ()
-        self._versions: tuple[int | None, ...] = ()
-        self._saved_forward: tuple[Any, ...] | None = None
-        self._phase = "forward"
-
-    def save_for_backward(self, *tensors: Any) -> None:
-        torch = _torch()
-        for i, t in enumerate(tensors):
-            if t is not None and not isinstance(t, torch.Tensor):
-                raise TypeError(
-                    f"save_for_backward can only save tensors or None, but argument {i} is of "
-                    f"type {type(t).__name__}"
-                )
-        self._saved = tensors
-        self._versions = tuple(None if t is None else t._version for t in tensors)
-
-    def save_for_forward(self, *tensors: Any) -> None:
-        self._saved_forward = tensors
-
-    @property
-    def saved_tensors(self) -> tuple[Any, ...]:
-        if self._phase == "jvp" and self._saved_forward is not None:
-            return self._saved_forward
-        for i, (t, v) in enumerate(zip(self._saved, self._versions, strict=True)):
-            if t is not None and t._version != v:
-                raise SavedTensorModifiedError(
-                    f"saved_tensors[{i}] (shape {tuple(t.shape)}, {t.dtype}) was modified in "
-                    f"place after save_for_backward (version {v} -> {t._version}); torch "
-                    f"raises 'one of the variables needed for gradient computation has been "
-                    f"modified by an inplace operation' here"
-                )
-        return self._saved
-
-    def mark_non_differentiable(self, *tensors: Any) -> None:
-        self.non_differentiable = self.non_differentiable + tensors
-
-    def mark_dirty(self, *tensors: Any) -> None:
-        self.dirty_tensors = self.dirty_tensors + tensors
-
-    def set_materialize_grads(self, value: bool) -> None:
-        self.materialize_grads = bool(value)
-
-    def _marked_non_differentiable(self, t: Any) -> bool:
-        return any(t is m for m in self.non_differentiable)
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,7 +97,7 @@ class TorchFunction(Adapted):
         name: str | None = None,
         elementwise: bool = False,
     ) -> None:
-        torch = _torch()
+        torch = torch_module()
         base = torch.autograd.Function
         if not (isinstance(cls, type) and issubclass(cls, base)):
             raise InteropError(
@@ -244,7 +116,7 @@ class TorchFunction(Adapted):
         self._jvp = cls.jvp if cls.jvp is not base.jvp else None
 
     def _forward(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, list[int]]:
-        torch = _torch()
+        torch = torch_module()
         cls = self.wrapped
         diff = differentiable_argnums(args, self.nondiff_argnums)
         targs = tuple(to_tensor(torch, a, requires_grad=i in diff) for i, a in enumerate(args))
@@ -259,15 +131,15 @@ class TorchFunction(Adapted):
 
     def _primal(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         _, out, _ = self._forward(args, kwargs)
-        return _output_to_numpy(_torch(), out)
+        return output_to_numpy(torch_module(), out)
 
     def _rrule(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Pullback]:
-        torch = _torch()
+        torch = torch_module()
         backward = self._backward
         if backward is None:
             raise InteropError(f"{self.__qualname__} defines neither backward nor vjp")
         ctx, out, _ = self._forward(args, kwargs)
-        outs, n = _outputs(out)
+        outs, n = outputs(out)
         nargs = len(args)
         # torch's engine discards what backward returns for a tensor that does not require
         # grad (integers, nondiff_argnums): so does the adapter.
@@ -282,9 +154,7 @@ class TorchFunction(Adapted):
             for g, o in zip(cotangent_leaves(ybar, n), outs, strict=True):
                 if not isinstance(o, torch.Tensor):
                     grads.append(None)
-                elif (
-                    g is None or not _is_diff_tensor(torch, o) or ctx._marked_non_differentiable(o)
-                ):
+                elif g is None or not is_diff_tensor(torch, o) or ctx._marked_non_differentiable(o):
                     grads.append(torch.zeros_like(o) if ctx.materialize_grads else None)
                 else:
                     grads.append(to_tensor(torch, g, dtype=o.dtype))
@@ -303,12 +173,12 @@ class TorchFunction(Adapted):
                 ),
             )
 
-        return _output_to_numpy(torch, out), pullback
+        return output_to_numpy(torch, out), pullback
 
     def _frule(
         self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[Any, Any]:
-        torch = _torch()
+        torch = torch_module()
         if self._jvp is None:
             raise InteropError(
                 f"{self.__qualname__} defines no jvp staticmethod, so torch's forward mode cannot "
@@ -327,22 +197,7 @@ class TorchFunction(Adapted):
                 tangents.append(to_tensor(torch, xd, dtype=ta.dtype))
         with torch.no_grad():
             raw = self._jvp(ctx, *tangents)
-        return _output_to_numpy(torch, out), _tangent_out(torch, raw, out)
-
-
-def _tangent_out(torch: Any, raw: Any, out: Any) -> Any:
-    if isinstance(out, tuple | list):
-        raws = raw if isinstance(raw, tuple | list) else (raw,)
-        return type(out)(_tangent_leaf(torch, r, o) for r, o in zip(raws, out, strict=False))
-    return _tangent_leaf(torch, raw, out)
-
-
-def _tangent_leaf(torch: Any, raw: Any, out: Any) -> Any:
-    if not _is_diff_tensor(torch, out):
-        return NO_TANGENT
-    if raw is None:
-        raw = torch.zeros_like(out)
-    return leaf_out(as_cotangent(to_numpy(torch, raw), None))
+        return output_to_numpy(torch, out), tangent_out(torch, raw, out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -357,23 +212,23 @@ class TorchCallable(Adapted):
     mode = "engine"
 
     def _prepare(self, args: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...], list[int]]:
-        torch = _torch()
+        torch = torch_module()
         diff = differentiable_argnums(args, self.nondiff_argnums)
         targs = tuple(to_tensor(torch, a, requires_grad=i in diff) for i, a in enumerate(args))
         return torch, targs, diff
 
     def _primal(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        torch = _torch()
+        torch = torch_module()
         targs = tuple(to_tensor(torch, a) for a in args)
         with torch.no_grad():
             out = self.wrapped(*targs, **kwargs)
-        return _output_to_numpy(torch, out)
+        return output_to_numpy(torch, out)
 
     def _rrule(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Pullback]:
         torch, targs, diff = self._prepare(args)
         with torch.enable_grad():
             out = self.wrapped(*targs, **kwargs)
-        outs, n = _outputs(out)
+        outs, n = outputs(out)
         inputs = [targs[i] for i in diff]
 
         def pullback(ybar: Any) -> tuple[Any, ...]:
@@ -398,15 +253,15 @@ class TorchCallable(Adapted):
                 xbars[i] = as_cotangent(to_numpy(torch, g), args[i])
             return (NO_TANGENT, *xbars)
 
-        return _output_to_numpy(torch, out), pullback
+        return output_to_numpy(torch, out), pullback
 
     def _frule(
         self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[Any, Any]:
-        torch = _torch()
+        torch = torch_module()
         fwad = torch.autograd.forward_ad
         diff = differentiable_argnums(args, self.nondiff_argnums)
-        with _quiet_torch_internals(), fwad.dual_level(), torch.no_grad():
+        with quiet_torch_internals(), fwad.dual_level(), torch.no_grad():
             targs = []
             for i, (a, xd) in enumerate(zip(args, xdots, strict=True)):
                 ta = to_tensor(torch, a)
@@ -414,18 +269,18 @@ class TorchCallable(Adapted):
                     ta = fwad.make_dual(ta, to_tensor(torch, xd, dtype=ta.dtype))
                 targs.append(ta)
             out = self.wrapped(*targs, **kwargs)
-            outs, _ = _outputs(out)
+            outs, _ = outputs(out)
             pairs = [
                 fwad.unpack_dual(o) if isinstance(o, torch.Tensor) else (o, None) for o in outs
             ]
             primal = [p for p, _ in pairs]
             tang = [t for _, t in pairs]
         if isinstance(out, tuple | list):
-            y = _output_to_numpy(torch, type(out)(primal))
-            ydot = type(out)(_tangent_leaf(torch, t, p) for t, p in zip(tang, primal, strict=True))
+            y = output_to_numpy(torch, type(out)(primal))
+            ydot = type(out)(tangent_leaf(torch, t, p) for t, p in zip(tang, primal, strict=True))
         else:
-            y = _output_to_numpy(torch, primal[0])
-            ydot = _tangent_leaf(torch, tang[0], primal[0])
+            y = output_to_numpy(torch, primal[0])
+            ydot = tangent_leaf(torch, tang[0], primal[0])
         return y, ydot
 
 
@@ -472,7 +327,7 @@ def from_callable(
     """
     if not callable(fn):
         raise InteropError(f"from_callable takes a function, got fn={fn!r}")
-    _torch()
+    torch_module()
     return TorchCallable(fn, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
 
 
@@ -484,7 +339,7 @@ def wrap(
     elementwise: bool = False,
 ) -> TorchFunction | TorchCallable:
     """``from_function`` for a Function subclass, ``from_callable`` for anything else."""
-    torch = _torch()
+    torch = torch_module()
     if isinstance(obj, type) and issubclass(obj, torch.autograd.Function):
         return from_function(
             obj, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise
