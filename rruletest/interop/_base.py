@@ -269,7 +269,7 @@ class Adapted:
         if not isinstance(elementwise, bool):
             raise InteropError(f"elementwise is True or False, got elementwise={elementwise!r}")
         self.__name__ = name or getattr(wrapped, "__name__", None) or type(wrapped).__name__
-        self.__qualname__ = name or getattr(wrapped, "__qualname__", None) or self.__name__
+        self.__qualname__ = self.__name__  # what reports show: "ScaledSin", not "f.<locals>..."
         self.__module__ = getattr(wrapped, "__module__", None) or type(self).__module__
         self.__doc__ = getattr(wrapped, "__doc__", None)
         self.elementwise = elementwise

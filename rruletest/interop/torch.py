@@ -211,15 +211,24 @@ class TorchCallable(Adapted):
     framework = "torch"
     mode = "engine"
 
-    def _prepare(self, args: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...], list[int]]:
+    def _tensors(self, args: tuple[Any, ...], diff: list[int], grad: bool) -> tuple[Any, ...]:
+        """Arrays, numpy scalars and differentiable Python floats/complexes as tensors (torch
+        functions take no Python float where they take a tensor); other values as they are."""
         torch = torch_module()
+        out = []
+        for i, a in enumerate(args):
+            if i in diff and isinstance(a, float | complex) and not isinstance(a, np.generic):
+                a = np.float64(a) if isinstance(a, float) else np.complex128(a)
+            out.append(to_tensor(torch, a, requires_grad=grad and i in diff))
+        return tuple(out)
+
+    def _prepare(self, args: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...], list[int]]:
         diff = differentiable_argnums(args, self.nondiff_argnums)
-        targs = tuple(to_tensor(torch, a, requires_grad=i in diff) for i, a in enumerate(args))
-        return torch, targs, diff
+        return torch_module(), self._tensors(args, diff, grad=True), diff
 
     def _primal(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         torch = torch_module()
-        targs = tuple(to_tensor(torch, a) for a in args)
+        targs = self._tensors(args, differentiable_argnums(args, self.nondiff_argnums), False)
         with torch.no_grad():
             out = self.wrapped(*targs, **kwargs)
         return output_to_numpy(torch, out)
@@ -261,10 +270,10 @@ class TorchCallable(Adapted):
         torch = torch_module()
         fwad = torch.autograd.forward_ad
         diff = differentiable_argnums(args, self.nondiff_argnums)
+        plain = self._tensors(args, diff, grad=False)
         with quiet_torch_internals(), fwad.dual_level(), torch.no_grad():
             targs = []
-            for i, (a, xd) in enumerate(zip(args, xdots, strict=True)):
-                ta = to_tensor(torch, a)
+            for i, (ta, xd) in enumerate(zip(plain, xdots, strict=True)):
                 if i in diff and xd is not None and not isinstance(xd, AbstractZero):
                     ta = fwad.make_dual(ta, to_tensor(torch, xd, dtype=ta.dtype))
                 targs.append(ta)

@@ -214,6 +214,8 @@ def test_correct_rules_pass_test_rrule_and_test_frule(testers: Any) -> None:
     g = rautograd.from_function(lambda x, w: anp.tanh(x) * w)
     g.test_rrule(X, W, rng=0)
     g.test_frule(X, W, rng=0)
+    s = rautograd.from_function(anp.sin)
+    testers.test_scalar(s, 0.5, rrule_f=s.rrule, frule_f=s.frule, rng=0)
 
 
 @pytest.mark.parametrize(

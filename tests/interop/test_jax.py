@@ -307,6 +307,8 @@ def test_correct_rules_pass_test_rrule_and_test_frule(testers: Any) -> None:
     g = rjax.from_function(lambda x, w: jnp.tanh(x) * w)
     g.test_rrule(X, W, rng=0)
     g.test_frule(X, W, rng=0)
+    s = rjax.from_function(jnp.sin)
+    testers.test_scalar(s, 0.5, rrule_f=s.rrule, frule_f=s.frule, rng=0)
 
 
 @pytest.mark.parametrize(

@@ -351,6 +351,18 @@ def test_callable_rrule_and_frule() -> None:
     np.testing.assert_allclose(sdot, expected[1], rtol=1e-6, atol=1e-8)
 
 
+def test_callable_takes_python_floats_as_tensors() -> None:
+    f = rtorch.from_callable(torch.pow)
+    y, pullback = f.rrule(f, 2.0, 3.0)
+    assert (type(y), y) == (np.float64, 8.0)
+    _, xbar, pbar = pullback(1.0)
+    assert (float(xbar), float(pbar)) == pytest.approx((12.0, 8.0 * np.log(2.0)))
+    g = rtorch.from_callable(torch.pow, nondiff_argnums=[1])
+    assert g.rrule(g, np.float64(2.0), 3.0)[1](1.0)[2] == NoTangent()  # 3.0 stays a Python float
+    _, ydot = f.frule((NoTangent(), 1.0, 0.0), f, 2.0, 3.0)
+    assert float(ydot) == pytest.approx(12.0)
+
+
 def test_frule_without_jvp_is_a_clear_error() -> None:
     f = rtorch.from_function(AbsSquared)
     with pytest.raises(InteropError, match="AbsSquared defines no jvp staticmethod"):
@@ -418,6 +430,8 @@ def test_correct_rules_pass_test_rrule_and_test_frule(testers: Any) -> None:
     g = rtorch.from_callable(lambda x, w: torch.tanh(x) * w)
     g.test_rrule(X, W, rng=0)
     g.test_frule(X, W, rng=0)
+    s = rtorch.from_callable(torch.sin)
+    testers.test_scalar(s, 0.5, rrule_f=s.rrule, frule_f=s.frule, rng=0)
 
 
 @pytest.mark.parametrize(
