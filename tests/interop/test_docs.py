@@ -23,7 +23,7 @@ def test_the_page_has_examples() -> None:
 
 
 def test_examples_run_in_order() -> None:
-    for module in ("torch", "jax", "autograd", "rruletest.testers"):
+    for module in ("torch", "jax", "autograd"):
         pytest.importorskip(module)
     namespace: dict[str, object] = {"__name__": "docs_interop"}
     for i, code in enumerate(examples()):
