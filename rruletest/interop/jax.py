@@ -72,6 +72,9 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 
 
+_NOT_JITTED = object()
+
+
 class _JaxAdapter(Adapted):
     framework = "jax"
 
@@ -102,7 +105,7 @@ class _JaxAdapter(Adapted):
         with jax.enable_x64(x64):
             yield x64
 
-    def _tojax_module(self, args: tuple[Any, ...], x64: bool) -> tuple[Any, ...]:
+    def _to_jax(self, args: tuple[Any, ...], x64: bool) -> tuple[Any, ...]:
         """numpy arrays and scalars (also inside tuples, lists and dicts) as jax arrays of the
         same dtype; ``PrecisionError`` where jax would change a float dtype."""
         jax = jax_module()
@@ -126,35 +129,44 @@ class _JaxAdapter(Adapted):
 
     def _primal(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         with self._scope(args) as x64:
-            jargs = self._tojax_module(args, x64)
-            return to_numpy(self._evaluate(jargs, kwargs))
+            out = self._jitted_call(args, kwargs)
+            if out is _NOT_JITTED:
+                out = self.wrapped(*self._to_jax(args, x64), **kwargs)
+            return to_numpy(out)
 
-    def _evaluate(self, jargs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """The primal, compiled with ``jax.jit`` when it can be (finite differences call it
-        thousands of times; eager dispatch of a ``custom_vjp`` costs about a millisecond).
+    def _jitted_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The primal through ``jax.jit``, numpy arguments passed as they are (the finite
+        differences call it thousands of times: eager dispatch of a ``custom_vjp`` costs about a
+        millisecond, converting arguments one by one a good part of that).
 
-        Integers, booleans, strings and None are static arguments; a function jit cannot
-        trace is evaluated eagerly from then on. Rules are always called eagerly.
+        Integers, booleans, strings and None are static arguments. Returns ``_NOT_JITTED`` when
+        the call is not for jit: keyword arguments, a leaf jit would not take as it is, a dtype
+        jax would change (the converting path then checks it), or a function jit cannot trace
+        (evaluated eagerly from then on). Rules are always called eagerly.
         """
+        if kwargs or not self._jit_ok:
+            return _NOT_JITTED
         jax = jax_module()
         static = tuple(
-            i for i, a in enumerate(jargs) if isinstance(a, bool | int | str) or a is None
+            i for i, a in enumerate(args) if isinstance(a, bool | int | str) or a is None
         )
-        traced_ok = all(
-            isinstance(a, jax.Array | float | complex)
-            for i, a in enumerate(jargs)
-            if i not in static
-        )
-        if not (self._jit_ok and traced_ok and not kwargs):
-            return self.wrapped(*jargs, **kwargs)
+        for i, a in enumerate(args):
+            if i in static:
+                continue
+            for leaf in jax.tree_util.tree_leaves(a):
+                if isinstance(leaf, np.ndarray | np.generic):
+                    if jax.dtypes.canonicalize_dtype(leaf.dtype) != leaf.dtype:
+                        return _NOT_JITTED
+                elif isinstance(leaf, bool) or not isinstance(leaf, float | complex | jax.Array):
+                    return _NOT_JITTED
         jitted = self._jitted.get(static)
         if jitted is None:
             jitted = self._jitted[static] = jax.jit(self.wrapped, static_argnums=static)
         try:
-            return jitted(*jargs)
+            return jitted(*args)
         except Exception:
             self._jit_ok = False  # not traceable (value-dependent Python code): stay eager
-        return self.wrapped(*jargs, **kwargs)
+        return _NOT_JITTED
 
     def _vjp_rrule(
         self,
@@ -166,7 +178,7 @@ class _JaxAdapter(Adapted):
         jax = jax_module()
         diff = differentiable_argnums(args, self.nondiff_argnums, structured=True)
         with self._scope(args) as x64:
-            jargs = self._tojax_module(args, x64)
+            jargs = self._to_jax(args, x64)
 
             def fn_diff(*d: Any) -> Any:
                 full = list(jargs)
@@ -196,7 +208,7 @@ class _JaxAdapter(Adapted):
         jax = jax_module()
         diff = differentiable_argnums(args, self.nondiff_argnums, structured=True)
         with self._scope(args) as x64:
-            jargs = self._tojax_module(args, x64)
+            jargs = self._to_jax(args, x64)
 
             def fn_diff(*d: Any) -> Any:
                 full = list(jargs)
@@ -261,7 +273,7 @@ class JaxCustomVJP(_JaxAdapter):
             return self._vjp_rrule(self.wrapped, args, kwargs)
         nd = tuple(custom.nondiff_argnums)
         with self._scope(args) as x64:
-            jargs = self._tojax_module(args, x64)
+            jargs = self._to_jax(args, x64)
             out, res = custom.fwd(*jargs)
         positions = [i for i in range(len(args)) if i not in nd]
 
@@ -322,7 +334,7 @@ class JaxCustomJVP(_JaxAdapter):
         nd = tuple(custom.nondiff_argnums)
         skip = set(self.nondiff_argnums)
         with self._scope(args) as x64:
-            jargs = self._tojax_module(args, x64)
+            jargs = self._to_jax(args, x64)
             primals, tangents = [], []
             for i, (a, xd) in enumerate(zip(jargs, xdots, strict=True)):
                 if i in nd:
