@@ -14,9 +14,10 @@ Two adapters, both numpy in and numpy out:
 
 torch's complex gradients already follow rruletest's convention (``xbar = ybar * conj(f'(x))``
 for holomorphic ``f``), so cotangents cross unchanged. Arrays and numpy scalars become tensors
-(sharing memory when writable, so a rule that mutates its inputs is caught); Python numbers
-stay Python numbers, as torch passes them to ``forward``. Only float and complex tensors
-require grad; ``nondiff_argnums`` switches that off for chosen arguments.
+(sharing memory when writable, so a rule that mutates its inputs is caught). For
+``from_function`` Python numbers stay Python numbers, as torch passes them to ``forward`` (and
+never differentiates them); ``from_callable`` makes Python floats float64 tensors. Only float
+and complex tensors require grad; ``nondiff_argnums`` switches that off for chosen arguments.
 
 >>> import pytest; torch = pytest.importorskip("torch")
 >>> class Cube(torch.autograd.Function):
