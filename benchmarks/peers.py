@@ -11,11 +11,12 @@ for the binary case), is written as a ``torch.autograd.Function`` (for gradcheck
   needs n*n*8 bytes);
 - ``gradcheck fast``: the same with ``fast_mode=True`` (one random projection);
 - ``check_grads``: ``jax.test_util.check_grads(f, args, order=1, modes=("rev",))``, x64 on;
-- ``rruletest``: ``test_rrule`` through the interop adapters (``rruletest.interop.torch
-  .from_function`` / ``.jax.from_custom_vjp`` with ``elementwise=True``, i.e.
-  ``test_rrule(broadcasted, rule, ...)``) when ``rruletest.interop`` is installed; otherwise
-  through equivalent numpy rrules registered for ``(broadcasted, f)`` in a RuleSet (the table
-  says which).
+- ``rruletest (torch rule)``, ``rruletest (jax rule)``: ``test_rrule`` of the very same
+  torch/jax rules through the interop adapters (``rruletest.interop.torch.from_function`` /
+  ``.jax.from_custom_vjp`` with ``elementwise=True``, i.e. ``test_rrule(broadcasted, rule,
+  ...)``), when ``rruletest.interop`` is present;
+- ``rruletest (numpy rule)``: ``test_rrule`` of an equivalent numpy rrule registered for
+  ``(broadcasted, f)`` in a RuleSet (the engine's cost without a framework's conversions).
 
 Part 1, what each catches (``caught``/``MISSED`` for a wrong rule, ``passes``/``FAILS`` for a
 correct one; ``caught (E)`` when the checker stopped with an error ``E`` rather than a failed
@@ -225,8 +226,9 @@ def numpy_rule(case: Case) -> tuple[Any, RuleSet]:
 
 def rruletest_checks(case: Case) -> dict[str, Callable[[], Any]]:
     args = case.inputs()
+    checks: dict[str, Callable[[], Any]]
     if HAVE_INTEROP:
-        checks: dict[str, Callable[[], Any]] = {}
+        checks = {}
         if HAVE_TORCH:
             from rruletest.interop.torch import from_function
 
@@ -237,13 +239,13 @@ def rruletest_checks(case: Case) -> dict[str, Callable[[], Any]]:
 
             jr = from_custom_vjp(jax_rule(case), elementwise=True)
             checks["rruletest (jax rule)"] = lambda: jr.test_rrule(*args, rng=0)
-        return checks
+    else:
+        checks = {}
     f, rules = numpy_rule(case)
-    return {
-        "rruletest (numpy rule)": lambda: test_rrule(
-            broadcasted, f, *args, rrule_f=rules.rrule, rng=0
-        )
-    }
+    checks["rruletest (numpy rule)"] = lambda: test_rrule(
+        broadcasted, f, *args, rrule_f=rules.rrule, rng=0
+    )
+    return checks
 
 
 _FAILURES: dict[str, tuple[type, ...]] = {"torch": ()}
@@ -267,8 +269,7 @@ def checker_names() -> list[str]:
         names.append("check_grads")
     if HAVE_INTEROP:
         names += ["rruletest (torch rule)"] * HAVE_TORCH + ["rruletest (jax rule)"] * HAVE_JAX
-    else:
-        names.append("rruletest (numpy rule)")
+    names.append("rruletest (numpy rule)")
     return names
 
 
