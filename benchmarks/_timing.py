@@ -52,17 +52,21 @@ def calibrate(fn: Callable[[], Any], target: float = 0.02) -> int:
 
 
 class Counted:
-    """``f`` with a call counter; copies are itself (testers snapshot their arguments, and a
-    rule is looked up by the function's identity)."""
+    """``f`` with counters of its calls and of the output elements it computed; copies are
+    itself (testers snapshot their arguments, and a rule is looked up by the function's
+    identity)."""
 
     def __init__(self, f: Callable[..., Any], name: str | None = None) -> None:
         self.f = f
         self.calls = 0
+        self.elements = 0
         self.__name__ = self.__qualname__ = name or getattr(f, "__name__", "f")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self.calls += 1
-        return self.f(*args, **kwargs)
+        out = self.f(*args, **kwargs)
+        self.elements += int(getattr(out, "size", 1))
+        return out
 
     def __copy__(self) -> Counted:
         return self
@@ -70,11 +74,11 @@ class Counted:
     def __deepcopy__(self, memo: dict[int, Any]) -> Counted:
         return self
 
-    def count(self, fn: Callable[[], Any]) -> int:
-        """The number of calls of ``f`` made while ``fn`` runs."""
-        before = self.calls
+    def count(self, fn: Callable[[], Any]) -> tuple[int, int]:
+        """The calls of ``f`` made while ``fn`` runs, and the output elements they computed."""
+        calls, elements = self.calls, self.elements
         fn()
-        return self.calls - before
+        return self.calls - calls, self.elements - elements
 
 
 def vectorised(f: Callable[..., Any], name: str | None = None) -> Counted:

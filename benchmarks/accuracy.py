@@ -15,7 +15,9 @@ elements of the derivative from
 - ``jvp`` along all-ones (one step for the whole array, the approach of FiniteDifferences.jl's
   ``jvp``, its issue #204),
 
-and whether the reported error estimate covers the actual error everywhere.
+and whether the reported error estimate covers the actual error everywhere. "worst bound" is
+the largest error estimate relative to the exact derivative: the tester widens its tolerance by
+the estimate, so a rule wrong by less than this at that element could pass.
 
 Results: ``benchmarks/results/accuracy.json``.
 """

@@ -14,8 +14,10 @@ or ``np.hypot(a, b)``, measured in the same rounds):
 - ``test_rrule``, ``test_frule``: the full testers (target: under 30x at 1e6, DESIGN.md);
 - ``structural``: ``test_rrule(..., check_fd=False)``, every check but the finite differences;
 - ``fd vjp``: the engine's structured broadcast vjp alone (``broadcast_vjp``);
-- ``evals``: calls of the primal made by one ``test_rrule`` (counted by a wrapper; each is one
-  evaluation on whole arrays). It must not grow with the size;
+- ``evals``: calls of the primal made by one ``test_rrule`` (counted by a wrapper). It must not
+  grow with the size;
+- ``work``: the output elements those calls computed, divided by n: full-size evaluations'
+  worth (a retry on the few elements whose estimate was unreliable is a call, but little work);
 - ``peak mem``: peak memory allocated by one ``test_rrule`` (tracemalloc), in units of the
   output array's size.
 
@@ -85,7 +87,7 @@ def measure(name: str, n: int, repeat: int) -> dict[str, Any]:
     for fn in (rr, fr, structural, fd):  # warm-up: imports, caches
         fn()
     t_primal, t_rr, t_fr, t_st, t_fd = interleaved([primal, rr, fr, structural, fd], repeat)
-    evals = counted.count(
+    evals, elements = counted.count(
         lambda: test_rrule(broadcasted, counted, *args, rrule_f=rules.rrule, rng=0)
     )
     out_bytes = ybar.nbytes
@@ -98,6 +100,7 @@ def measure(name: str, n: int, repeat: int) -> dict[str, Any]:
         "structural": t_st / t_primal,
         "fd_vjp": t_fd / t_primal,
         "evals": evals,
+        "work": elements / ybar.size,
         "peak_memory": peak_memory(rr) / out_bytes,
     }
 
@@ -111,7 +114,7 @@ def main() -> None:
         for n in sizes:
             repeat = 2 if opts.quick else (5 if n >= 10**6 else 9)
             rows.append(measure(name, n, repeat))
-    cols = ["test_rrule", "test_frule", "structural", "fd_vjp", "evals", "peak_memory"]
+    cols = ["test_rrule", "test_frule", "structural", "fd_vjp", "evals", "work", "peak_memory"]
     print(
         table(
             [
@@ -122,15 +125,20 @@ def main() -> None:
                 "structural x",
                 "fd vjp x",
                 "evals",
+                "work",
                 "peak mem x",
             ],
             [[r["case"], f"{r['n']:.0e}", *(r[c] for c in cols)] for r in rows],
         )
     )
     for name in cases(4):
-        counts = {r["evals"] for r in rows if r["case"] == name}
+        counts = sorted({r["evals"] for r in rows if r["case"] == name})
+        work = [r["work"] for r in rows if r["case"] == name]
         same = "constant" if len(counts) == 1 else "VARY"
-        print(f"{name}: primal evaluations per test_rrule {same} ({sorted(counts)})")
+        print(
+            f"{name}: primal evaluations per test_rrule {same} (calls {counts}, work "
+            f"{min(work):.1f}..{max(work):.1f} full-size evaluations)"
+        )
     big = [r for r in rows if r["n"] >= 10**6]
     for r in big:
         verdict = "met" if r["test_rrule"] <= 30 else "MISSED"
