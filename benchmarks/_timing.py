@@ -5,7 +5,8 @@ Not a benchmark itself. The scripts import it as ``_timing`` (``python benchmark
 
 - ``interleaved``: the best time of each of several functions, run in turn in every repetition,
   so that load from other processes on a shared machine hits them alike. Report ratios against
-  a primal evaluation measured in the same call, never absolute times.
+  a primal evaluation measured in the same call, never absolute times. Single-threaded
+  measurements use the process's CPU time (``CPU``), robust to other processes' load.
 - ``Counted``: a function wrapper counting its calls (each call on whole arrays is one primal
   evaluation); it is declared elementwise so ``broadcasted`` calls it on whole arrays.
 - ``peak_memory``: the peak of memory allocated while a function runs (tracemalloc; numpy
@@ -30,24 +31,37 @@ from typing import Any
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def interleaved(fns: Sequence[Callable[[], Any]], repeat: int, number: int = 1) -> list[float]:
+def interleaved(
+    fns: Sequence[Callable[[], Any]],
+    repeat: int,
+    number: int = 1,
+    clock: Callable[[], float] = time.perf_counter,
+) -> list[float]:
     """Best time per call of each function over ``repeat`` interleaved rounds of ``number``
-    calls each (seconds)."""
+    calls each (seconds).
+
+    ``clock=time.process_time`` measures the CPU time of this process instead of wall time:
+    for single-threaded work (numpy, rruletest) on a shared, loaded machine it does not count
+    the time other processes hold the core, and so varies much less between runs.
+    """
     best = [math.inf] * len(fns)
     for _ in range(repeat):
         for i, fn in enumerate(fns):
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(number):
                 fn()
-            best[i] = min(best[i], (time.perf_counter() - t0) / number)
+            best[i] = min(best[i], (clock() - t0) / number)
     return best
+
+
+CPU = time.process_time
 
 
 def calibrate(fn: Callable[[], Any], target: float = 0.02) -> int:
     """How many calls of ``fn`` take about ``target`` seconds (at least 1)."""
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     fn()
-    once = max(time.perf_counter() - t0, 1e-7)
+    once = max(time.process_time() - t0, 1e-6)
     return max(1, int(target / once))
 
 

@@ -20,14 +20,14 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from _timing import interleaved, parser, peak_memory
+from _timing import CPU, interleaved, parser, peak_memory
 
 from rruletest import NoTangent, RuleSet
 from rruletest.broadcast import SlowBroadcastWarning, broadcasted
 
 
 def best_times(fns: list[Callable[[], Any]], repeat: int) -> list[float]:
-    return interleaved(fns, repeat)
+    return interleaved(fns, repeat, clock=CPU)
 
 
 def peak_extra(fn: Callable[[], Any], nbytes: int) -> float:

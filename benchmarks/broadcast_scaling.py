@@ -8,8 +8,8 @@ Two cases, for 1e2 .. 1e6 output elements (float64):
 - binary: ``test_rrule(broadcasted, np.hypot, a, b)``, ``a`` of shape (m, 1) and ``b`` of shape
   (1, m), m*m = n (both cotangents must be summed back over the broadcast dimension).
 
-Columns (times are best of interleaved runs, as multiples of one primal evaluation, ``np.sin(x)``
-or ``np.hypot(a, b)``, measured in the same rounds):
+Columns (times are the best CPU time of this process over interleaved runs, as multiples of one
+primal evaluation, ``np.sin(x)`` or ``np.hypot(a, b)``, measured in the same rounds):
 
 - ``test_rrule``, ``test_frule``: the full testers (target: under 30x at 1e6, DESIGN.md);
 - ``structural``: ``test_rrule(..., check_fd=False)``, every check but the finite differences;
@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from _timing import header, interleaved, parser, peak_memory, save_json, table, vectorised
+from _timing import CPU, header, interleaved, parser, peak_memory, save_json, table, vectorised
 
 from rruletest import RuleSet
 from rruletest.broadcast import broadcasted
@@ -86,7 +86,9 @@ def measure(name: str, n: int, repeat: int) -> dict[str, Any]:
 
     for fn in (rr, fr, structural, fd):  # warm-up: imports, caches
         fn()
-    t_primal, t_rr, t_fr, t_st, t_fd = interleaved([primal, rr, fr, structural, fd], repeat)
+    t_primal, t_rr, t_fr, t_st, t_fd = interleaved(
+        [primal, rr, fr, structural, fd], repeat, clock=CPU
+    )
     evals, elements = counted.count(
         lambda: test_rrule(broadcasted, counted, *args, rrule_f=rules.rrule, rng=0)
     )

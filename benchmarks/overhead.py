@@ -2,7 +2,7 @@
 
     python benchmarks/overhead.py [--quick]
 
-Per call (milliseconds; best of interleaved rounds of many calls):
+Per call (milliseconds of CPU time of this process; best of rounds of many calls):
 
 - ``test_scalar(np.sin, 0.5)``: frule and rrule at 0.5 and at 0.5+0.5j (target: about 1 ms,
   DESIGN.md), and with a real-only rule (no complex point);
@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from _timing import calibrate, header, interleaved, parser, save_json, table
+from _timing import CPU, calibrate, header, interleaved, parser, save_json, table
 
 from rruletest import NoTangent, RuleSet, Tangent
 from rruletest.approx import collect_mismatches, test_approx
@@ -115,7 +115,8 @@ def main() -> None:
     names = list(small)
     numbers = [calibrate(small[k], 0.005 if opts.quick else 0.05) for k in names]
     times = [
-        interleaved([small[k]], repeat, number)[0] for k, number in zip(names, numbers, strict=True)
+        interleaved([small[k]], repeat, number, clock=CPU)[0]
+        for k, number in zip(names, numbers, strict=True)
     ]
     rows: list[dict[str, Any]] = [
         {"call": k, "ms_per_call": t * 1e3} for k, t in zip(names, times, strict=True)
@@ -130,7 +131,7 @@ def main() -> None:
     n = 10**4 if opts.quick else 10**6
     primal, large = large_cases(n)
     print(f"\ncollect_mismatches, in evaluations of np.sin over {n:.0e} float64 elements")
-    best = interleaved([primal, *large.values()], repeat)
+    best = interleaved([primal, *large.values()], repeat, clock=CPU)
     compare = [{"case": k, "ratio": t / best[0]} for k, t in zip(large, best[1:], strict=True)]
     print(table(["case", "x np.sin"], [[r["case"], r["ratio"]] for r in compare]))
     save_json("overhead", {"per_call": rows, "compare": compare, "compare_n": n}, opts.quick)
