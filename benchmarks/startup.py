@@ -7,12 +7,16 @@ Every measurement is a fresh interpreter. Children run with bytecode caching on
 one warm-up run first), as an installed package would: otherwise compiling the sources
 dominates and the figures say nothing about a user's start-up.
 
+Times are CPU time (user + system), not wall time: on a shared machine other processes' load
+makes wall times of short runs vary by a factor of two.
+
 - ``import rruletest`` beyond ``import numpy``: both timed inside the child with
-  ``time.perf_counter``, so interpreter start-up does not count (target: well under 100 ms,
+  ``time.process_time``, so interpreter start-up does not count (target: well under 100 ms,
   DESIGN.md). The child also reports whether findiff, scipy, sympy or hypothesis were loaded
   (they must not be), and ``-X importtime`` gives the slowest rruletest modules.
-- pytest start-up: ``pytest -q`` running one trivial test in an empty directory, with the
-  plugin (the ``pytest11`` entry point) and with ``-p no:rruletest``, runs interleaved; the
+- pytest start-up: the CPU time of ``pytest -q`` (in a child) running one trivial test in an
+  empty directory, with the plugin (the ``pytest11`` entry point) and with
+  ``-p no:rruletest``, runs interleaved; the
   difference of the medians is what the plugin costs (target: nothing noticeable). Twice: a
   test file that does not import numpy (the plugin's whole cost, numpy included) and one that
   does (what the plugin adds for a suite that uses numpy anyway).
@@ -23,11 +27,11 @@ Results: ``benchmarks/results/startup.json``.
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +48,11 @@ SUITES = {
 
 CHILD = """
 import sys, time
-t0 = time.perf_counter()
+t0 = time.process_time()
 import numpy
-t1 = time.perf_counter()
+t1 = time.process_time()
 {extra}
-t2 = time.perf_counter()
+t2 = time.process_time()
 heavy = [m for m in {heavy!r} if m in sys.modules]
 print(t1 - t0, t2 - t1, ",".join(heavy) or "-")
 """
@@ -82,8 +86,14 @@ def slowest_modules(count: int = 6) -> list[tuple[str, float]]:
     return sorted(rows, key=lambda r: -r[1])[:count]
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def pytest_once(directory: Path, *extra: str) -> float:
-    t0 = time.perf_counter()
+    """CPU time (user + system) of one pytest run in a child process."""
+    t0 = _children_cpu()
     subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra, str(directory)],
         capture_output=True,
@@ -91,13 +101,13 @@ def pytest_once(directory: Path, *extra: str) -> float:
         cwd=directory,
         env=ENV,
     )
-    return time.perf_counter() - t0
+    return _children_cpu() - t0
 
 
 def main() -> None:
     opts = parser(__doc__).parse_args()
     runs = 3 if opts.quick else 21
-    header("Start-up cost (fresh interpreters, bytecode cached)")
+    header("Start-up cost (fresh interpreters, bytecode cached, CPU time)")
     child("import rruletest")  # warm-up: writes the bytecode caches
     beyond, numpy_alone, heavy = [], [], set()
     for _ in range(runs):  # interleaved
