@@ -198,6 +198,7 @@ def main() -> None:
             {
                 "function": label,
                 "per_element_steps": rel_b,
+                "bound": float(np.max(np.asarray(est.error) / np.abs(exact))),
                 "covered": bool(np.all(err_b <= np.asarray(est.error))),
                 "one_step": rel_j,
                 "one_step_covered": bool(np.all(err_j <= np.asarray(one.error))),
@@ -205,11 +206,19 @@ def main() -> None:
         )
     print(
         table(
-            ["function", "per-element steps", "error bound holds", "one step (jvp)", "bound holds"],
+            [
+                "function",
+                "per-element steps",
+                "worst bound",
+                "bound holds",
+                "one step (jvp)",
+                "bound holds",
+            ],
             [
                 [
                     r["function"],
                     _e(r["per_element_steps"]),
+                    _e(r["bound"]),
                     r["covered"],
                     _e(r["one_step"]),
                     r["one_step_covered"],
