@@ -100,14 +100,17 @@ def cases(quick: bool) -> list[Case]:
     ]
 
 
-def verdict(run: Callable[[], Any], wrong: bool, failures: tuple[type, ...] = ()) -> str:
+def verdict(
+    run: Callable[[], Any], wrong: bool, failures: tuple[type[BaseException], ...] = ()
+) -> str:
     """What a checker said: a failed check is ``caught``/``FAILS``, a return ``MISSED``/
     ``passes``, another exception ``caught (E)``/``error (E)``."""
+    caught: tuple[type[BaseException], ...] = (AssertionError, *failures)
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             out = run()
-    except (AssertionError, *failures):
+    except caught:
         return "caught" if wrong else "FAILS"
     except Exception as exc:
         return f"caught ({type(exc).__name__})" if wrong else f"error ({type(exc).__name__})"
@@ -119,7 +122,7 @@ def verdict(run: Callable[[], Any], wrong: bool, failures: tuple[type, ...] = ()
 # -- torch ------------------------------------------------------------------------------------
 
 
-def torch_rule(case: Case) -> type:
+def torch_rule(case: Case) -> Any:
     import torch
 
     class Rule(torch.autograd.Function):
@@ -183,7 +186,6 @@ def jax_rule(case: Case) -> Any:
         return g * jnp.cos(x) * w[0] * mask, gw
 
     rule.defvjp(fwd, bwd)
-    rule.__name__ = rule.__qualname__ = "wrong_sin" if case.wrong else "sin_rule"
     return rule
 
 
@@ -193,7 +195,11 @@ def jax_checks(case: Case) -> dict[str, Callable[[], Any]]:
 
     rule = jax_rule(case)
     args = tuple(jnp.asarray(a) for a in case.inputs())
-    return {"check_grads": lambda: check_grads(rule, args, order=1, modes=("rev",))}
+
+    def check() -> None:
+        check_grads(rule, args, order=1, modes=("rev",))  # type: ignore[no-untyped-call]
+
+    return {"check_grads": check}
 
 
 # -- rruletest --------------------------------------------------------------------------------
@@ -248,7 +254,7 @@ def rruletest_checks(case: Case) -> dict[str, Callable[[], Any]]:
     return checks
 
 
-_FAILURES: dict[str, tuple[type, ...]] = {"torch": ()}
+_FAILURES: dict[str, tuple[type[BaseException], ...]] = {"torch": ()}
 
 
 def all_checks(case: Case) -> dict[str, Callable[[], Any]]:
@@ -296,12 +302,16 @@ def timings(sizes: list[int], repeat: int) -> dict[str, dict[int, float]]:
         case = Case("correct", n=n)
         checks = all_checks(case)
         x = case.inputs()[0]
+
+        def primal(x: np.ndarray = x) -> Any:
+            return np.sin(x)
+
         for name, run in checks.items():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 run()  # warm-up (tracing, caches)
                 reps = repeat if n <= 10**5 else max(1, repeat // 2)
-                t_sin, t = interleaved([lambda x=x: np.sin(x), run], reps)
+                t_sin, t = interleaved([primal, run], reps)
             out[name][n] = t / t_sin
         print(f"  n={n:.0e}: done", flush=True)
     return out
@@ -313,6 +323,7 @@ def plot(times: dict[str, dict[int, float]], found: dict[str, dict[str, str]], p
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
 
     fig, (ax, grid) = plt.subplots(1, 2, figsize=(14, 4.8), gridspec_kw={"width_ratios": [1.1, 1]})
     for name, by_n in times.items():
@@ -331,7 +342,7 @@ def plot(times: dict[str, dict[int, float]], found: dict[str, dict[str, str]], p
         for j, name in enumerate(names):
             cell = found[rule][name]
             face = colour.get(cell.split(" ")[0], "#dddddd")
-            grid.add_patch(plt.Rectangle((j, i), 1, 1, facecolor=face, edgecolor="white"))
+            grid.add_patch(Rectangle((j, i), 1, 1, facecolor=face, edgecolor="white"))
             grid.text(j + 0.5, i + 0.5, cell, ha="center", va="center", fontsize=8)
     grid.set_xlim(0, len(names))
     grid.set_ylim(len(rules), 0)
@@ -359,7 +370,7 @@ def main() -> None:
     if HAVE_JAX:
         import jax
 
-        jax.config.update("jax_enable_x64", True)
+        jax.config.update("jax_enable_x64", True)  # type: ignore[no-untyped-call]
         print(f"jax {jax.__version__}")
     if not HAVE_INTEROP:
         print("rruletest.interop not installed: rruletest checks equivalent numpy rules")
