@@ -66,7 +66,8 @@ def _dtype(dtype: Any) -> np.dtype[Any]:
 
 
 def _real(dt: np.dtype[Any]) -> np.dtype[Any]:
-    return np.dtype(_COMPLEX_DTYPES.get(dt.name, dt.name))
+    real: np.dtype[Any] = np.dtype(_COMPLEX_DTYPES.get(dt.name, dt.name))
+    return real
 
 
 def default_magnitude(dtype: Any) -> float:
@@ -87,7 +88,7 @@ def _tiny(real: np.dtype[Any]) -> float:
 def _bounds(
     interval: Interval, real: np.dtype[Any], margin: float, magnitude: float
 ) -> tuple[float, float, bool, bool]:
-    """The drawable range ``[lo, hi]`` (and whether each end is excluded) in ``real``'s precision."""
+    """The drawable range ``[lo, hi]`` and whether each end is excluded, in ``real``'s precision."""
     lo, hi = interval.lo, interval.hi
     excl_lo, excl_hi = not interval.lo_closed, not interval.hi_closed
     if margin > 0:
@@ -124,8 +125,9 @@ def edge_values(
     """The edge values of argument ``arg`` of ``domain`` that are drawable in ``dtype``.
 
     Zero, ``+-sqrt(finfo.tiny)``, ``+-1``, the bounds (closed ones exactly, open ones one step
-    inside, except 0 which gets the tiny value; finite ones also at relative distances 1e-6 and 1e-2) and ``+-magnitude``; only
-    those inside the domain (and ``margin`` away from its bounds) are kept.
+    inside except 0, which the tiny value covers; finite ones also at relative distances 1e-6
+    and 1e-2) and ``+-magnitude``; only those inside the domain (and ``margin`` away from its
+    bounds) are kept.
 
     >>> edge_values("(0, 1]")
     [1.4916681462400413e-154, 1.0, 0.01, 1e-06, 0.99, 0.999999, 0.9999999999999999]
@@ -161,7 +163,7 @@ def _floats(lo: float, hi: float, excl_lo: bool, excl_hi: bool, real: np.dtype[A
         allow_nan=False,
         allow_infinity=False,
         allow_subnormal=False,
-        width=real.itemsize * 8,
+        width={2: 16, 4: 32}.get(real.itemsize, 64),
     )
 
 

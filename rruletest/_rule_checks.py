@@ -1,0 +1,392 @@
+"""What a collected rule item runs: hypothesis-generated (or registered) inputs through the testers.
+
+Loaded only when a rule item runs (it imports hypothesis and the testers), never at plugin load.
+``check_rule(info, config, record)`` raises whatever the failing check raised (normally a
+``RuleTestFailure``) after hypothesis shrank the inputs; ``record`` tells the caller how many
+examples ran, the falsifying inputs and the worst relative error seen.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import hypothesis.strategies as st
+import numpy as np
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import seed as hypothesis_seed
+
+from rruletest import strategies as rst
+from rruletest._options import RuleTestConfig
+from rruletest.domains import Domain
+from rruletest.errors import Mismatch, RuleTestFailure
+from rruletest.rules import RuleInfo, default_ruleset
+from rruletest.tangents import NoTangent
+
+__all__ = ["CannotGenerate", "Case", "RunRecord", "check_rule", "rule_arity"]
+
+#: Keep generated inputs this far (relative to ``max(1, |bound|)``) from a finite bound.
+BOUND_MARGIN = 1e-6
+
+
+class CannotGenerate(Exception):
+    """rruletest cannot build inputs for this rule (the item is skipped with this reason)."""
+
+
+@dataclass
+class Case:
+    """One test case: the call the testers make. ``repr`` reads like that call."""
+
+    testers: tuple[str, ...]
+    f: Any
+    args: tuple[Any, ...]
+    domain: Domain
+
+    def __repr__(self) -> str:
+        args = ", ".join([_fname(self.f), *(_short(a) for a in self.args)])
+        return "; ".join(f"{t}({args})" for t in self.testers)
+
+
+@dataclass
+class RunRecord:
+    """What a rule item did: examples run, the last (falsifying) case, worst relative error."""
+
+    examples: int = 0
+    shrinks: int = 0
+    failed: bool = False
+    case: Case | None = None
+    worst_rel_err: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def saw(self, rel: float | None) -> None:
+        if rel is not None and math.isfinite(rel):
+            self.worst_rel_err = rel if self.worst_rel_err is None else max(rel, self.worst_rel_err)
+
+
+def _fname(f: Any) -> str:
+    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
+    mod = getattr(f, "__module__", None)
+    if isinstance(f, np.ufunc):
+        return f"np.{f.__name__}"
+    if name and mod and mod not in ("builtins", "__main__"):
+        return f"{mod}.{name}" if not mod.startswith("rruletest") else str(name)
+    return str(name) if name else repr(f)
+
+
+def _short(a: Any) -> str:
+    if callable(a) and not isinstance(a, np.ndarray | np.generic):
+        return _fname(a)
+    if isinstance(a, np.ndarray):
+        body = np.array2string(a, separator=", ", precision=17, threshold=50)
+        return f"np.array({body}, dtype=np.{a.dtype.name})"
+    if isinstance(a, np.generic):
+        return f"np.{a.dtype.name}({a.item()!r})"
+    return repr(a)
+
+
+# -- arity ------------------------------------------------------------------------
+def _positional(fn: Any, skip: int = 0) -> int | None:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    n = 0
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            return None
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty:
+            n += 1
+    return n - skip if n - skip >= 1 else None
+
+
+def rule_arity(info: RuleInfo, f: Any | None = None) -> int | None:
+    """How many arguments ``info``'s function takes (``f`` for a broadcast key), or None."""
+    if info.examples:
+        return len(info.examples[0]) - (len(info.key) - 1)
+    fn = info.function if f is None else f
+    nin = getattr(fn, "nin", None)
+    if isinstance(nin, int) and nin >= 1:
+        return nin
+    if info.domain is not None and len(info.domain.intervals) > 1:
+        return len(info.domain.intervals)
+    if f is None:
+        for cand, skip in (
+            (info.partials, 1),
+            (getattr(info.rrule, "__wrapped__", info.rrule), 0),
+            (info.frule, 1),
+        ):
+            if cand is not None and not isinstance(cand, _ScalarRuleTypes):
+                n = _positional(cand, skip)
+                if n is not None:
+                    return n
+    return _positional(fn)
+
+
+def _scalar_rule_types() -> tuple[type, ...]:
+    from rruletest import rules
+
+    return tuple(getattr(rules, n) for n in ("_ScalarRRule", "_ScalarFRule") if hasattr(rules, n))
+
+
+_ScalarRuleTypes = _scalar_rule_types()
+
+
+# -- cases ------------------------------------------------------------------------
+def _dtypes(config: RuleTestConfig, domain: Domain) -> list[str]:
+    out = list(config.dtypes)
+    if domain.complex:
+        out.append("complex128")
+    return out
+
+
+def _scalar_args(domain: Domain, n: int, dtype: str) -> st.SearchStrategy[tuple[Any, ...]]:
+    one = [
+        rst.scalars(domain, dtype=dtype, arg=i, margin=BOUND_MARGIN).map(
+            (lambda v: v.item()) if dtype in ("float64", "complex128") else (lambda v: v)
+        )
+        for i in range(n)
+    ]
+    args = st.tuples(*one)
+    if domain.avoid is not None and n > 1:
+        args = args.filter(lambda xs: not np.any(rst.near_avoided(domain.avoid, *xs)))
+    return args
+
+
+def _array_args(domain: Domain, n: int, dtype: str) -> st.SearchStrategy[tuple[Any, ...]]:
+    return rst.broadcastable_args(
+        domain, n, dtype=dtype, max_dims=3, max_side=3, margin=BOUND_MARGIN
+    )
+
+
+def _cases(info: RuleInfo, config: RuleTestConfig) -> tuple[st.SearchStrategy[Case], int]:
+    """The strategy of generated cases for ``info`` and how many examples to run."""
+    from rruletest.broadcast import broadcasted
+
+    domain = info.domain or Domain()
+    f = info.function
+    prefix = info.key[1:]
+    if info.kind == "scalar":
+        n = rule_arity(info)
+        if n is None:
+            raise CannotGenerate(f"cannot tell how many arguments {info.name} takes")
+        dtypes = _dtypes(config, domain)
+        testers = ("test_scalar",) if n == 1 else _BOTH
+        scal = [
+            _scalar_args(domain, n, d).map(lambda xs: Case(testers, f, xs, domain)) for d in dtypes
+        ]
+        arrs = [
+            _array_args(domain, n, d).map(lambda xs: Case(_BOTH, broadcasted, (f, *xs), domain))
+            for d in dtypes
+        ]
+        return st.one_of(*scal, *arrs), config.examples
+    if info.key[0] is broadcasted and len(prefix) >= 1:
+        n = rule_arity(info, prefix[0])
+        if n is None:
+            raise CannotGenerate(f"cannot tell how many arguments {_fname(prefix[0])} takes")
+        strategies = [_array_args(domain, n, d) for d in _dtypes(config, domain)]
+    else:
+        n = rule_arity(info)
+        if n is None:
+            raise CannotGenerate(
+                f"cannot tell how many arguments {info.name} takes; register the rule with "
+                "examples=[(x, ...)] or a domain with one interval per argument"
+            )
+        strategies = [_scalar_args(domain, n, d) for d in _dtypes(config, domain)]
+    return (
+        st.one_of(*strategies).map(
+            lambda xs: Case(_tester(info), info.key[0], (*prefix, *xs), domain)
+        ),
+        config.examples,
+    )
+
+
+_BOTH = ("test_rrule", "test_frule")
+
+
+def _tester(info: RuleInfo) -> tuple[str, ...]:
+    if info.kind == "scalar":
+        return ("test_scalar",) if len(info.key) == 1 and rule_arity(info) == 1 else _BOTH
+    return {"rrule": ("test_rrule",), "frule": ("test_frule",)}.get(
+        info.kind, ("non_differentiable",)
+    )
+
+
+def example_cases(info: RuleInfo) -> list[Case]:
+    """The cases of a rule registered with ``examples``, in order."""
+    domain = info.domain or Domain()
+    prefix = info.key[1:]
+    return [
+        Case(_tester(info), info.key[0], _with_prefix(prefix, e), domain) for e in info.examples
+    ]
+
+
+def _with_prefix(prefix: tuple[Any, ...], example: tuple[Any, ...]) -> tuple[Any, ...]:
+    if len(example) >= len(prefix) and all(a is b for a, b in zip(prefix, example, strict=False)):
+        return tuple(example)
+    return (*prefix, *example)
+
+
+# -- running ------------------------------------------------------------------------
+def _worst(result: Any) -> float | None:
+    """The worst relative error a tester reports, when it returns one."""
+    for name in ("worst_rel_err", "max_rel_err", "rel_err"):
+        value = getattr(result, name, None)
+        if isinstance(value, int | float):
+            return float(value)
+    return None
+
+
+def _failure_worst(err: BaseException) -> float | None:
+    if isinstance(err, RuleTestFailure):
+        rels = [m.rel_err for m in err.mismatches if m.rel_err is not None]
+        finite = [r for r in rels if math.isfinite(r)]
+        if finite:
+            return max(finite)
+        if rels:
+            return math.inf
+    return None
+
+
+def _fdm_for(case: Case, config: RuleTestConfig) -> Any | None:
+    """A finite-difference method whose stencil stays inside the domain (None: the default)."""
+    bound = rst.interval_distance(case.domain, [a for a in case.args if not callable(a)])
+    if case.domain.avoid is not None:
+        bound = min(bound, rst.AVOID_RADIUS)
+    if not math.isfinite(bound) and config.fdm_spec is None:
+        return None
+    from rruletest import finite_differences as fd
+
+    base = config.fdm
+    if not math.isfinite(bound):
+        return base
+    with_range = getattr(fd, "with_max_range", None)
+    if with_range is not None:
+        return with_range(base, bound / 2)
+    try:
+        kind, points = config.fdm_spec or ("central", 5)
+        return getattr(fd, f"{kind}_fdm")(points, 1, max_range=bound / 2)
+    except TypeError:
+        return base
+
+
+def run_case(case: Case, config: RuleTestConfig) -> float | None:
+    """Run one case through the testers; returns the worst relative error if they report it."""
+    from rruletest import testers
+
+    kwargs = config.tester_kwargs(*case.args)
+    fdm = _fdm_for(case, config)
+    if fdm is not None:
+        kwargs["fdm"] = fdm
+    worst: list[float | None] = []
+    for name in case.testers:
+        kwargs["rng"] = config.rng()
+        if name == "non_differentiable":
+            _check_non_differentiable(case)
+        elif name == "test_scalar":
+            worst.append(_worst(testers.test_scalar(case.f, case.args[0], **kwargs)))
+        else:
+            worst.append(_worst(getattr(testers, name)(case.f, *case.args, **kwargs)))
+    found = [w for w in worst if w is not None]
+    return max(found) if found else None
+
+
+def _check_non_differentiable(case: Case) -> None:
+    f, args = case.f, case.args
+    y = f(*args)
+    problems: list[Mismatch] = []
+    out = default_ruleset.rrule(f, *args)
+    if out is None:
+        problems.append(Mismatch("rule", "rrule", None, "(y, pullback)", "no rrule found"))
+    else:
+        y_rule, pullback = out
+        _same_output(problems, "rrule output y", y_rule, y)
+        grads = pullback(np.ones_like(np.asarray(y, dtype=float)))
+        for i, g in enumerate(grads):
+            if not isinstance(g, NoTangent):
+                path = "f" if i == 0 else f"args[{i - 1}]"
+                problems.append(
+                    Mismatch(
+                        "no_tangent",
+                        f"pullback output[{i}] ({path})",
+                        g,
+                        NoTangent(),
+                        f"pullback output[{i}] ({path}): expected NoTangent(), got {g!r}",
+                    )
+                )
+    fout = default_ruleset.frule((NoTangent(),) * (len(args) + 1), f, *args)
+    if fout is None:
+        problems.append(Mismatch("rule", "frule", None, "(y, ydot)", "no frule found"))
+    else:
+        _same_output(problems, "frule output y", fout[0], y)
+        if not isinstance(fout[1], NoTangent):
+            problems.append(
+                Mismatch(
+                    "no_tangent",
+                    "frule output ydot",
+                    fout[1],
+                    NoTangent(),
+                    f"frule output ydot: expected NoTangent(), got {fout[1]!r}",
+                )
+            )
+    if problems:
+        raise RuleTestFailure(problems, header=f"non_differentiable rule for {_fname(f)}")
+
+
+def _same_output(problems: list[Mismatch], path: str, actual: Any, expected: Any) -> None:
+    a, e = np.asarray(actual), np.asarray(expected)
+    same = a.shape == e.shape and bool(
+        np.all((a == e) | (np.isnan(a) & np.isnan(e)) if a.dtype.kind in "fc" else a == e)
+    )
+    if not same:
+        problems.append(
+            Mismatch(
+                "value", path, actual, expected, f"{path}: got {actual!r}, f gives {expected!r}"
+            )
+        )
+
+
+def check_rule(
+    info: RuleInfo, config: RuleTestConfig, record: RunRecord, *, run: Callable[..., Any] = run_case
+) -> None:
+    """Test one registered rule with generated (or registered) inputs; raise on failure."""
+    if info.examples:
+        for case in example_cases(info):
+            record.case = case
+            record.examples += 1
+            try:
+                record.saw(run(case, config))
+            except BaseException as err:
+                record.failed = True
+                record.saw(_failure_worst(err))
+                raise
+        return
+    strategy, max_examples = _cases(info, config)
+
+    def one(case: Case) -> None:
+        record.case = case
+        if record.failed:
+            record.shrinks += 1
+        else:
+            record.examples += 1
+        try:
+            record.saw(run(case, config))
+        except BaseException as err:
+            record.failed = True
+            record.saw(_failure_worst(err))
+            raise
+
+    test = settings(
+        max_examples=max_examples,
+        derandomize=False,
+        database=None,
+        deadline=None,
+        print_blob=False,
+        report_multiple_bugs=False,
+        verbosity=Verbosity.quiet,
+        phases=(Phase.explicit, Phase.generate, Phase.shrink),
+        suppress_health_check=list(HealthCheck),
+    )(hypothesis_seed(config.test_seed)(given(strategy)(one)))
+    test()
