@@ -188,7 +188,7 @@ def _read_session(config: pytest.Config) -> _Session:
         fdm_ini = str(config.getini("rruletest_fdm")).strip()
         fdm = o.rruletest_fdm or (opts.parse_fdm(fdm_ini) if fdm_ini else None)
     except ValueError as err:
-        raise pytest.UsageError(f"rruletest: {err} (in the ini file)") from None
+        raise pytest.UsageError(f"rruletest: {err}") from None
     if o.rruletest_examples:
         repro.append(f"--rruletest-examples={examples}")
     if o.rruletest_dtypes:
@@ -321,7 +321,10 @@ class RuleModule(pytest.Collector):
             for i in default_ruleset.rules(module=self.module_name)
             if not any(i.module == e or i.module.startswith(e + ".") for e in self.exclude)
         ]
-        infos.sort(key=lambda i: (i.name, i.kind, i.module))
+        # A module imported again (importlib.reload, a fresh in-process pytest run) registers
+        # new function objects under the same names: the latest registration stands.
+        latest = {(i.module, i.kind, i.name): i for i in infos}
+        infos = sorted(latest.values(), key=lambda i: (i.name, i.kind, i.module))
         items: list[pytest.Item] = []
         seen: set[str] = set()
         for info in infos:
