@@ -427,7 +427,9 @@ def test_unknown_rule_node_lists_what_the_module_registers(
     result = pytester.runpytest(f"rruletest::{passing_module}::nope[rrule]")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(
-        [f"*no rule matches rruletest::{passing_module}::nope[[]rrule[]]*registers: twice[[]scalar[]]"]
+        [
+            f"*no rule matches rruletest::{passing_module}::nope[[]rrule[]]*registers: twice[[]scalar[]]"
+        ]
     )
 
 
