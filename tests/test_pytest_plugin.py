@@ -428,7 +428,8 @@ def test_unknown_rule_node_lists_what_the_module_registers(
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(
         [
-            f"*no rule matches rruletest::{passing_module}::nope[[]rrule[]]*registers: twice[[]scalar[]]"
+            f"*no rule matches rruletest::{passing_module}::nope[[]rrule[]]*"
+            "registers: twice[[]scalar[]]"
         ]
     )
 
