@@ -88,6 +88,10 @@ def _entry_point_modules() -> list[tuple[str, str]]:
     return sorted(set(out))
 
 
+def _have_xdist() -> bool:
+    return importlib.util.find_spec("xdist") is not None
+
+
 def _import(module: str) -> None:
     try:
         spec = importlib.util.find_spec(module)
@@ -221,7 +225,7 @@ def _check(ns: argparse.Namespace, extra: Sequence[str], out: TextIO) -> int:
             ns.examples = opts.parse_examples(ns.examples)
         if ns.dtypes is not None:
             opts.parse_dtypes([ns.dtypes])
-        if ns.numprocesses is not None and importlib.util.find_spec("xdist") is None:
+        if ns.numprocesses is not None and not _have_xdist():
             raise UsageError(
                 f"-n {ns.numprocesses} needs pytest-xdist, which is not installed "
                 "(pip install pytest-xdist), or drop -n"
@@ -238,6 +242,10 @@ def _check(ns: argparse.Namespace, extra: Sequence[str], out: TextIO) -> int:
             source = f"entry points {ENTRY_POINT_GROUP!r} ({names})"
         else:
             modules, source = list(DEFAULT_MODULES), "the built-in ruleset"
+    # Like ``python -m``: modules in the current directory can be checked without installing
+    # them (appended, so installed packages win).
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
     for module in modules:
         _import(module)
     print(f"rruletest check: {', '.join(modules)} (from {source})", file=out)
