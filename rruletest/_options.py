@@ -18,6 +18,7 @@ import math
 import random
 import zlib
 from collections.abc import Iterable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -26,6 +27,7 @@ __all__ = [
     "DEFAULT_EXAMPLES",
     "NODE_PREFIX",
     "RuleTestConfig",
+    "current_test_seed",
     "derive_seed",
     "new_seed",
     "parse_dtypes",
@@ -90,6 +92,19 @@ def derive_seed(seed: int, key: str) -> int:
     pytest-xdist and a later single-test run derive the same seed.
     """
     return (seed % 2**32) << 32 | zlib.crc32(key.encode("utf-8"))
+
+
+#: The seed of the test pytest is running (set by the plugin around each test), else None.
+TEST_SEED: ContextVar[int | None] = ContextVar("rruletest_test_seed", default=None)
+
+
+def current_test_seed() -> int | None:
+    """The seed of the running test under the rruletest pytest plugin, None outside a test.
+
+    Testers called with ``rng=None`` can seed their generator from it, so a test that never
+    mentions a seed still reproduces from ``pytest --rruletest-seed=N <nodeid>``.
+    """
+    return TEST_SEED.get()
 
 
 def parse_examples(text: str | int) -> int:

@@ -250,6 +250,17 @@ def rruletest_rng(rruletest_config: opts.RuleTestConfig) -> Any:
     return rruletest_config.rng()
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """Make this test's seed visible to testers called without ``rng`` (``current_test_seed``)."""
+    s = item.config.stash[SESSION_KEY]
+    token = opts.TEST_SEED.set(opts.derive_seed(s.seed, item.nodeid))
+    try:
+        return (yield)
+    finally:
+        opts.TEST_SEED.reset(token)
+
+
 # -- failure reports ----------------------------------------------------------------------------
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import itertools
 import re
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -447,15 +449,26 @@ def test_xdist_collects_the_same_items_and_shares_the_seed(
 
 
 def test_plugin_module_imports_nothing_heavy() -> None:
+    """Beyond ``import rruletest``, loading the plugin imports only its options module."""
     code = (
-        "import sys, rruletest.pytest_plugin; "
-        "heavy = [m for m in ('hypothesis', 'findiff', 'scipy', 'sympy', 'rruletest.testers', "
-        "'rruletest.strategies', 'rruletest.finite_differences') if m in sys.modules]; "
-        "print(heavy)"
+        "import sys, pytest, rruletest; before = set(sys.modules); "
+        "import rruletest.pytest_plugin; "
+        "print(sorted(set(sys.modules) - before))"
     )
-    import subprocess
-
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
-    assert out.strip() == "[]"
+    added = {m for m in ast.literal_eval(out.strip()) if not m.startswith("_")}
+    assert added <= {"rruletest._options", "rruletest.pytest_plugin", "contextvars", "shlex"}
+
+
+def test_current_test_seed_is_set_during_a_test(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        from rruletest._options import current_test_seed, derive_seed
+
+        def test_seed(request):
+            assert current_test_seed() == derive_seed(21, request.node.nodeid)
+        """
+    )
+    pytester.runpytest("--rruletest-seed=21").assert_outcomes(passed=1)
