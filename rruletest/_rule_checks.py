@@ -23,6 +23,7 @@ from rruletest import strategies as rst
 from rruletest._options import RuleTestConfig
 from rruletest.domains import Domain
 from rruletest.errors import Mismatch, RuleTestFailure
+from rruletest.projection import is_differentiable
 from rruletest.rules import RuleInfo, default_ruleset
 from rruletest.tangents import NoTangent
 
@@ -103,9 +104,14 @@ def _positional(fn: Any, skip: int = 0) -> int | None:
 
 
 def rule_arity(info: RuleInfo, f: Any | None = None) -> int | None:
-    """How many arguments ``info``'s function takes (``f`` for a broadcast key), or None."""
-    if info.examples:
-        return len(info.examples[0]) - (len(info.key) - 1)
+    """How many arguments ``info``'s function takes (``f`` for a broadcast key), or None.
+
+    From, in order: registered examples, a ufunc's ``nin``, a domain with one interval per
+    argument, the signature of the partials (scalar rules) or of the rule, of the function.
+    """
+    prefix = len(info.key) - 1
+    if info.examples and f is None:
+        return len(_with_prefix(info.key[1:], info.examples[0])) - prefix
     fn = info.function if f is None else f
     nin = getattr(fn, "nin", None)
     if isinstance(nin, int) and nin >= 1:
@@ -113,25 +119,13 @@ def rule_arity(info: RuleInfo, f: Any | None = None) -> int | None:
     if info.domain is not None and len(info.domain.intervals) > 1:
         return len(info.domain.intervals)
     if f is None:
-        for cand, skip in (
-            (info.partials, 1),
-            (getattr(info.rrule, "__wrapped__", info.rrule), 0),
-            (info.frule, 1),
-        ):
-            if cand is not None and not isinstance(cand, _ScalarRuleTypes):
-                n = _positional(cand, skip)
-                if n is not None:
-                    return n
+        rule = {"scalar": (info.partials, 1), "rrule": (info.rrule, 0), "frule": (info.frule, 1)}
+        cand, skip = rule.get(info.kind, (None, 0))
+        if cand is not None:
+            n = _positional(cand, skip)
+            if n is not None:
+                return n - prefix if info.kind != "scalar" else n
     return _positional(fn)
-
-
-def _scalar_rule_types() -> tuple[type, ...]:
-    from rruletest import rules
-
-    return tuple(getattr(rules, n) for n in ("_ScalarRRule", "_ScalarFRule") if hasattr(rules, n))
-
-
-_ScalarRuleTypes = _scalar_rule_types()
 
 
 # -- cases ------------------------------------------------------------------------
@@ -161,19 +155,36 @@ def _array_args(domain: Domain, n: int, dtype: str) -> st.SearchStrategy[tuple[A
     )
 
 
-def _cases(info: RuleInfo, config: RuleTestConfig) -> tuple[st.SearchStrategy[Case], int]:
-    """The strategy of generated cases for ``info`` and how many examples to run."""
+def _like(domain: Domain, i: int, a: Any) -> st.SearchStrategy[Any]:
+    """Values like ``a`` (same type, shape and dtype) inside ``domain``'s interval ``i``."""
+    dom = domain if i < len(domain.intervals) or len(domain.intervals) == 1 else Domain()
+    arg = i if len(dom.intervals) > 1 else 0
+    if isinstance(a, bool | int) or not is_differentiable(a):
+        return st.just(a)
+    dtype = np.result_type(a)
+    if dtype.kind == "c" and not dom.complex:
+        return st.just(a)
+    strategy = rst.primals(dom, dtype=dtype, shape=np.shape(a), arg=arg, margin=BOUND_MARGIN)
+    if isinstance(a, np.ndarray):
+        return strategy
+    if isinstance(a, np.generic):
+        return strategy.map(lambda v: dtype.type(v))
+    return strategy.map(lambda v: v.item())
+
+
+def _generated(info: RuleInfo, config: RuleTestConfig) -> st.SearchStrategy[Case]:
+    """Generated cases for ``info``; raises CannotGenerate when rruletest cannot build inputs."""
     from rruletest.broadcast import broadcasted
 
     domain = info.domain or Domain()
     f = info.function
     prefix = info.key[1:]
+    testers = _tester(info)
     if info.kind == "scalar":
         n = rule_arity(info)
         if n is None:
             raise CannotGenerate(f"cannot tell how many arguments {info.name} takes")
         dtypes = _dtypes(config, domain)
-        testers = ("test_scalar",) if n == 1 else _BOTH
         scal = [
             _scalar_args(domain, n, d).map(lambda xs: Case(testers, f, xs, domain)) for d in dtypes
         ]
@@ -181,7 +192,16 @@ def _cases(info: RuleInfo, config: RuleTestConfig) -> tuple[st.SearchStrategy[Ca
             _array_args(domain, n, d).map(lambda xs: Case(_BOTH, broadcasted, (f, *xs), domain))
             for d in dtypes
         ]
-        return st.one_of(*scal, *arrs), config.examples
+        return st.one_of(*scal, *arrs)
+    if info.examples:
+        # Inputs like each example: same structure, shapes and dtypes, values in the domain.
+        likes = []
+        for e in info.examples:
+            full = _with_prefix(prefix, e)
+            parts = [st.just(a) for a in prefix]
+            parts += [_like(domain, i, a) for i, a in enumerate(full[len(prefix) :])]
+            likes.append(st.tuples(*parts))
+        return st.one_of(*likes).map(lambda xs: Case(testers, info.key[0], tuple(xs), domain))
     if info.key[0] is broadcasted and len(prefix) >= 1:
         n = rule_arity(info, prefix[0])
         if n is None:
@@ -195,12 +215,7 @@ def _cases(info: RuleInfo, config: RuleTestConfig) -> tuple[st.SearchStrategy[Ca
                 "examples=[(x, ...)] or a domain with one interval per argument"
             )
         strategies = [_scalar_args(domain, n, d) for d in _dtypes(config, domain)]
-    return (
-        st.one_of(*strategies).map(
-            lambda xs: Case(_tester(info), info.key[0], (*prefix, *xs), domain)
-        ),
-        config.examples,
-    )
+    return st.one_of(*strategies).map(lambda xs: Case(testers, info.key[0], (*prefix, *xs), domain))
 
 
 _BOTH = ("test_rrule", "test_frule")
@@ -351,19 +366,10 @@ def _same_output(problems: list[Mismatch], path: str, actual: Any, expected: Any
 def check_rule(
     info: RuleInfo, config: RuleTestConfig, record: RunRecord, *, run: Callable[..., Any] = run_case
 ) -> None:
-    """Test one registered rule with generated (or registered) inputs; raise on failure."""
-    if info.examples:
-        for case in example_cases(info):
-            record.case = case
-            record.examples += 1
-            try:
-                record.saw(run(case, config))
-            except BaseException as err:
-                record.failed = True
-                record.saw(_failure_worst(err))
-                raise
-        return
-    strategy, max_examples = _cases(info, config)
+    """Test one registered rule at its registered examples, then at ``config.examples``
+    generated inputs (hypothesis, seeded by the test's seed, shrinking a failure); raise the
+    failing check's exception. ``record`` receives what happened.
+    """
 
     def one(case: Case) -> None:
         record.case = case
@@ -378,15 +384,25 @@ def check_rule(
             record.saw(_failure_worst(err))
             raise
 
-    test = settings(
-        max_examples=max_examples,
+    explicit = example_cases(info)
+    for case in explicit:  # registered examples first, as given (never shrunk)
+        one(case)
+    try:
+        strategy = _generated(info, config)
+    except CannotGenerate:
+        if explicit:
+            return
+        raise
+    test = given(strategy)(one)
+    test = hypothesis_seed(config.test_seed)(test)
+    settings(
+        max_examples=config.examples,
         derandomize=False,
         database=None,
         deadline=None,
         print_blob=False,
         report_multiple_bugs=False,
         verbosity=Verbosity.quiet,
-        phases=(Phase.explicit, Phase.generate, Phase.shrink),
+        phases=(Phase.generate, Phase.shrink),
         suppress_health_check=list(HealthCheck),
-    )(hypothesis_seed(config.test_seed)(given(strategy)(one)))
-    test()
+    )(test)()

@@ -356,7 +356,9 @@ class RuleModule(pytest.Collector):
                 )
         return items
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
+    def repr_failure(  # type: ignore[override]
+        self, excinfo: pytest.ExceptionInfo[BaseException]
+    ) -> Any:
         if isinstance(excinfo.value, self.CollectError):
             return str(excinfo.value.args[0])
         return super().repr_failure(excinfo)

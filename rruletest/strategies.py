@@ -62,7 +62,8 @@ def _dtype(dtype: Any) -> np.dtype[Any]:
             "primals are floating or complex: float16, float32, float64, complex64 or "
             f"complex128, got dtype={dtype!r}"
         )
-    return dt
+    out: np.dtype[Any] = dt
+    return out
 
 
 def _real(dt: np.dtype[Any]) -> np.dtype[Any]:
@@ -163,7 +164,7 @@ def _floats(lo: float, hi: float, excl_lo: bool, excl_hi: bool, real: np.dtype[A
         allow_nan=False,
         allow_infinity=False,
         allow_subnormal=False,
-        width={2: 16, 4: 32}.get(real.itemsize, 64),
+        width=16 if real.itemsize == 2 else 32 if real.itemsize == 4 else 64,
     )
 
 

@@ -376,23 +376,28 @@ def test_registered_examples_are_used(pytester: pytest.Pytester) -> None:
         **{
             name: """
             import numpy as np
-            from rruletest import NoTangent, register_rrule
+            from rruletest import NoTangent, register_rrule, unbroadcast
 
             def mul(a, b):
                 return a * b
 
             @register_rrule(mul, examples=[(2.0, 3.0), (np.ones(3), 0.5)])
             def _mul_rrule(a, b):
-                return a * b, lambda ybar: (NoTangent(), ybar * b, ybar * a)
+                def pullback(ybar):
+                    return NoTangent(), unbroadcast(a, ybar * b), unbroadcast(b, ybar * a)
+
+                return a * b, pullback
             """
         }
     )
     pytester.syspathinsert()
     xml = pytester.path / "report.xml"
-    result = pytester.runpytest(f"--rruletest-check={name}", f"--junitxml={xml}")
+    result = pytester.runpytest(
+        f"--rruletest-check={name}", "--rruletest-examples=3", f"--junitxml={xml}"
+    )
     result.assert_outcomes(passed=1)
     props = {p.get("name"): p.get("value") for p in ET.parse(xml).iter("property")}
-    assert props["rruletest_examples"] == "2"
+    assert props["rruletest_examples"] == "5"  # the 2 registered, then 3 generated like them
 
 
 def test_rule_whose_inputs_cannot_be_generated_is_skipped(pytester: pytest.Pytester) -> None:
