@@ -266,24 +266,26 @@ def _failure_worst(err: BaseException) -> float | None:
 
 
 def _fdm_for(case: Case, config: RuleTestConfig) -> Any | None:
-    """A finite-difference method whose stencil stays inside the domain (None: the default)."""
-    bound = rst.interval_distance(case.domain, [a for a in case.args if not callable(a)])
-    if case.domain.avoid is not None:
-        bound = min(bound, rst.AVOID_RADIUS)
-    if not math.isfinite(bound) and config.fdm_spec is None:
-        return None
-    from rruletest import finite_differences as fd
-
+    """The fdm for a case: the configured one (None: the testers' default), with its range
+    kept inside the neighbourhood ``avoid`` leaves free. The testers themselves keep stencils
+    inside the domain's intervals; they do not know about ``avoid``.
+    """
+    if case.domain.avoid is None:
+        return config.fdm if config.fdm_spec is not None else None
     base = config.fdm
-    if not math.isfinite(bound):
+    limit = rst.AVOID_RADIUS / 2
+    if getattr(base, "max_range", 0.0) <= limit:
         return base
-    with_range = getattr(fd, "with_max_range", None)
-    if with_range is not None:
-        return with_range(base, bound / 2)
     try:
-        kind, points = config.fdm_spec or ("central", 5)
-        return getattr(fd, f"{kind}_fdm")(points, 1, max_range=bound / 2)
-    except TypeError:
+        return type(base)(
+            base.grid,
+            base.q,
+            adapt=base.adapt,
+            condition=base.condition,
+            factor=base.factor,
+            max_range=limit,
+        )
+    except (AttributeError, TypeError):  # an fdm of another kind: use it as it is
         return base
 
 

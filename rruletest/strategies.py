@@ -24,7 +24,7 @@ True
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import hypothesis.strategies as st
@@ -41,7 +41,6 @@ __all__ = [
     "default_magnitude",
     "edge_values",
     "elements",
-    "interval_distance",
     "near_avoided",
     "primals",
     "scalars",
@@ -392,24 +391,3 @@ def broadcastable_args(
     if dom.avoid is not None:
         _assume(not np.any(near_avoided(dom.avoid, *args)))
     return args
-
-
-def interval_distance(domain: Domain, args: Sequence[Any]) -> float:
-    """The smallest distance from any element of ``args`` to a finite bound of its interval
-    (complex values: their real part), inf when no bound is finite. Rule items bound the
-    finite-difference step by it, so no stencil leaves the domain.
-
-    >>> interval_distance(Domain.of("(0, 1)"), [np.array([0.25, 0.5])])
-    0.25
-    """
-    best = math.inf
-    for i, a in enumerate(args):
-        arr = np.real(np.asarray(a, dtype=complex if np.iscomplexobj(a) else float))
-        if arr.size == 0:
-            continue
-        iv = domain.interval(i)
-        if math.isfinite(iv.lo):
-            best = min(best, float(np.min(arr - iv.lo)))
-        if math.isfinite(iv.hi):
-            best = min(best, float(np.min(iv.hi - arr)))
-    return best

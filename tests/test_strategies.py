@@ -18,7 +18,6 @@ from rruletest.strategies import (
     default_magnitude,
     edge_values,
     elements,
-    interval_distance,
     near_avoided,
     primals,
     scalars,
@@ -200,9 +199,3 @@ def test_reprs_read_like_calls() -> None:
     assert repr(primals("(0, 1)", dtype="float32")) == "primals(domain='(0, 1)', dtype='float32')"
     assert repr(broadcastable_args("(0, 1)", 2)) == "broadcastable_args(domain='(0, 1)', nargs=2)"
     assert repr(tangents(1.0)) == "tangents(1.0)"
-
-
-def test_interval_distance() -> None:
-    dom = Domain((Interval(0.0, 1.0), Interval()))
-    assert interval_distance(dom, [np.array([0.1, 0.7]), np.array([5.0])]) == pytest.approx(0.1)
-    assert interval_distance(Domain(), [np.ones(3)]) == math.inf
