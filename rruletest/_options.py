@@ -18,6 +18,7 @@ import math
 import random
 import zlib
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -271,6 +272,18 @@ class RuleTestConfig:
             if value is not None:
                 out[name] = value
         return out
+
+    def overriding_defaults(self) -> AbstractContextManager[Any]:
+        """A ``with`` block in which the library's default tolerances are the overridden ones,
+        so every tester called without ``rtol``/``atol`` uses them (the plugin wraps each test
+        in it).
+        """
+        if not (self.rtol or self.atol):
+            return nullcontext()
+        from rruletest.tolerances import override_default_tolerances
+
+        table = {key: self.tolerances(key) for key in {*self.rtol, *self.atol} - {"*"}}
+        return override_default_tolerances(table, rtol=self.rtol.get("*"), atol=self.atol.get("*"))
 
     def tester_kwargs(self, *args: Any) -> dict[str, Any]:
         """Keyword arguments for a tester called on ``args``: ``rng``, overrides and ``fdm``."""

@@ -252,11 +252,14 @@ def rruletest_rng(rruletest_config: opts.RuleTestConfig) -> Any:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
-    """Make this test's seed visible to testers called without ``rng`` (``current_test_seed``)."""
+    """Around each test: its seed for testers called without ``rng`` (``current_test_seed``),
+    and the tolerance overrides as the library's defaults.
+    """
     s = item.config.stash[SESSION_KEY]
     token = opts.TEST_SEED.set(opts.derive_seed(s.seed, item.nodeid))
     try:
-        return (yield)
+        with s.config.overriding_defaults():
+            return (yield)
     finally:
         opts.TEST_SEED.reset(token)
 

@@ -194,6 +194,13 @@ def test_config_fixture_has_overrides_from_options_and_ini(pytester: pytest.Pyte
                 "rtol": 1e-3, "atol": 0.5
             }
             assert rruletest_config.fdm_spec == ("forward", 3)
+
+        def test_defaults_are_overridden_inside_tests():
+            from rruletest.tolerances import default_tolerances
+
+            assert tuple(default_tolerances(np.float32)) == (1e-3, 0.5)
+            assert tuple(default_tolerances(np.float64)) == (1e-6, 0.5)
+            assert tuple(default_tolerances(np.float16)) == (1e-2, 0.5)
         """
     )
     result = pytester.runpytest(
@@ -202,7 +209,7 @@ def test_config_fixture_has_overrides_from_options_and_ini(pytester: pytest.Pyte
         "--rruletest-atol=0.5",
         "--rruletest-fdm=forward:3",
     )
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=2)
 
 
 @pytest.mark.parametrize(
