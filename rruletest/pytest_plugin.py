@@ -325,8 +325,15 @@ class RuleModule(pytest.Collector):
         self.module_name, self.select, self.exclude = module, select, tuple(exclude)
 
     def collect(self) -> list[pytest.Item]:
-        if importlib.util.find_spec(self.module_name.split(".")[0]) is None:
-            raise self.CollectError(f"rruletest: no module named {self.module_name!r}")
+        top = self.module_name.split(".")[0]
+        if importlib.util.find_spec(top) is None:
+            # A rule module next to the project's ini file is importable as with
+            # ``python -m pytest`` (appended: installed packages win).
+            root = self.config.rootpath
+            if (root / top).is_dir() or (root / f"{top}.py").is_file():
+                sys.path.append(str(root))
+            if importlib.util.find_spec(top) is None:
+                raise self.CollectError(f"rruletest: no module named {self.module_name!r}")
         importlib.import_module(self.module_name)
         from rruletest.rules import default_ruleset
 

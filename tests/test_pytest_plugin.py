@@ -5,11 +5,13 @@ from __future__ import annotations
 import ast
 import importlib.util
 import itertools
+import os
 import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -427,6 +429,30 @@ def test_rule_whose_inputs_cannot_be_generated_is_skipped(pytester: pytest.Pytes
     result = pytester.runpytest(f"--rruletest-check={name}", "-rs")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*cannot tell how many arguments total takes*"])
+
+
+def test_rule_module_in_the_rootdir_is_importable(pytester: pytest.Pytester) -> None:
+    name = f"rules_rootdir_{next(_counter)}"
+    pytester.makepyfile(**{name: PASSING})
+    pytester.makeini("[pytest]\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    script = Path(sys.executable).with_name("pytest")  # the console script adds no path
+    if not script.exists():
+        pytest.skip(f"no pytest console script next to {sys.executable}")
+    out = subprocess.run(
+        [
+            str(script),
+            "-p",
+            "no:cacheprovider",
+            f"--rruletest-check={name}",
+            "--rruletest-examples=2",
+        ],
+        cwd=pytester.path,
+        env=env,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert "1 passed" in out, out
 
 
 def test_unknown_module_is_a_collection_error(pytester: pytest.Pytester) -> None:
