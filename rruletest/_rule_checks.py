@@ -18,6 +18,7 @@ import hypothesis.strategies as st
 import numpy as np
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
+from hypothesis.extra import numpy as hnp
 
 from rruletest import strategies as rst
 from rruletest._options import RuleTestConfig
@@ -29,8 +30,19 @@ from rruletest.tangents import NoTangent
 
 __all__ = ["CannotGenerate", "Case", "RunRecord", "check_rule", "rule_arity"]
 
-#: Keep generated inputs this far (relative to ``max(1, |bound|)``) from a finite bound.
-BOUND_MARGIN = 1e-6
+#: Perturbations of registered examples: relative sizes hypothesis chooses from.
+PERTURBATIONS = (0.0, 1e-6, 1e-3, 1e-1)
+
+
+def bound_margin(dtype: Any) -> float:
+    """How far (relative to ``max(1, |bound|)``) generated inputs keep from a finite bound: 1e-6,
+    but at least 1024 ulps (a stencil needs room to resolve), at most 1e-2 (float16).
+
+    >>> bound_margin("float64"), bound_margin("float32")
+    (1e-06, 0.0001220703125)
+    """
+    eps = float(np.finfo(np.dtype(dtype)).eps)
+    return min(1e-2, max(1e-6, 1024 * eps))
 
 
 class CannotGenerate(Exception):
@@ -138,7 +150,7 @@ def _dtypes(config: RuleTestConfig, domain: Domain) -> list[str]:
 
 def _scalar_args(domain: Domain, n: int, dtype: str) -> st.SearchStrategy[tuple[Any, ...]]:
     one = [
-        rst.scalars(domain, dtype=dtype, arg=i, margin=BOUND_MARGIN).map(
+        rst.scalars(domain, dtype=dtype, arg=i, margin=bound_margin(dtype)).map(
             (lambda v: v.item()) if dtype in ("float64", "complex128") else (lambda v: v)
         )
         for i in range(n)
@@ -151,25 +163,63 @@ def _scalar_args(domain: Domain, n: int, dtype: str) -> st.SearchStrategy[tuple[
 
 def _array_args(domain: Domain, n: int, dtype: str) -> st.SearchStrategy[tuple[Any, ...]]:
     return rst.broadcastable_args(
-        domain, n, dtype=dtype, max_dims=3, max_side=3, margin=BOUND_MARGIN
+        domain, n, dtype=dtype, max_dims=3, max_side=3, margin=bound_margin(dtype)
     )
 
 
-def _like(domain: Domain, i: int, a: Any) -> st.SearchStrategy[Any]:
-    """Values like ``a`` (same type, shape and dtype) inside ``domain``'s interval ``i``."""
-    dom = domain if i < len(domain.intervals) or len(domain.intervals) == 1 else Domain()
-    arg = i if len(dom.intervals) > 1 else 0
-    if isinstance(a, bool | int) or not is_differentiable(a):
-        return st.just(a)
-    dtype = np.result_type(a)
-    if dtype.kind == "c" and not dom.complex:
-        return st.just(a)
-    strategy = rst.primals(dom, dtype=dtype, shape=np.shape(a), arg=arg, margin=BOUND_MARGIN)
-    if isinstance(a, np.ndarray):
-        return strategy
-    if isinstance(a, np.generic):
-        return strategy.map(lambda v: dtype.type(v))
-    return strategy.map(lambda v: v.item())
+def _perturbed(domain: Domain, example: tuple[Any, ...], skip: int) -> st.SearchStrategy[Any]:
+    """Arguments near ``example``: each float or complex leaf moved by up to ``rel * max(1, |x|)``
+    per element (``rel`` from ``PERTURBATIONS``, 0 included), staying inside the domain.
+
+    Rules registered with examples often need inputs a domain cannot describe (compatible
+    shapes, a well-conditioned matrix), so generated inputs stay near the examples.
+    """
+
+    @st.composite
+    def near(draw: Any) -> tuple[Any, ...]:
+        rel = draw(st.sampled_from(PERTURBATIONS))
+        out = list(example)
+        for i in range(skip, len(example)):
+            a = example[i]
+            if isinstance(a, bool | int) or not is_differentiable(a) or rel == 0:
+                continue
+            arr = np.asarray(a)
+            unit = hnp.arrays(
+                np.float64, arr.shape, elements=st.floats(-1.0, 1.0, allow_subnormal=False)
+            )
+            moved = arr + rel * np.maximum(1.0, np.abs(arr)) * draw(unit)
+            if arr.dtype.kind == "c":
+                moved = moved + 1j * rel * np.maximum(1.0, np.abs(arr)) * draw(unit)
+            moved = moved.astype(arr.dtype)
+            value: Any = moved if isinstance(a, np.ndarray) else moved[()]
+            out[i] = value.item() if isinstance(a, float | complex) else value
+        _assume(_inside(domain, out[skip:]))
+        return tuple(out)
+
+    return near()
+
+
+def _inside(domain: Domain, args: list[Any]) -> bool:
+    """Finite, inside each argument's interval (real parts), clear of ``avoid``."""
+    n = len(domain.intervals)
+    for i, x in enumerate(args):
+        if not is_differentiable(x):
+            continue
+        arr = np.asarray(x)
+        if not np.all(np.isfinite(arr)):
+            return False
+        if (n == 1 or i < n) and not np.all(domain.interval(i).contains(arr.real)):
+            return False
+    try:
+        return not np.any(rst.near_avoided(domain.avoid, *args))
+    except (TypeError, ValueError):  # avoid cannot judge these arguments (shapes, structures)
+        return True
+
+
+def _assume(condition: bool) -> None:
+    from hypothesis import assume
+
+    assume(condition)
 
 
 def _generated(info: RuleInfo, config: RuleTestConfig) -> st.SearchStrategy[Case]:
@@ -194,14 +244,8 @@ def _generated(info: RuleInfo, config: RuleTestConfig) -> st.SearchStrategy[Case
         ]
         return st.one_of(*scal, *arrs)
     if info.examples:
-        # Inputs like each example: same structure, shapes and dtypes, values in the domain.
-        likes = []
-        for e in info.examples:
-            full = _with_prefix(prefix, e)
-            parts = [st.just(a) for a in prefix]
-            parts += [_like(domain, i, a) for i, a in enumerate(full[len(prefix) :])]
-            likes.append(st.tuples(*parts))
-        return st.one_of(*likes).map(lambda xs: Case(testers, info.key[0], tuple(xs), domain))
+        near = [_perturbed(domain, _with_prefix(prefix, e), len(prefix)) for e in info.examples]
+        return st.one_of(*near).map(lambda xs: Case(testers, info.key[0], tuple(xs), domain))
     if info.key[0] is broadcasted and len(prefix) >= 1:
         n = rule_arity(info, prefix[0])
         if n is None:
