@@ -117,7 +117,7 @@ class _Row:
     status: str = "not run"
 
 
-@dataclass
+@dataclass(eq=False)  # pluggy keeps plugins in sets: hashable by identity
 class _Results:
     """A pytest plugin object that records each rule item's outcome (also under xdist)."""
 
@@ -263,17 +263,21 @@ def _check(ns: argparse.Namespace, extra: Sequence[str], out: TextIO) -> int:
         f"module{'s' if len(modules) != 1 else ''}: {parts} ({seed})",
         file=out,
     )
-    empty = [m for m in modules if not any(r.module == m for r in results.rows.values())]
-    for m in empty:
-        print(f"rruletest check: {m} registers no rules", file=out)
     if code in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        for m in modules:
+            if not any(r.module == m for r in results.rows.values()):
+                print(f"rruletest check: {m} registers no rules", file=out)
         return EXIT_OK
     if code == pytest.ExitCode.TESTS_FAILED or counts.get("FAILED") or counts.get("ERROR"):
         print(f"rerun with: rruletest check {' '.join(modules)} --seed {ns.seed}", file=out)
         return EXIT_FAILED
-    if code == pytest.ExitCode.INTERNAL_ERROR:
-        return EXIT_FAILED
-    return EXIT_USAGE
+    what = {
+        int(pytest.ExitCode.INTERRUPTED): "was interrupted (see the errors above)",
+        int(pytest.ExitCode.INTERNAL_ERROR): "stopped with an internal error (see above)",
+        int(pytest.ExitCode.USAGE_ERROR): "rejected its arguments (see above)",
+    }.get(int(code), f"exited with code {int(code)}")
+    print(f"rruletest check: pytest {what}", file=sys.stderr)
+    return EXIT_FAILED if code == pytest.ExitCode.INTERNAL_ERROR else EXIT_USAGE
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -208,3 +208,28 @@ def test_n_runs_on_xdist_workers(
     assert code == 1
     assert re.search(r"^  half\s+scalar\s+\d+\s+FAILED", out, re.M)
     assert re.search(r"^  triple\s+scalar\s+3\s+passed", out, re.M)
+
+
+def test_runs_inside_a_project_with_its_own_pytest_configuration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "conftest.py").write_text("collect_ignore = []\n")
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.pytest.ini_options]\n"
+        'addopts = ["--strict-markers", "--strict-config", "--doctest-modules"]\n'
+        'filterwarnings = ["error"]\n'
+    )
+    (tmp_path / "test_unrelated.py").write_text("def test_not_run():\n    raise AssertionError\n")
+    mod = _module(tmp_path, GOOD, "project")
+    code, out, _ = _run(capsys, "check", mod, "--seed", "4", "--examples", "3")
+    assert code == 0
+    assert "2 rules in 1 module: 2 passed (seed=4)" in out
+
+
+def test_pytest_usage_error_after_double_dash_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mod = _module(tmp_path, GOOD, "usage")
+    code, _, err = _run(capsys, "check", mod, "--", "--no-such-pytest-option")
+    assert code == 2
+    assert "rruletest check: pytest rejected its arguments" in err
