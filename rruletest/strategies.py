@@ -7,10 +7,12 @@ to each bound, and large magnitudes. "Large" stays within what a rule test can c
 ``|x| <= min(100, log(finfo.max) / 2)`` (100 for float64, about 44 for float32, 5.5 for float16),
 so ``exp`` or ``cosh`` of any drawn value stays finite. Pass ``magnitude`` to change it.
 
-Loaded lazily (``rruletest.strategies`` imports hypothesis): ``import rruletest`` and the pytest
-plugin never import this module.
+Importing this module is light: hypothesis loads on first use of a strategy (``primals``,
+``scalars``, ``tangents``, ``broadcastable_args``, ``elements``), so ``import rruletest``, the
+pytest plugin and ``rruletest check`` start fast.
 
 >>> from hypothesis import find
+>>> from rruletest.strategies import broadcastable_args, primals
 >>> x = find(primals("(0, 1]", dtype="float32"), lambda v: v > 0.5)
 >>> x.dtype.name, 0.5 < float(x) <= 1.0
 ('float32', True)
@@ -25,15 +27,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import hypothesis.strategies as st
 import numpy as np
-from hypothesis.extra import numpy as hnp
 
 from rruletest.domains import Domain, DomainLike, Interval
-from rruletest.projection import is_differentiable
-from rruletest.tangents import NO_TANGENT
+
+if TYPE_CHECKING:
+    from rruletest._hypothesis_strategies import (
+        broadcastable_args,
+        elements,
+        primals,
+        scalars,
+        tangents,
+    )
 
 __all__ = [
     "AVOID_RADIUS",
@@ -154,53 +161,6 @@ def edge_values(
     return out
 
 
-def _floats(lo: float, hi: float, excl_lo: bool, excl_hi: bool, real: np.dtype[Any]) -> Any:
-    return st.floats(
-        min_value=lo,
-        max_value=hi,
-        exclude_min=excl_lo,
-        exclude_max=excl_hi,
-        allow_nan=False,
-        allow_infinity=False,
-        allow_subnormal=False,
-        width=16 if real.itemsize == 2 else 32 if real.itemsize == 4 else 64,
-    )
-
-
-def elements(
-    domain: DomainLike = None,
-    *,
-    dtype: Any = "float64",
-    arg: int = 0,
-    edges: bool = True,
-    margin: float = 0.0,
-    magnitude: float | None = None,
-) -> st.SearchStrategy[Any]:
-    """Python floats (complex for a complex dtype) inside argument ``arg``'s interval.
-
-    For a complex dtype the real part lies in the interval (keeping clear of branch cuts on the
-    real axis outside it) and the imaginary part within ``magnitude``. About a quarter of the
-    draws are edge values (see ``edge_values``). ``avoid`` is not applied here (it may involve
-    several arguments); ``primals`` and ``broadcastable_args`` apply it.
-    """
-    dt = _dtype(dtype)
-    dom = Domain.of(domain)
-    if dt.kind == "c" and not dom.complex:
-        raise ValueError(f"the domain {dom} does not accept complex inputs, got dtype={dtype!r}")
-    real = _real(dt)
-    mag = default_magnitude(real) if magnitude is None else float(magnitude)
-    lo, hi, excl_lo, excl_hi = _bounds(dom.interval(arg), real, margin, mag)
-    base = _floats(lo, hi, excl_lo, excl_hi, real)
-    edge = edge_values(dom, dtype=real, arg=arg, margin=margin, magnitude=mag)
-    part = st.one_of(base, base, base, st.sampled_from(edge)) if edges and edge else base
-    if dt.kind != "c":
-        return part
-    imag_edge = [0.0, 1.0, -1.0, _tiny(real)]
-    imag_base = _floats(-mag, mag, False, False, real)
-    imag = st.one_of(imag_base, st.sampled_from(imag_edge)) if edges else imag_base
-    return st.builds(complex, part, imag)
-
-
 def near_avoided(avoid: Callable[..., Any] | None, *args: Any) -> Any:
     """Where ``avoid`` holds at ``args`` or close to them (elementwise, broadcast).
 
@@ -236,158 +196,19 @@ def near_avoided(avoid: Callable[..., Any] | None, *args: Any) -> Any:
     return bad if bad.ndim else bool(bad)
 
 
-def _as_value(a: np.ndarray[Any, Any], shape: Any) -> Any:
-    return a[()] if shape == () else a
+_LAZY = ("broadcastable_args", "elements", "primals", "scalars", "tangents")
 
 
-@st.composite
-def primals(
-    draw: Any,
-    domain: DomainLike = None,
-    *,
-    dtype: Any = "float64",
-    shape: int | tuple[int, ...] | st.SearchStrategy[tuple[int, ...]] = (),
-    arg: int = 0,
-    edges: bool = True,
-    margin: float = 0.0,
-    magnitude: float | None = None,
-) -> Any:
-    """A primal value of ``dtype`` and ``shape`` inside ``domain`` (argument ``arg``).
+def __getattr__(name: str) -> Any:
+    """The strategies themselves load hypothesis on first use (PEP 562)."""
+    if name in _LAZY:
+        import rruletest._hypothesis_strategies as impl
 
-    Returns a numpy scalar for ``shape=()`` and an ndarray otherwise. The domain's ``avoid``
-    applies when it is a function of one argument (``arg=0`` of a one-interval domain).
-
-    Args:
-        domain: a ``Domain`` or what ``Domain.of`` accepts (``"(0, inf)"``), None for the reals.
-        dtype: float16, float32, float64, complex64 or complex128 (complex needs a domain that
-            accepts complex inputs).
-        shape: an int, a tuple or a strategy of shapes (``hypothesis.extra.numpy.array_shapes``).
-        arg: which argument's interval to use, for a domain with one interval per argument.
-        edges: whether to draw edge values often (zero, tiny, +-1, bounds, large).
-        margin: keep this far (relative to ``max(1, |bound|)``) from finite bounds.
-        magnitude: the largest ``|x|`` drawn (default ``default_magnitude(dtype)``).
-    """
-    dt = _dtype(dtype)
-    dom = Domain.of(domain)
-    elems = elements(dom, dtype=dt, arg=arg, edges=edges, margin=margin, magnitude=magnitude)
-    shp = draw(shape) if isinstance(shape, st.SearchStrategy) else shape
-    shp = (shp,) if isinstance(shp, int) else tuple(shp)
-    arr = draw(hnp.arrays(dt, shp, elements=elems))
-    if dom.avoid is not None and len(dom.intervals) == 1 and arg == 0:
-        bad = np.asarray(near_avoided(dom.avoid, arr))
-        if bad.any():
-            # Move avoided elements to a safe edge instead of rejecting the whole draw.
-            safe = [
-                v
-                for v in edge_values(dom, dtype=dt, margin=margin, magnitude=magnitude)
-                if not near_avoided(dom.avoid, np.asarray(v, dt))
-            ]
-            _assume(bool(safe))
-            arr = np.where(bad, np.asarray(safe[0], dt), arr).astype(dt)
-    return _as_value(arr, shp)
+        value = getattr(impl, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'rruletest.strategies' has no attribute {name!r}")
 
 
-def _assume(condition: bool) -> None:
-    """Reject the current draw unless ``condition`` (``hypothesis.assume``)."""
-    from hypothesis import assume
-
-    assume(condition)
-
-
-def scalars(
-    domain: DomainLike = None,
-    *,
-    dtype: Any = "float64",
-    arg: int = 0,
-    edges: bool = True,
-    margin: float = 0.0,
-    magnitude: float | None = None,
-) -> st.SearchStrategy[Any]:
-    """A numpy scalar inside ``domain``: ``primals(domain, dtype=dtype, shape=())``."""
-    return primals(
-        domain, dtype=dtype, shape=(), arg=arg, edges=edges, margin=margin, magnitude=magnitude
-    )
-
-
-@st.composite
-def tangents(draw: Any, primal: Any) -> Any:
-    """A tangent for ``primal``: same type, shape and dtype, on a grid of short decimals.
-
-    Elements are multiples of 0.01 in [-9, 9] (readable in a failure report; zero included).
-    Complex primals get complex tangents; integers, booleans and other non-differentiable
-    values get ``NoTangent()``; tuples, lists and dicts get one tangent per element.
-
-    >>> from hypothesis import find
-    >>> find(tangents(np.zeros(2, np.float32)), lambda t: True)
-    array([0., 0.], dtype=float32)
-    """
-    if isinstance(primal, tuple | list):
-        out = [draw(tangents(p)) for p in primal]
-        return type(primal)(out) if isinstance(primal, list) else tuple(out)
-    if isinstance(primal, dict):
-        return {k: draw(tangents(v)) for k, v in primal.items()}
-    if not is_differentiable(primal):
-        return NO_TANGENT
-    dt = np.result_type(primal)
-    grid = st.integers(-900, 900).map(lambda k: k / 100)
-    elems: st.SearchStrategy[Any] = grid
-    if dt.kind == "c":
-        elems = st.builds(complex, grid, grid)
-    arr = draw(hnp.arrays(dt, np.shape(primal), elements=elems))
-    if isinstance(primal, np.ndarray):
-        return arr
-    if isinstance(primal, np.generic):
-        return arr[()]
-    return arr.item()
-
-
-@st.composite
-def broadcastable_args(
-    draw: Any,
-    domain: DomainLike = None,
-    nargs: int | None = None,
-    *,
-    dtype: Any = "float64",
-    min_dims: int = 0,
-    max_dims: int = 3,
-    max_side: int = 4,
-    edges: bool = True,
-    margin: float = 0.0,
-    magnitude: float | None = None,
-) -> tuple[Any, ...]:
-    """A tuple of ``nargs`` arrays with mutually broadcastable shapes, each in its interval.
-
-    Shapes come from ``hypothesis.extra.numpy.mutually_broadcastable_shapes``; argument ``i``
-    is drawn in ``domain.interval(i)``; the domain's ``avoid`` is applied to the broadcast
-    arguments. ``nargs`` defaults to the number of intervals in the domain.
-
-    >>> from hypothesis import find
-    >>> a, b = find(broadcastable_args("(0, inf)", 2, dtype="float32"), lambda xs: True)
-    >>> a.dtype.name, bool((a > 0).all() and (b > 0).all())
-    ('float32', True)
-    """
-    dt = _dtype(dtype)
-    dom = Domain.of(domain)
-    n = len(dom.intervals) if nargs is None else nargs
-    if n < 1:
-        raise ValueError(f"broadcastable_args needs nargs >= 1, got nargs={nargs!r}")
-    shapes = draw(
-        hnp.mutually_broadcastable_shapes(
-            num_shapes=n, min_dims=min_dims, max_dims=max_dims, max_side=max_side
-        )
-    ).input_shapes
-    args = tuple(
-        draw(
-            hnp.arrays(
-                dt,
-                shp,
-                elements=elements(
-                    dom, dtype=dt, arg=i, edges=edges, margin=margin, magnitude=magnitude
-                ),
-            )
-        )
-        for i, shp in enumerate(shapes)
-    )
-    if dom.avoid is not None:
-        _assume(not np.any(near_avoided(dom.avoid, *args)))
-    return args
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
