@@ -490,7 +490,9 @@ def test_unknown_rule_node_lists_what_the_module_registers(
 def test_xdist_collects_the_same_items_and_shares_the_seed(
     pytester: pytest.Pytester, rules_module: str
 ) -> None:
-    result = pytester.runpytest_subprocess(f"--rruletest-check={rules_module}", "-n", "2")
+    result = pytester.runpytest_subprocess(
+        f"--rruletest-check={rules_module}", "-n", "2", "--rruletest-examples=8"
+    )
     result.assert_outcomes(passed=4, failed=2)
     out = result.stdout.str()
     seeds = {int(s) for s in re.findall(r"seed=(\d+)", out)}
