@@ -36,10 +36,8 @@ __all__ = [
     "rule_arity",
 ]
 
-#: Broadcast arguments have at least this many dimensions. 1, not 0: the structured broadcast
-#: vjp of finite_differences fails on all-0-d inputs (``t0[:0]`` in broadcast.py); 0-d arrays
-#: come back once that is fixed.
-MIN_DIMS = 1
+#: Broadcast arguments have at least this many dimensions (0: 0-d arrays are drawn too).
+MIN_DIMS = 0
 #: Perturbations of registered examples: relative sizes hypothesis chooses from.
 PERTURBATIONS = (0.0, 1e-6, 1e-3, 1e-1)
 
