@@ -58,16 +58,20 @@ def is_rule_failure(err: BaseException) -> bool:
 
 
 def plan(modules: Sequence[str], nodes: Sequence[str]) -> list[tuple[str, tuple[str, ...] | None]]:
-    """(module, node ids to keep or None for all) in order: modules first, then node ids."""
-    plan: dict[str, tuple[str, ...] | None] = dict.fromkeys(modules)
+    """(module, node ids to keep or None for all) in order: modules first, then node ids.
+
+    >>> plan(["a"], ["rruletest::b::f[rrule]", "rruletest::a::g[rrule]", "rruletest::c"])
+    [('a', None), ('b', ('rruletest::b::f[rrule]',)), ('c', None)]
+    """
+    out: dict[str, tuple[str, ...] | None] = dict.fromkeys(modules)
     for node in nodes:
         module = opts.module_of_node(node)
-        if module in plan and plan[module] is None:
+        if module in out and out[module] is None:
             continue
         keep = None if node == f"{opts.NODE_PREFIX}::{module}" else (node,)
-        prev = plan.get(module, ())
-        plan[module] = None if keep is None else (*(prev or ()), *keep)
-    return list(plan.items())
+        prev = out.get(module, ())
+        out[module] = None if keep is None else (*(prev or ()), *keep)
+    return list(out.items())
 
 
 class RuleModule(pytest.Collector):
