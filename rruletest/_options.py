@@ -15,7 +15,7 @@ True
 from __future__ import annotations
 
 import math
-import random
+import os
 import zlib
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -83,7 +83,7 @@ def parse_seed(text: str | int) -> int | Literal["last"]:
 
 def new_seed() -> int:
     """A fresh random session seed (from the operating system's entropy)."""
-    return random.SystemRandom().randrange(2**32)
+    return int.from_bytes(os.urandom(4), "little")
 
 
 def derive_seed(seed: int, key: str) -> int:
