@@ -421,6 +421,45 @@ def test_registered_examples_are_used(pytester: pytest.Pytester) -> None:
     assert props["rruletest_examples"] == "5"  # the 2 registered, then 3 generated like them
 
 
+def test_broadcast_rules_and_non_numeric_example_arguments(pytester: pytest.Pytester) -> None:
+    name = f"rules_broadcast_{next(_counter)}"
+    pytester.makepyfile(
+        **{
+            name: """
+            import numpy as np
+            from rruletest import NoTangent, broadcasted, register_frule, register_rrule
+            from rruletest import unbroadcast
+
+            def softplus(x):
+                return np.log1p(np.exp(x))
+
+            @register_rrule(broadcasted, softplus)
+            def _softplus_rrule(f, x):
+                def pullback(ybar):
+                    return NoTangent(), NoTangent(), unbroadcast(x, ybar / (1 + np.exp(-x)))
+
+                return broadcasted(softplus, x), pullback
+
+            def scale(x, k):
+                return x * k
+
+            @register_frule(scale, examples=[(np.ones(3), 2)])  # k is an int: kept as it is
+            def _scale_frule(tangents, x, k):
+                return x * k, tangents[1] * k
+            """
+        }
+    )
+    pytester.syspathinsert()
+    result = pytester.runpytest(f"--rruletest-check={name}", "--rruletest-examples=5", "-v")
+    result.stdout.fnmatch_lines(
+        [
+            f"rruletest::{name}::broadcasted(softplus)[[]rrule[]] PASSED*",
+            f"rruletest::{name}::scale[[]frule[]] PASSED*",
+        ]
+    )
+    result.assert_outcomes(passed=2)
+
+
 def test_rule_whose_inputs_cannot_be_generated_is_skipped(pytester: pytest.Pytester) -> None:
     name = f"rules_varargs_{next(_counter)}"
     pytester.makepyfile(
