@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import hypothesis.strategies as st
@@ -58,6 +59,20 @@ def elements(
     """
     dt = _dtype(dtype)
     dom = Domain.of(domain)
+    try:
+        return _elements(dom, dt, arg, edges, float(margin), magnitude)
+    except TypeError:  # an unhashable part (an avoid predicate that is not hashable)
+        return _elements.__wrapped__(dom, dt, arg, edges, float(margin), magnitude)
+
+
+@functools.lru_cache(maxsize=512)
+def _elements(
+    dom: Domain, dt: np.dtype[Any], arg: int, edges: bool, margin: float, magnitude: float | None
+) -> st.SearchStrategy[Any]:
+    """``elements`` for hashable arguments, cached: strategies are immutable, and ``primals``
+    asks for the same ones at every draw.
+    """
+    dtype = dt.name
     if dt.kind == "c" and not dom.complex:
         raise ValueError(f"the domain {dom} does not accept complex inputs, got dtype={dtype!r}")
     real = _real(dt)
