@@ -287,7 +287,8 @@ class RuleTestConfig:
 
     def tester_kwargs(self, *args: Any) -> dict[str, Any]:
         """Keyword arguments for a tester called on ``args``: ``rng``, overrides and ``fdm``."""
-        kwargs: dict[str, Any] = {"rng": self.rng(), **self.tolerance_overrides(*args)}
+        # The int seed (not a Generator) so a tester's own report names it: rng=<seed>.
+        kwargs: dict[str, Any] = {"rng": self.test_seed, **self.tolerance_overrides(*args)}
         if self.fdm_spec is not None:
             kwargs["fdm"] = self.fdm
         return kwargs

@@ -104,7 +104,6 @@ def run_case(case: Case, config: RuleTestConfig) -> float | None:
         kwargs["fdm"] = fdm
     worst: list[float | None] = []
     for name in case.testers:
-        kwargs["rng"] = config.rng()
         if name == "non_differentiable":
             _check_non_differentiable(case)
         elif name == "test_scalar":
