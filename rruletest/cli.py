@@ -122,7 +122,14 @@ class _Results:
     """A pytest plugin object that records each rule item's outcome (also under xdist)."""
 
     rows: dict[str, _Row] = field(default_factory=dict)
-    collect_errors: list[str] = field(default_factory=list)
+    seed: int | None = None
+
+    def pytest_configure(self, config: Any) -> None:
+        from rruletest._pytest_items import SESSION_KEY
+
+        session = config.stash.get(SESSION_KEY, None)
+        if session is not None:
+            self.seed = session.seed
 
     def _row(self, nodeid: str) -> _Row:
         row = self.rows.get(nodeid)
@@ -140,10 +147,6 @@ class _Results:
         for item in items:
             if item.nodeid in self.rows:
                 self.rows[item.nodeid].status = "deselected"
-
-    def pytest_collectreport(self, report: Any) -> None:
-        if report.failed:
-            self.collect_errors.append(str(report.nodeid))
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         if not report.nodeid.startswith(opts.NODE_PREFIX + "::"):
@@ -197,9 +200,9 @@ def _print_table(results: _Results, modules: Sequence[str], out: TextIO) -> dict
 
 
 def _pytest_args(ns: argparse.Namespace, modules: Sequence[str], extra: Sequence[str]) -> list[str]:
+    # pytest's cache stays on: the seed is shared with pytest (``--rruletest-seed=last`` works
+    # from either side) and ``rruletest check -- --lf`` reruns the rules that failed.
     args = ["--rruletest-seed", str(ns.seed)]
-    if ns.seed != "last":
-        args += ["-p", "no:cacheprovider"]
     if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         args += ["-p", "rruletest.pytest_plugin"]
     if ns.examples is not None:
@@ -253,6 +256,8 @@ def _check(ns: argparse.Namespace, extra: Sequence[str], out: TextIO) -> int:
     code = pytest.main(_pytest_args(ns, modules, extra), plugins=[results])
     counts = _print_table(results, modules, out)
     total = sum(counts.values())
+    if results.seed is not None:
+        ns.seed = results.seed  # the one pytest used ("last" resolved)
     seed = f"seed={ns.seed}"
     parts = (
         ", ".join(f"{counts[s]} {s.lower()}" for s in _STATUS_ORDER if counts.get(s))

@@ -233,3 +233,13 @@ def test_pytest_usage_error_after_double_dash_exits_2(
     code, _, err = _run(capsys, "check", mod, "--", "--no-such-pytest-option")
     assert code == 2
     assert "rruletest check: pytest rejected its arguments" in err
+
+
+def test_seed_last_reuses_the_previous_runs_seed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mod = _module(tmp_path, GOOD, "last")
+    assert _run(capsys, "check", mod, "--seed", "31", "--examples", "2")[0] == 0
+    code, out, _ = _run(capsys, "check", mod, "--seed", "last", "--examples", "2")
+    assert code == 0
+    assert "2 passed (seed=31)" in out
