@@ -9,6 +9,9 @@ Which modules: those named on the command line; else the modules that installed 
 in the entry point group ``rruletest.rules``; else the built-in numpy ruleset.
 
 Exit codes: 0 every rule passed, 1 a rule failed, 2 usage error (an unknown module, a bad option).
+The seed is shared with pytest through its cache: ``--seed last`` here or
+``pytest --rruletest-seed=last`` reuses the previous run's, and each failure prints the ``pytest``
+command that reruns that one rule.
 
     rruletest check                                  # the built-in numpy ruleset
     rruletest check mypkg.rules --examples 50 -n 2 --junitxml report.xml
