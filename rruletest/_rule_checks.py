@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from hypothesis import HealthCheck, Phase, Verbosity, assume, given, settings
 from hypothesis import seed as hypothesis_seed
+from hypothesis.errors import Unsatisfiable
 
 from rruletest import strategies as rst
 from rruletest._options import RuleTestConfig
@@ -206,7 +207,7 @@ def check_rule(
 
     test = given(strategy)(generated)
     test = hypothesis_seed(config.test_seed)(test)
-    settings(
+    test = settings(
         max_examples=config.examples,
         derandomize=False,
         database=None,
@@ -216,4 +217,18 @@ def check_rule(
         verbosity=Verbosity.quiet,
         phases=(Phase.generate, Phase.shrink),
         suppress_health_check=list(HealthCheck),
-    )(test)()
+    )(test)
+    try:
+        test()
+    except Unsatisfiable:
+        domain = info.domain or "(-inf, inf)"
+        message = (
+            f"could not generate inputs for {info.name}: every input drawn in its domain "
+            f"{domain} was near a point its avoid predicate excludes, or gave an output that is "
+            "not finite (or within sqrt(finfo.max) of overflow)"
+        )
+        hint = "check the rule's domain and avoid predicate, or register examples=[...]"
+        raise RuleTestFailure(
+            [Mismatch("inputs", "inputs", None, None, message, hint=hint)],
+            header=f"rruletest could not test the rule for {info.name}",
+        ) from None
