@@ -294,19 +294,19 @@ class RuleTestConfig:
         return kwargs
 
     def test_rrule(self, f: Any, *args: Any, **kwargs: Any) -> Any:
-        """``rruletest.test_rrule`` with this test's generator, tolerances and fdm."""
+        """``rruletest.test_rrule`` with this test's seed, tolerances and fdm."""
         from rruletest.testers import test_rrule
 
         return test_rrule(f, *args, **{**self.tester_kwargs(*args), **kwargs})
 
     def test_frule(self, f: Any, *args: Any, **kwargs: Any) -> Any:
-        """``rruletest.test_frule`` with this test's generator, tolerances and fdm."""
+        """``rruletest.test_frule`` with this test's seed, tolerances and fdm."""
         from rruletest.testers import test_frule
 
         return test_frule(f, *args, **{**self.tester_kwargs(*args), **kwargs})
 
     def test_scalar(self, f: Any, x: Any, **kwargs: Any) -> Any:
-        """``rruletest.test_scalar`` with this test's generator, tolerances and fdm."""
+        """``rruletest.test_scalar`` with this test's seed, tolerances and fdm."""
         from rruletest.testers import test_scalar
 
         return test_scalar(f, x, **{**self.tester_kwargs(x), **kwargs})
