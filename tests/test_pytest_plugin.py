@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rruletest._options import derive_seed
 from rruletest.rules import default_ruleset
 
 pytest_plugins = ["pytester"]
@@ -260,6 +261,32 @@ def test_failure_of_a_test_using_rruletest_shows_seed_and_reproduce(
             "seed=99",
             "reproduce: pytest --rruletest-seed=99 test_failure_of_a_test_using_rruletest*.py"
             "::test_fails",
+        ]
+    )
+
+
+def test_config_fixture_runs_testers_with_the_tests_seed(pytester: pytest.Pytester) -> None:
+    path = pytester.makepyfile(
+        """
+        import numpy as np
+        from rruletest import RuleSet
+
+        rules = RuleSet()
+        rules.scalar_rule(np.sin, lambda x, y: np.sin(x))  # wrong: should be cos
+
+        def test_wrong(rruletest_config):
+            rruletest_config.test_scalar(np.sin, 0.5, rrule_f=rules.rrule, frule_f=rules.frule)
+        """
+    )
+    result = pytester.runpytest("--rruletest-seed=3")
+    result.assert_outcomes(failed=1)
+    seed = derive_seed(3, f"{path.name}::test_wrong")
+    result.stdout.fnmatch_lines(
+        [
+            f"*reproduce: test_scalar(np.sin, 0.5, rng={seed})*",
+            "*- rruletest -*",
+            "seed=3",
+            f"reproduce: pytest --rruletest-seed=3 {path.name}::test_wrong",
         ]
     )
 
