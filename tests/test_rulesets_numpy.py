@@ -1,0 +1,356 @@
+"""The built-in numpy ruleset: every rule against dense central differences.
+
+``check_rrule``/``check_frule`` are a small local checker (dense Jacobian columns by a five-point
+central difference in float64/complex128, complex inputs perturbed along their real and imaginary
+parts). ``CHECK_RRULE``/``CHECK_FRULE`` name the checkers the tests use, so moving to
+``rruletest.testers.test_rrule`` is a one-line change.
+"""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import rruletest.rulesets.numpy as rnp
+from rruletest.domains import Domain
+from rruletest.projection import is_differentiable
+from rruletest.rules import RuleInfo, default_ruleset, frule, rrule
+from rruletest.tangents import AbstractZero, NoTangent, Thunk, ZeroTangent, unthunk
+
+MODULE = "rruletest.rulesets.numpy"
+SEEDS = (0, 1, 2)
+
+# ---------------------------------------------------------------------------------------------
+# the local checker
+# ---------------------------------------------------------------------------------------------
+
+
+def _wide(x: Any) -> Any:
+    """``x`` in float64/complex128 (same values), non-differentiable arguments unchanged."""
+    if not is_differentiable(x):
+        return x
+    dt = np.complex128 if np.iscomplexobj(x) else np.float64
+    return np.asarray(x, dtype=dt)
+
+
+def _tolerance(dtype: Any) -> tuple[float, float]:
+    return (1e-7, 1e-7) if np.finfo(np.dtype(dtype)).bits >= 64 else (2e-3, 2e-3)
+
+
+def _central(g: Callable[[float], Any], h: float) -> Any:
+    return (g(-2 * h) - 8 * g(-h) + 8 * g(h) - g(2 * h)) / (12 * h)
+
+
+def _random_like(rng: np.random.Generator, x: Any) -> Any:
+    shape, dtype = np.shape(x), np.result_type(x)
+    v = rng.standard_normal(shape)
+    if dtype.kind == "c":
+        v = v + 1j * rng.standard_normal(shape)
+    out = np.asarray(v).astype(dtype)
+    return out if isinstance(x, np.ndarray) else out[()]
+
+
+def _close(actual: Any, expected: Any, dtype: Any, what: str) -> None:
+    rtol, atol = _tolerance(dtype)
+    expected = np.asarray(expected)
+    scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
+    np.testing.assert_allclose(np.asarray(actual), expected, rtol=rtol, atol=atol * scale, err_msg=what)
+
+
+def _fd_vjp(f: Any, args: list[Any], kwargs: dict[str, Any], i: int, ybar: Any, h: float) -> Any:
+    """``J_i^H ybar`` column by column: ``<ybar, dy/dx_k>`` along the real and imaginary parts."""
+    x = args[i]
+    xbar = np.zeros(np.shape(x), dtype=np.result_type(x))
+    flat = xbar.reshape(-1)
+    units = (1.0, 1j) if np.iscomplexobj(x) else (1.0,)
+    for k in range(flat.size):
+        for u in units:
+            e = np.zeros(np.shape(x), dtype=np.result_type(x))
+            e.reshape(-1)[k] = u
+
+            def g(t: float, e: Any = e) -> Any:
+                moved = list(args)
+                moved[i] = x + t * e
+                return np.asarray(f(*moved, **kwargs))
+
+            dy = _central(g, h)
+            flat[k] += u * np.real(np.sum(np.conj(ybar) * dy))
+    return xbar
+
+
+def _differentiable(args: tuple[Any, ...], fixed: tuple[int, ...]) -> list[bool]:
+    return [is_differentiable(a) and i not in fixed for i, a in enumerate(args)]
+
+
+def check_rrule(
+    f: Any,
+    *args: Any,
+    rng: Any = None,
+    fkwargs: dict[str, Any] | None = None,
+    h: float = 1e-3,
+    fixed: tuple[int, ...] = (),
+) -> None:
+    """Check the rrule of ``f`` at ``args`` against dense central differences.
+
+    ``fixed`` lists arguments that must get ``NoTangent()`` although they are floats (options
+    such as ``ord=np.inf``), as ``with_tangent(x, NoTangent())`` marks them for ``test_rrule``.
+    """
+    rng = np.random.default_rng(rng)
+    kwargs = fkwargs or {}
+    before = copy.deepcopy(args)
+    res = rrule(f, *args, **kwargs)
+    assert res is not None, f"no rrule for {f}"
+    y, pullback = res
+    expected_y = f(*args, **kwargs)
+    assert np.result_type(y) == np.result_type(expected_y)
+    np.testing.assert_allclose(y, expected_y, rtol=1e-12, atol=0)
+    ybar = _random_like(rng, y)
+    ybar_copy = copy.deepcopy(ybar)
+    out = pullback(ybar)
+    assert isinstance(out, tuple) and len(out) == len(args) + 1, out
+    assert out[0] is NoTangent()
+    wide = [_wide(a) for a in args]
+    live = _differentiable(args, fixed)
+    for i, (a, xbar) in enumerate(zip(args, out[1:], strict=True)):
+        if not live[i]:
+            assert xbar is NoTangent(), f"args[{i}] is not differentiable, got {xbar!r}"
+            continue
+        assert not isinstance(xbar, AbstractZero), f"args[{i}]: {xbar!r}"
+        assert np.shape(xbar) == np.shape(a), f"args[{i}] shape {np.shape(xbar)}"
+        assert np.result_type(xbar) == np.result_type(a), f"args[{i}] dtype {np.result_type(xbar)}"
+        assert isinstance(xbar, np.ndarray) == isinstance(a, np.ndarray), type(xbar)
+        expected = _fd_vjp(f, wide, kwargs, i, _wide(ybar), h)
+        _close(xbar, expected, np.result_type(a), f"{f}: pullback output[{i + 1}]")
+    # thunked and zero output tangents, repeat calls, no mutation
+    again = pullback(Thunk(lambda: ybar))
+    for a, b in zip(out, again, strict=True):
+        np.testing.assert_array_equal(unthunk(b), a) if not isinstance(a, AbstractZero) else None
+    zero = pullback(ZeroTangent())
+    assert len(zero) == len(args) + 1
+    assert all(isinstance(t, AbstractZero) or not np.any(t) for t in zero), zero
+    for a, b in zip(args, before, strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(ybar, ybar_copy)
+
+
+def check_frule(
+    f: Any,
+    *args: Any,
+    rng: Any = None,
+    fkwargs: dict[str, Any] | None = None,
+    h: float = 1e-3,
+    fixed: tuple[int, ...] = (),
+) -> None:
+    """Check the frule of ``f`` at ``args`` against a central directional difference."""
+    rng = np.random.default_rng(rng)
+    kwargs = fkwargs or {}
+    live = _differentiable(args, fixed)
+    xdots = [_random_like(rng, a) if ok else NoTangent() for a, ok in zip(args, live, strict=True)]
+    res = frule((NoTangent(), *xdots), f, *args, **kwargs)
+    assert res is not None, f"no frule for {f}"
+    y, ydot = res
+    assert np.result_type(ydot) == np.result_type(y), (np.result_type(ydot), np.result_type(y))
+    assert np.shape(ydot) == np.shape(y)
+    wide = [_wide(a) for a in args]
+    dirs = [_wide(d) for d in xdots]
+
+    def g(t: float) -> Any:
+        moved = [a + t * d if ok else a for a, d, ok in zip(wide, dirs, live, strict=True)]
+        return np.asarray(f(*moved, **kwargs))
+
+    # the step applies along xdot: keep the largest move at h
+    size = max([1.0] + [float(np.max(np.abs(d))) for d, ok in zip(dirs, live, strict=True) if ok])
+    _close(ydot, _central(g, h / size), np.result_type(y), f"{f}: frule")
+    zero = frule((NoTangent(), *(ZeroTangent() for _ in args)), f, *args, **kwargs)
+    assert zero is not None and isinstance(zero[1], AbstractZero)
+
+
+# Switch to ``rruletest.testers.test_rrule``/``test_frule`` here.
+CHECK_RRULE = check_rrule
+CHECK_FRULE = check_frule
+
+
+def check(
+    f: Any, *args: Any, rng: Any = None, h: float = 1e-3, fixed: tuple[int, ...] = ()
+) -> None:
+    CHECK_RRULE(f, *args, rng=rng, h=h, fixed=fixed)
+    CHECK_FRULE(f, *args, rng=rng, h=h, fixed=fixed)
+
+
+# ---------------------------------------------------------------------------------------------
+# drawing inputs inside a rule's domain
+# ---------------------------------------------------------------------------------------------
+
+
+def _draw_real(rng: np.random.Generator, interval: Any, shape: tuple[int, ...]) -> Any:
+    lo, hi = interval.lo, interval.hi
+    if np.isfinite(lo) and np.isfinite(hi):
+        pad = 0.02 * (hi - lo)
+        return rng.uniform(lo + pad, hi - pad, shape)
+    if np.isfinite(lo):
+        return lo + rng.uniform(0.05, 3.0, shape)
+    if np.isfinite(hi):
+        return hi - rng.uniform(0.05, 3.0, shape)
+    return rng.uniform(-3.0, 3.0, shape)
+
+
+def draw(
+    rng: np.random.Generator, domain: Domain, shapes: list[tuple[int, ...]], dtype: Any
+) -> list[Any]:
+    """Arguments inside ``domain`` (avoided points rejected), of ``dtype``."""
+    dt = np.dtype(dtype)
+    for _ in range(200):
+        if dt.kind == "c":
+            args = [rng.uniform(-2, 2, s) + 1j * rng.uniform(-2, 2, s) for s in shapes]
+        else:
+            args = [_draw_real(rng, domain.interval(i), s) for i, s in enumerate(shapes)]
+        args = [np.asarray(a).astype(dt) for a in args]
+        if np.all(domain.contains(*args)):
+            return args
+    raise AssertionError(f"could not draw inside {domain}")
+
+
+SCALAR_INFOS: list[RuleInfo] = sorted(
+    (i for i in default_ruleset.rules(module=MODULE) if i.kind == "scalar"), key=lambda i: i.name
+)
+PAIR_INFOS: list[RuleInfo] = sorted(
+    (i for i in default_ruleset.rules(module=MODULE, kind="rrule")), key=lambda i: i.name
+)
+
+
+def _nargs(info: RuleInfo) -> int:
+    return int(info.function.nin)
+
+
+def _dtypes(info: RuleInfo) -> list[Any]:
+    assert info.domain is not None
+    return [np.float64, np.float32] + ([np.complex128] if info.domain.complex else [])
+
+
+# ---------------------------------------------------------------------------------------------
+# registration
+# ---------------------------------------------------------------------------------------------
+
+
+def test_importing_registers_at_least_45_functions_from_this_module() -> None:
+    infos = default_ruleset.rules(module=MODULE)
+    keys = {i.key for i in infos}
+    assert len(keys) >= 45
+    assert all(i.module.startswith(MODULE + ".") for i in infos)
+    assert all(i.domain is not None for i in infos)
+    assert len(SCALAR_INFOS) == 38
+    for info in PAIR_INFOS:
+        assert default_ruleset.frule_info(info.function) is not None, info.name
+        assert len(info.examples) >= 5, info.name
+
+
+def test_importing_rruletest_alone_registers_nothing() -> None:
+    code = (
+        "import rruletest, sys; from rruletest.rules import default_ruleset as d; "
+        f"print(len(d.rules(module={MODULE!r})), {MODULE!r} in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["0", "False"]
+
+
+def test_composites_are_exported() -> None:
+    assert rnp.__all__ == ["logsumexp", "softmax"]
+    x = np.array([[1.0, 2.0, 3.0], [-1.0, 0.0, 700.0]])
+    np.testing.assert_allclose(rnp.logsumexp(x, 1), np.log(np.sum(np.exp(x - 700), 1)) + 700)
+    np.testing.assert_allclose(rnp.softmax(x).sum(-1), 1.0)
+    assert rnp.logsumexp(x, keepdims=True).shape == (1, 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# scalar rules: inside the domain, on every declared dtype, several seeds, near the edges
+# ---------------------------------------------------------------------------------------------
+
+SCALAR_CASES = [
+    pytest.param(info, dt, seed, id=f"{info.name}-{np.dtype(dt).name}-{seed}")
+    for info in SCALAR_INFOS
+    for dt in _dtypes(info)
+    for seed in SEEDS
+]
+
+
+@pytest.mark.parametrize(("info", "dtype", "seed"), SCALAR_CASES)
+def test_scalar_rule(info: RuleInfo, dtype: Any, seed: int) -> None:
+    assert info.domain is not None
+    rng = np.random.default_rng(seed)
+    shapes = [(5,)] if _nargs(info) == 1 else [(2, 3), (3,)]
+    args = draw(rng, info.domain, shapes, dtype)
+    check(info.function, *args, rng=seed)
+
+
+@pytest.mark.parametrize("info", SCALAR_INFOS, ids=lambda i: i.name)
+def test_scalar_rule_on_scalars(info: RuleInfo) -> None:
+    assert info.domain is not None
+    args = draw(np.random.default_rng(7), info.domain, [()] * _nargs(info), np.float64)
+    check(info.function, *(a[()] for a in args), rng=7)  # numpy scalars
+    check(info.function, *(float(a) for a in args), rng=7)  # Python floats
+
+
+EDGE_CASES = [
+    pytest.param(info, i, side, d, id=f"{info.name}-arg{i}-{side}-{d:g}")
+    for info in SCALAR_INFOS
+    for i in range(_nargs(info))
+    for side in ("lo", "hi")
+    if info.domain is not None and np.isfinite(getattr(info.domain.interval(i), side))
+    for d in (1e-2, 1e-3)
+]
+
+
+@pytest.mark.parametrize(("info", "i", "side", "d"), EDGE_CASES)
+def test_scalar_rule_near_domain_edges(info: RuleInfo, i: int, side: str, d: float) -> None:
+    assert info.domain is not None
+    rng = np.random.default_rng(3)
+    args = draw(rng, info.domain, [(3,)] * _nargs(info), np.float64)
+    interval = info.domain.interval(i)
+    edge = interval.lo + d if side == "lo" else interval.hi - d
+    args[i] = np.array([edge, edge * (1 + 1e-3 * np.sign(edge)) if edge else d, args[i][2]])
+    args[i] = np.clip(args[i], interval.lo + d, interval.hi - d)
+    check(info.function, *args, rng=3, h=d / 100)
+
+
+# ---------------------------------------------------------------------------------------------
+# rrule/frule pairs: every registered example, and float32 copies of the float64 ones
+# ---------------------------------------------------------------------------------------------
+
+
+def _as_float32(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(
+        a.astype(np.float32) if isinstance(a, np.ndarray) and a.dtype == np.float64 else a
+        for a in args
+    )
+
+
+PAIR_CASES = [
+    pytest.param(info, k, seed, id=f"{info.name}-ex{k}-{seed}")
+    for info in PAIR_INFOS
+    for k in range(len(info.examples))
+    for seed in SEEDS
+]
+
+
+@pytest.mark.parametrize(("info", "k", "seed"), PAIR_CASES)
+def test_pair_rule_example(info: RuleInfo, k: int, seed: int) -> None:
+    check(info.function, *info.examples[k], rng=seed)
+
+
+@pytest.mark.parametrize(
+    ("info", "k"),
+    [
+        pytest.param(info, k, id=f"{info.name}-ex{k}")
+        for info in PAIR_INFOS
+        for k, ex in enumerate(info.examples)
+        if any(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in ex)
+    ],
+)
+def test_pair_rule_example_in_float32(info: RuleInfo, k: int) -> None:
+    check(info.function, *_as_float32(info.examples[k]), rng=11)
