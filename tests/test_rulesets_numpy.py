@@ -60,7 +60,9 @@ def _close(actual: Any, expected: Any, dtype: Any, what: str) -> None:
     rtol, atol = _tolerance(dtype)
     expected = np.asarray(expected)
     scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
-    np.testing.assert_allclose(np.asarray(actual), expected, rtol=rtol, atol=atol * scale, err_msg=what)
+    np.testing.assert_allclose(
+        np.asarray(actual), expected, rtol=rtol, atol=atol * scale, err_msg=what
+    )
 
 
 def _fd_vjp(f: Any, args: list[Any], kwargs: dict[str, Any], i: int, ybar: Any, h: float) -> Any:
@@ -113,7 +115,8 @@ def check_rrule(
     ybar = _random_like(rng, y)
     ybar_copy = copy.deepcopy(ybar)
     out = pullback(ybar)
-    assert isinstance(out, tuple) and len(out) == len(args) + 1, out
+    assert isinstance(out, tuple), out
+    assert len(out) == len(args) + 1, out
     assert out[0] is NoTangent()
     wide = [_wide(a) for a in args]
     live = _differentiable(args, fixed)
@@ -168,7 +171,8 @@ def check_frule(
     size = max([1.0] + [float(np.max(np.abs(d))) for d, ok in zip(dirs, live, strict=True) if ok])
     _close(ydot, _central(g, h / size), np.result_type(y), f"{f}: frule")
     zero = frule((NoTangent(), *(ZeroTangent() for _ in args)), f, *args, **kwargs)
-    assert zero is not None and isinstance(zero[1], AbstractZero)
+    assert zero is not None
+    assert isinstance(zero[1], AbstractZero)
 
 
 # Switch to ``rruletest.testers.test_rrule``/``test_frule`` here.
@@ -354,3 +358,273 @@ def test_pair_rule_example(info: RuleInfo, k: int, seed: int) -> None:
 )
 def test_pair_rule_example_in_float32(info: RuleInfo, k: int) -> None:
     check(info.function, *_as_float32(info.examples[k]), rng=11)
+
+
+# ---------------------------------------------------------------------------------------------
+# non-differentiable points: the documented subgradient, the same in rrule and frule
+# ---------------------------------------------------------------------------------------------
+
+
+def _grads(f: Any, *args: Any) -> tuple[Any, ...]:
+    """Pullback of ones, and the frule along each argument's unit tangent (all ones)."""
+    res = rrule(f, *args)
+    assert res is not None
+    y, pullback = res
+    back = pullback(np.ones_like(y))[1:]
+    forward = []
+    for i, _a in enumerate(args):
+        dots = [np.ones_like(b) if j == i else ZeroTangent() for j, b in enumerate(args)]
+        out = frule((NoTangent(), *dots), f, *args)
+        assert out is not None
+        forward.append(out[1])
+    return back, tuple(forward)
+
+
+def test_abs_at_zero_has_subgradient_zero() -> None:
+    back, fwd = _grads(np.abs, np.array([-2.0, 0.0, 3.0]))
+    np.testing.assert_array_equal(back[0], [-1.0, 0.0, 1.0])
+    np.testing.assert_array_equal(fwd[0], [-1.0, 0.0, 1.0])
+    info = default_ruleset.scalar_info(np.abs)
+    assert info is not None
+    assert info.domain is not None
+    assert not info.domain.complex
+    assert info.domain.contains(np.array([0.05, 0.5])).tolist() == [False, True]
+
+
+def test_abs_of_complex_is_handled_although_not_holomorphic() -> None:
+    z = np.array([3 + 4j, -1 + 0.5j])
+    check(np.abs, z, rng=0)
+    _, pullback = rrule(np.abs, z)  # type: ignore[misc]
+    np.testing.assert_allclose(pullback(np.ones(2))[1], z / np.abs(z))
+
+
+@pytest.mark.parametrize(("f", "first"), [(np.maximum, 1.0), (np.minimum, 0.0)])
+def test_maximum_minimum_split_ties_equally(f: Any, first: float) -> None:
+    a, b = np.array([1.0, 2.0, 3.0]), np.array([0.0, 2.0, 5.0])
+    back, fwd = _grads(f, a, b)
+    expected_a = [first, 0.5, 1.0 - first]
+    np.testing.assert_array_equal(back[0], expected_a)
+    np.testing.assert_array_equal(back[1], 1.0 - np.array(expected_a))
+    np.testing.assert_array_equal(fwd[0], back[0])
+    np.testing.assert_array_equal(fwd[1], back[1])
+    info = default_ruleset.scalar_info(f)
+    assert info is not None
+    assert info.domain is not None
+    assert info.domain.contains(np.array([1.0, 1.0]), np.array([1.05, 2.0])).tolist() == [
+        False,
+        True,
+    ]
+
+
+def test_hypot_and_arctan2_at_the_origin_give_zero() -> None:
+    for f in (np.hypot, np.arctan2):
+        back, fwd = _grads(f, np.array([0.0, 3.0]), np.array([0.0, 4.0]))
+        assert back[0][0] == back[1][0] == fwd[0][0] == fwd[1][0] == 0.0
+    info = default_ruleset.scalar_info(np.arctan2)
+    assert info is not None
+    assert info.domain is not None
+    # near the cut (y ~ 0, x < 0) and at the origin: avoided; elsewhere on the axis: fine
+    ys, xs = np.array([0.01, 0.0, 0.01, 1.0]), np.array([-2.0, 0.0, 2.0, -2.0])
+    assert info.domain.contains(ys, xs).tolist() == [False, False, True, True]
+
+
+def test_power_with_integer_exponent_and_negative_base() -> None:
+    x = np.array([-2.0, 0.0, 1.5])
+    _, pullback = rrule(np.power, x, 3)  # type: ignore[misc]
+    out = pullback(np.ones(3))
+    np.testing.assert_allclose(out[1], 3 * x**2)
+    assert out[2] is NoTangent()
+    check(np.power, x, 3, rng=1)
+
+
+def test_power_exponent_partial_is_y_log_x_and_zero_at_zero_base() -> None:
+    x, p = np.array([0.0, 2.0]), np.array([1.5, 0.5])
+    _, pullback = rrule(np.power, x, p)  # type: ignore[misc]
+    _, pbar = pullback(np.ones(2))[1:]
+    np.testing.assert_allclose(pbar, [0.0, np.sqrt(2.0) * np.log(2.0)])
+
+
+def test_prod_is_exact_with_zeros() -> None:
+    x = np.array([[2.0, 0.0, 3.0], [0.0, 0.0, 4.0], [1.0, 2.0, 3.0]])
+    _, pullback = rrule(np.prod, x, 1)  # type: ignore[misc]
+    np.testing.assert_array_equal(
+        pullback(np.ones(3))[1], [[0.0, 6.0, 0.0], [0.0, 0.0, 0.0], [6.0, 3.0, 2.0]]
+    )
+    check(np.prod, x, 1, rng=0)
+    check(np.prod, x, rng=0)
+
+
+HALF = [[0.5, -0.5], [0.5, 0.5]]
+
+
+@pytest.mark.parametrize(
+    ("x", "ord", "expected"),
+    [
+        pytest.param([1.0, -3.0, 3.0, 0.5], np.inf, [0, -0.5, 0.5, 0], id="inf"),
+        pytest.param([1.0, -0.5, 0.5, 2.0], -np.inf, [0, -0.5, 0.5, 0], id="-inf"),
+        pytest.param([[1.0, -2.0], [2.0, 1.0]], np.inf, HALF, id="matrix-inf"),
+        pytest.param([[1.0, -2.0], [2.0, 1.0]], 1, HALF, id="matrix-1"),
+    ],
+)
+def test_norm_splits_ties(x: Any, ord: Any, expected: Any) -> None:
+    x = np.array(x)
+    res = rrule(np.linalg.norm, x, ord)
+    assert res is not None
+    xbar = res[1](1.0)[1]
+    np.testing.assert_array_equal(xbar, expected)
+    out = frule((NoTangent(), np.ones_like(x), NoTangent()), np.linalg.norm, x, ord)
+    assert out is not None
+    assert out[1] == np.sum(xbar)  # the same subgradient forwards
+
+
+def test_norm_of_zero_is_zero_subgradient() -> None:
+    for ord in (None, 1, 3):
+        _, pullback = rrule(np.linalg.norm, np.zeros(3), ord)  # type: ignore[misc]
+        np.testing.assert_array_equal(pullback(1.0)[1], np.zeros(3))
+
+
+NORM_CASES = [
+    (np.array([1.0, -3.0, 2.5, 0.5]), np.inf, None),
+    (np.array([1.0, -0.7, 2.5, 0.5]), -np.inf, None),
+    (np.array([1.0, -3.0, 2.5, 0.5]), 2.5, None),
+    (np.array([[1.0, -3.0, 2.5], [0.5, 0.2, -1.1]]), np.inf, None),
+    (np.array([[1.0, -3.0, 2.5], [0.5, 0.2, -1.1]]), -np.inf, (1, 0)),
+    (np.array([[1.0 + 1j, -3.0, 2.5j], [0.5, 0.2 - 1j, -1.1]]), "nuc", None),
+    (np.array([[1.0 + 1j, -3.0, 2.5j], [0.5, 0.2 - 1j, -1.1]]), 2.5, 1),
+    (np.array([[1.0 + 1j, -3.0, 2.5j], [0.5, 0.2 - 1j, -1.1]]).astype(np.complex64), None, None),
+]
+
+
+@pytest.mark.parametrize(("x", "ord", "axis"), NORM_CASES)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_norm_with_float_orders(x: Any, ord: Any, axis: Any, seed: int) -> None:
+    check(np.linalg.norm, x, ord, axis, rng=seed, fixed=(1,))
+
+
+@pytest.mark.parametrize(
+    ("ord", "axis"), [(0, None), (0.5, None), (-1, None), ("fro", None)], ids=str
+)
+def test_norm_declines_unsupported_orders(ord: Any, axis: Any) -> None:
+    x = np.array([1.0, 2.0])
+    if ord == "fro":
+        with pytest.raises(ValueError, match="Invalid norm order"):
+            rrule(np.linalg.norm, x, ord)
+        return
+    assert rrule(np.linalg.norm, x, ord, axis) is None
+    assert frule((NoTangent(), x, NoTangent()), np.linalg.norm, x, ord) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# conventions: keywords, dtypes, zero and thunked tangents, shapes
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("f", [np.sum, np.mean, np.prod])
+def test_reductions_accept_keywords(f: Any) -> None:
+    x = np.arange(1.0, 7.0).reshape(2, 3)
+    check(f, x, rng=0)
+    res = rrule(f, x, axis=1, keepdims=True)
+    assert res is not None
+    y, pullback = res
+    assert y.shape == (2, 1)
+    assert pullback(np.ones((2, 1)))[1].shape == (2, 3)
+    out = frule((NoTangent(), np.ones_like(x)), f, x, axis=(0, 1), keepdims=True)
+    assert out is not None
+    assert out[1].shape == (1, 1)
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"where": np.ones(3, bool)}, {"out": np.zeros(())}, {"initial": 1.0}], ids=str
+)
+def test_unsupported_options_decline(kwargs: dict[str, Any]) -> None:
+    x = np.ones(3)
+    assert rrule(np.sum, x, **kwargs) is None
+    assert frule((NoTangent(), x), np.sum, x, **kwargs) is None
+
+
+def test_sum_with_wider_dtype_keeps_the_input_precision() -> None:
+    x = np.ones((2, 3), np.float32)
+    res = rrule(np.sum, x, 0, np.float64)
+    assert res is not None
+    y, pullback = res
+    assert y.dtype == np.float64
+    out = pullback(np.ones(3))
+    assert out[1].dtype == np.float32
+    assert out[2:] == (NoTangent(), NoTangent())
+
+
+def test_cumsum_without_axis_flattens() -> None:
+    x = np.arange(6.0).reshape(2, 3)
+    _, pullback = rrule(np.cumsum, x)  # type: ignore[misc]
+    np.testing.assert_array_equal(pullback(np.ones(6))[1], [[6.0, 5.0, 4.0], [3.0, 2.0, 1.0]])
+
+
+def test_matmul_sums_cotangents_over_broadcast_batch_dimensions() -> None:
+    a, b = np.ones((2, 1, 2, 3), np.float32), np.ones((4, 3, 5))
+    _, pullback = rrule(np.matmul, a, b)  # type: ignore[misc]
+    abar, bbar = pullback(np.ones((2, 4, 2, 5)))[1:]
+    assert abar.shape == a.shape
+    assert abar.dtype == np.float32
+    assert bbar.shape == b.shape
+    assert bbar.dtype == np.float64
+    np.testing.assert_array_equal(abar, np.full(a.shape, 20.0))
+    np.testing.assert_array_equal(bbar, np.full(b.shape, 4.0))
+
+
+def test_matmul_real_operand_gets_a_real_cotangent() -> None:
+    a, b = np.ones((2, 2)), np.ones((2, 2)) * (1 + 1j)
+    _, pullback = rrule(np.matmul, a, b)  # type: ignore[misc]
+    abar, bbar = pullback(np.ones((2, 2)) * 1j)[1:]
+    assert abar.dtype == np.float64
+    assert bbar.dtype == np.complex128
+
+
+def test_reshape_orders() -> None:
+    x = np.arange(6.0).reshape(2, 3)
+    check(np.reshape, x, (3, 2), "F", rng=0)
+    fortran = np.asfortranarray(x)
+    # order "A" depends on the memory layout, which finite differences do not preserve: compare
+    # with the equivalent explicit order instead
+    for order, layout in [("A", fortran), ("A", x), ("F", x)]:
+        res = rrule(np.reshape, layout, shape=(6,), order=order)
+        assert res is not None
+        y, pullback = res
+        explicit = "F" if order == "F" or np.isfortran(layout) else "C"
+        np.testing.assert_array_equal(y, np.reshape(x, 6, order=explicit))
+        xbar = pullback(np.arange(6.0))[1]
+        np.testing.assert_array_equal(xbar, np.arange(6.0).reshape(2, 3, order=explicit))
+        out = frule((NoTangent(), layout), np.reshape, layout, shape=(6,), order=order)
+        assert out is not None
+        np.testing.assert_array_equal(out[1], y)
+
+
+@pytest.mark.parametrize("info", PAIR_INFOS, ids=lambda i: i.name)
+def test_pair_rules_pass_zero_and_thunked_tangents(info: RuleInfo) -> None:
+    args = info.examples[1]
+    res = rrule(info.function, *args)
+    assert res is not None
+    y, pullback = res
+    zeros = pullback(ZeroTangent())
+    assert zeros[0] is NoTangent()
+    assert all(isinstance(t, AbstractZero) for t in zeros)
+    ybar = np.ones_like(y)
+    direct, thunked = pullback(ybar), pullback(Thunk(lambda: ybar))
+    for a, b in zip(direct, thunked, strict=True):
+        if isinstance(a, AbstractZero):
+            assert b is a
+        else:
+            np.testing.assert_array_equal(a, b)
+    out = frule(
+        (NoTangent(), *(Thunk(lambda a=a: np.ones_like(a)) for a in args)), info.function, *args
+    )
+    assert out is not None
+
+
+def test_integer_inputs_get_no_tangent() -> None:
+    x = np.arange(6).reshape(2, 3)
+    for f, args in [(np.sum, (x,)), (np.matmul, (x, np.ones((3, 2)))), (np.transpose, (x,))]:
+        res = rrule(f, *args)
+        assert res is not None
+        assert res[1](np.ones(np.shape(res[0])))[1] is NoTangent()
+    _, pullback = rrule(np.multiply, x, 2.0)  # type: ignore[misc]
+    assert pullback(np.ones((2, 3)))[1] is NoTangent()

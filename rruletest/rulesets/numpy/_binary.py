@@ -114,11 +114,15 @@ def _d_logaddexp2(a: Any, b: Any, y: Any) -> tuple[Any, Any]:
 
 
 def _avoid_zero_divisor(a: Any, b: Any) -> Any:
-    return np.broadcast_to(np.abs(np.asarray(b)) < MARGIN, np.broadcast_shapes(np.shape(a), np.shape(b)))
+    return np.broadcast_to(
+        np.abs(np.asarray(b)) < MARGIN, np.broadcast_shapes(np.shape(a), np.shape(b))
+    )
 
 
 def _avoid_power_cut(x: Any, p: Any) -> Any:  # complex base near (-inf, 0]
-    return np.broadcast_to(near_real_segment(x, -np.inf, 0.0), np.broadcast_shapes(np.shape(x), np.shape(p)))
+    return np.broadcast_to(
+        near_real_segment(x, -np.inf, 0.0), np.broadcast_shapes(np.shape(x), np.shape(p))
+    )
 
 
 def _avoid_origin(a: Any, b: Any) -> Any:

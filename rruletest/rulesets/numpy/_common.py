@@ -6,6 +6,7 @@ cotangent onto its primal (shape, dtype, realness) with ``unbroadcast``, and acc
 ``ZeroTangent`` output tangents.
 
 >>> import numpy as np
+>>> from rruletest import ZeroTangent
 >>> cotangents((np.ones(2, np.float32), 1), ZeroTangent())
 (NoTangent(), ZeroTangent(), NoTangent())
 >>> like_output(np.float32(1.0), 2.0)
@@ -20,12 +21,13 @@ from typing import Any
 import numpy as np
 
 from rruletest.projection import is_differentiable, unbroadcast
-from rruletest.tangents import NO_TANGENT, AbstractZero, ZeroTangent, unthunk
+from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
 
 __all__ = [
     "MARGIN",
-    "ZeroTangent",
+    "bind_options",
     "cotangents",
+    "examples_rng",
     "expand_reduced",
     "like_output",
     "live_tangent",
@@ -34,6 +36,7 @@ __all__ = [
     "normalize_axes",
     "project",
     "relative_gap",
+    "sample",
 ]
 
 #: Generated inputs keep at least this far from kinks, poles and branch cuts, so that no
@@ -110,7 +113,7 @@ def expand_reduced(ybar: Any, ndim: int, axes: tuple[int, ...], keepdims: bool) 
 
 
 def relative_gap(a: Any, b: Any) -> Any:
-    """``|a - b|`` relative to ``max(1, |a|, |b|)``: how far apart two values are for a kink test."""
+    """``|a - b|`` relative to ``max(1, |a|, |b|)``: how far apart two values are at a kink."""
     a, b = np.asarray(a), np.asarray(b)
     scale = np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
     return np.abs(a - b) / scale
@@ -137,7 +140,6 @@ def near_imag_segment(z: Any, lo: float, hi: float) -> Any:
     if z.dtype.kind != "c":
         return np.zeros(z.shape, dtype=bool)
     return near_real_segment(z.imag + 1j * z.real, lo, hi)
-
 
 
 def bind_options(

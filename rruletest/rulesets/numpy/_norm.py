@@ -1,10 +1,12 @@
 """Rules for ``numpy.linalg.norm``: vector norms, and matrix norms over two axes.
 
-``ord`` and ``axis`` are options, not inputs: they get ``NoTangent()`` (the examples use integer
-orders so a tester does not perturb them; mark a float ``ord`` such as ``np.inf`` as
-non-differentiable when testing by hand). Supported: vector ``ord`` None/2, 1, inf, -inf and any real ``p >= 1``; matrix ``ord``
+Supported: vector ``ord`` None/2, 1, inf, -inf and any real ``p >= 1``; matrix ``ord``
 None/'fro', 'nuc', 2, -2, 1, -1, inf, -inf; any ``axis`` numpy accepts, ``keepdims``; real and
 complex inputs. Other orders (``0``, ``p < 1``) make the rule decline (return None).
+
+``ord`` and ``axis`` are options, not inputs: they get ``NoTangent()``. The examples use integer
+orders so a tester does not perturb them; mark a float ``ord`` such as ``np.inf`` as
+non-differentiable when testing by hand (``with_tangent(np.inf, NoTangent())``).
 
 Both rules go through one gradient ``G`` shaped like ``x`` (reduced axes kept) with
 ``dy = Re(sum(conj(G) * dx))`` over the reduced axes: the rrule returns ``ybar * G`` (``ybar`` is

@@ -107,7 +107,7 @@ def _reshape_options(rest: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, A
     return opts
 
 
-def _resolved_order(x: Any, order: str) -> str:
+def _resolved_order(x: Any, order: Any) -> Any:
     """The order numpy reads and writes in: ``'A'`` is ``'F'`` for Fortran-ordered arrays."""
     if order == "A":
         return "F" if np.isfortran(x) else "C"
