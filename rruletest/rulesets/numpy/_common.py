@@ -15,7 +15,7 @@ np.float32(2.0)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,8 +27,10 @@ __all__ = [
     "MARGIN",
     "bind_options",
     "cotangents",
+    "evaluate",
     "examples_rng",
     "expand_reduced",
+    "is_array_input",
     "like_output",
     "live_tangent",
     "near_imag_segment",
@@ -40,8 +42,9 @@ __all__ = [
 ]
 
 #: Generated inputs keep at least this far from kinks, poles and branch cuts, so that no
-#: finite-difference stencil (float32 steps are a few hundredths) straddles one.
-MARGIN = 0.1
+#: finite-difference stencil straddles one (float32 steps are a few hundredths, and a tester
+#: moves along tangents of a few units).
+MARGIN = 0.25
 
 
 def cotangents(args: Sequence[Any], zero: AbstractZero) -> tuple[Any, ...]:
@@ -140,6 +143,35 @@ def near_imag_segment(z: Any, lo: float, hi: float) -> Any:
     if z.dtype.kind != "c":
         return np.zeros(z.shape, dtype=bool)
     return near_real_segment(z.imag + 1j * z.real, lo, hi)
+
+
+def is_array_input(x: Any) -> bool:
+    """Whether the rules handle ``x``: an ndarray or a number (lists and tuples make them decline).
+
+    >>> is_array_input(np.ones(2)), is_array_input(1.5), is_array_input([1.0, 2.0])
+    (True, True, False)
+    """
+    return isinstance(x, np.ndarray | np.generic | int | float | complex)
+
+
+def evaluate(
+    f: Callable[..., Any],
+    x: Any,
+    rest: Sequence[Any],
+    kwargs: dict[str, Any],
+    names: Sequence[str],
+    defaults: dict[str, Any],
+) -> tuple[Any, dict[str, Any]] | None:
+    """``f(x, *rest, **kwargs)`` and its named options, or None when the rule declines.
+
+    numpy runs first, so a misuse raises numpy's own error; then the rule declines for inputs
+    or options it does not model (see ``bind_options``).
+    """
+    y = f(x, *rest, **kwargs)
+    if not is_array_input(x):
+        return None
+    opts = bind_options(rest, kwargs, names, defaults)
+    return None if opts is None else (y, opts)
 
 
 def bind_options(

@@ -26,6 +26,7 @@ from rruletest.rules import register_frule, register_rrule
 from rruletest.rulesets.numpy._common import (
     cotangents,
     examples_rng,
+    is_array_input,
     like_output,
     live_tangent,
     project,
@@ -74,9 +75,9 @@ def _matmul_examples() -> list[tuple[Any, ...]]:
 @register_rrule(np.matmul, domain=_DOMAIN, examples=_matmul_examples())
 def _matmul_rrule(a: Any, b: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     """``abar = ybar @ conj(b)^T``, ``bbar = conj(a)^T @ ybar``, batch dims unbroadcast."""
-    if kwargs:
+    y = np.matmul(a, b, **kwargs)
+    if kwargs or not (is_array_input(a) and is_array_input(b)):
         return None
-    y = np.matmul(a, b)
 
     def pullback(ybar: Any) -> tuple[Any, ...]:
         ybar = unthunk(ybar)
@@ -103,9 +104,10 @@ def _matmul_rrule(a: Any, b: Any, **kwargs: Any) -> tuple[Any, Any] | None:
 @register_frule(np.matmul, domain=_DOMAIN, examples=_matmul_examples())
 def _matmul_frule(tangents: Sequence[Any], a: Any, b: Any, **kwargs: Any) -> Any:
     """``ydot = adot @ b + a @ bdot``."""
-    if kwargs:
+    y = np.matmul(a, b, **kwargs)
+    if kwargs or not (is_array_input(a) and is_array_input(b)):
         return None
-    return _bilinear_frule(np.matmul, tangents, a, b, np.matmul(a, b))
+    return _bilinear_frule(np.matmul, tangents, a, b, y)
 
 
 # -- dot ----------------------------------------------------------------------------------
@@ -139,9 +141,9 @@ def _dot_examples() -> list[tuple[Any, ...]]:
 @register_rrule(np.dot, domain=_DOMAIN, examples=_dot_examples())
 def _dot_rrule(a: Any, b: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     """Contractions of ``ybar`` with ``conj`` of the other operand; scalars multiply."""
-    if kwargs:
+    y = np.dot(a, b, **kwargs)
+    if kwargs or not (is_array_input(a) and is_array_input(b)):
         return None
-    y = np.dot(a, b)
 
     def pullback(ybar: Any) -> tuple[Any, ...]:
         ybar = unthunk(ybar)
@@ -163,6 +165,7 @@ def _dot_rrule(a: Any, b: Any, **kwargs: Any) -> tuple[Any, Any] | None:
 @register_frule(np.dot, domain=_DOMAIN, examples=_dot_examples())
 def _dot_frule(tangents: Sequence[Any], a: Any, b: Any, **kwargs: Any) -> Any:
     """``ydot = dot(adot, b) + dot(a, bdot)``."""
-    if kwargs:
+    y = np.dot(a, b, **kwargs)
+    if kwargs or not (is_array_input(a) and is_array_input(b)):
         return None
-    return _bilinear_frule(np.dot, tangents, a, b, np.dot(a, b))
+    return _bilinear_frule(np.dot, tangents, a, b, y)

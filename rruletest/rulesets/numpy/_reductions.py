@@ -27,8 +27,8 @@ from rruletest.domains import REALS, Domain
 from rruletest.projection import is_differentiable
 from rruletest.rules import register_frule, register_rrule
 from rruletest.rulesets.numpy._common import (
-    bind_options,
     cotangents,
+    evaluate,
     examples_rng,
     expand_reduced,
     like_output,
@@ -95,10 +95,10 @@ def _spread(ybar: Any, x: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
 @register_rrule(np.sum, domain=_DOMAIN, examples=_examples())
 def _sum_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     """``xbar = ybar`` repeated over the summed axes."""
-    opts = bind_options(rest, kwargs, _REDUCE, {"keepdims": False})
-    if opts is None:
+    res = evaluate(np.sum, x, rest, kwargs, _REDUCE, {"keepdims": False})
+    if res is None:
         return None
-    y = np.sum(x, *rest, **kwargs)
+    y, opts = res
     axes, keepdims = _reduction_axes(x, opts)
     return y, _pullback_of((x, *rest), lambda ybar: _spread(ybar, x, axes, keepdims))
 
@@ -106,9 +106,10 @@ def _sum_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
 @register_frule(np.sum, domain=_DOMAIN, examples=_examples())
 def _sum_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -> Any:
     """``ydot = sum(xdot)`` over the same axes."""
-    if bind_options(rest, kwargs, _REDUCE, {}) is None:
+    res = evaluate(np.sum, x, rest, kwargs, _REDUCE, {})
+    if res is None:
         return None
-    y = np.sum(x, *rest, **kwargs)
+    y = res[0]
     xdot = live_tangent(x, tangents[1])
     return y, ZERO_TANGENT if xdot is None else like_output(y, np.sum(xdot, *rest, **kwargs))
 
@@ -123,10 +124,10 @@ def _count(x: Any, axes: tuple[int, ...]) -> int:
 @register_rrule(np.mean, domain=_DOMAIN, examples=_examples())
 def _mean_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     """``xbar = ybar / n`` repeated over the averaged axes (``n`` elements averaged)."""
-    opts = bind_options(rest, kwargs, _REDUCE, {"keepdims": False})
-    if opts is None:
+    res = evaluate(np.mean, x, rest, kwargs, _REDUCE, {"keepdims": False})
+    if res is None:
         return None
-    y = np.mean(x, *rest, **kwargs)
+    y, opts = res
     axes, keepdims = _reduction_axes(x, opts)
     n = _count(x, axes)
     return y, _pullback_of((x, *rest), lambda ybar: _spread(ybar, x, axes, keepdims) / n)
@@ -135,9 +136,10 @@ def _mean_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
 @register_frule(np.mean, domain=_DOMAIN, examples=_examples())
 def _mean_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -> Any:
     """``ydot = mean(xdot)`` over the same axes."""
-    if bind_options(rest, kwargs, _REDUCE, {}) is None:
+    res = evaluate(np.mean, x, rest, kwargs, _REDUCE, {})
+    if res is None:
         return None
-    y = np.mean(x, *rest, **kwargs)
+    y = res[0]
     xdot = live_tangent(x, tangents[1])
     return y, ZERO_TANGENT if xdot is None else like_output(y, np.mean(xdot, *rest, **kwargs))
 
@@ -167,10 +169,10 @@ def _prod_of_others(x: Any, axes: tuple[int, ...]) -> Any:
 @register_rrule(np.prod, domain=_DOMAIN, examples=_examples())
 def _prod_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     """``xbar = ybar * conj(product of the other elements)``."""
-    opts = bind_options(rest, kwargs, _REDUCE, {"keepdims": False})
-    if opts is None:
+    res = evaluate(np.prod, x, rest, kwargs, _REDUCE, {"keepdims": False})
+    if res is None:
         return None
-    y = np.prod(x, *rest, **kwargs)
+    y, opts = res
     axes, keepdims = _reduction_axes(x, opts)
 
     def xbar_of(ybar: Any) -> Any:
@@ -183,10 +185,10 @@ def _prod_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
 @register_frule(np.prod, domain=_DOMAIN, examples=_examples())
 def _prod_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -> Any:
     """``ydot = sum(xdot * product of the other elements)`` per group."""
-    opts = bind_options(rest, kwargs, _REDUCE, {"keepdims": False})
-    if opts is None:
+    res = evaluate(np.prod, x, rest, kwargs, _REDUCE, {"keepdims": False})
+    if res is None:
         return None
-    y = np.prod(x, *rest, **kwargs)
+    y, opts = res
     xdot = live_tangent(x, tangents[1])
     if xdot is None:
         return y, ZERO_TANGENT
@@ -201,10 +203,10 @@ def _prod_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -> A
 @register_rrule(np.cumsum, domain=_DOMAIN, examples=_examples(scan=True))
 def _cumsum_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     """``xbar`` = reversed cumulative sum of ``ybar`` (of the flattened input if ``axis=None``)."""
-    opts = bind_options(rest, kwargs, _SCAN, {})
-    if opts is None or isinstance(opts["axis"], tuple):
+    res = evaluate(np.cumsum, x, rest, kwargs, _SCAN, {})
+    if res is None:
         return None
-    y = np.cumsum(x, *rest, **kwargs)
+    y, opts = res
     axis = opts["axis"]
 
     def xbar_of(ybar: Any) -> Any:
@@ -219,9 +221,10 @@ def _cumsum_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
 @register_frule(np.cumsum, domain=_DOMAIN, examples=_examples(scan=True))
 def _cumsum_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -> Any:
     """``ydot = cumsum(xdot)`` along the same axis."""
-    if bind_options(rest, kwargs, _SCAN, {}) is None:
+    res = evaluate(np.cumsum, x, rest, kwargs, _SCAN, {})
+    if res is None:
         return None
-    y = np.cumsum(x, *rest, **kwargs)
+    y = res[0]
     xdot = live_tangent(x, tangents[1])
     if xdot is None:
         return y, ZERO_TANGENT

@@ -25,7 +25,9 @@ from rruletest.rules import register_frule, register_rrule
 from rruletest.rulesets.numpy._common import (
     bind_options,
     cotangents,
+    evaluate,
     examples_rng,
+    is_array_input,
     like_output,
     live_tangent,
     project,
@@ -66,10 +68,10 @@ def _transpose_examples() -> list[tuple[Any, ...]]:
 @register_rrule(np.transpose, domain=_DOMAIN, examples=_transpose_examples())
 def _transpose_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     """``xbar = transpose(ybar, inverse permutation)``."""
-    opts = bind_options(rest, kwargs, ("axes",), {})
-    if opts is None:
+    res = evaluate(np.transpose, x, rest, kwargs, ("axes",), {})
+    if res is None:
         return None
-    y = np.transpose(x, opts["axes"])
+    y, opts = res
     inverse = tuple(int(i) for i in np.argsort(_permutation(opts["axes"], np.ndim(x))))
 
     def pullback(ybar: Any) -> tuple[Any, ...]:
@@ -86,10 +88,10 @@ def _transpose_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | Non
 @register_frule(np.transpose, domain=_DOMAIN, examples=_transpose_examples())
 def _transpose_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -> Any:
     """``ydot = transpose(xdot, axes)``."""
-    opts = bind_options(rest, kwargs, ("axes",), {})
-    if opts is None:
+    res = evaluate(np.transpose, x, rest, kwargs, ("axes",), {})
+    if res is None:
         return None
-    y = np.transpose(x, opts["axes"])
+    y, opts = res
     xdot = live_tangent(x, tangents[1])
     return y, ZERO_TANGENT if xdot is None else like_output(y, np.transpose(xdot, opts["axes"]))
 
@@ -97,14 +99,17 @@ def _transpose_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any)
 # -- reshape ------------------------------------------------------------------------------
 
 
-def _reshape_options(rest: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any] | None:
+def _reshape_evaluate(
+    x: Any, rest: Sequence[Any], kwargs: dict[str, Any]
+) -> tuple[Any, dict[str, Any]] | None:
+    y = np.reshape(x, *rest, **kwargs)
+    if not is_array_input(x):
+        return None
     kwargs = dict(kwargs)
     if "newshape" in kwargs:  # numpy < 2.1 spelling
         kwargs["shape"] = kwargs.pop("newshape")
     opts = bind_options(rest, kwargs, ("shape", "order", "copy"), {"order": "C"})
-    if opts is None or opts["shape"] is None or len(rest) > 2:
-        return None
-    return opts
+    return None if opts is None else (y, opts)
 
 
 def _resolved_order(x: Any, order: Any) -> Any:
@@ -112,11 +117,6 @@ def _resolved_order(x: Any, order: Any) -> Any:
     if order == "A":
         return "F" if np.isfortran(x) else "C"
     return order
-
-
-def _reshape(x: Any, opts: dict[str, Any]) -> Any:
-    extra = {} if opts["copy"] is None else {"copy": opts["copy"]}
-    return np.reshape(x, opts["shape"], opts["order"], **extra)
 
 
 def _reshape_examples() -> list[tuple[Any, ...]]:
@@ -134,10 +134,10 @@ def _reshape_examples() -> list[tuple[Any, ...]]:
 @register_rrule(np.reshape, domain=_DOMAIN, examples=_reshape_examples())
 def _reshape_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     """``xbar = reshape(ybar, shape of x)`` in the same element order."""
-    opts = _reshape_options(rest, kwargs)
-    if opts is None:
+    res = _reshape_evaluate(x, rest, kwargs)
+    if res is None:
         return None
-    y = _reshape(x, opts)
+    y, opts = res
     order = _resolved_order(x, opts["order"])
     shape = np.shape(x)
 
@@ -155,10 +155,10 @@ def _reshape_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
 @register_frule(np.reshape, domain=_DOMAIN, examples=_reshape_examples())
 def _reshape_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -> Any:
     """``ydot = reshape(xdot, shape)`` in the order the primal used."""
-    opts = _reshape_options(rest, kwargs)
-    if opts is None:
+    res = _reshape_evaluate(x, rest, kwargs)
+    if res is None:
         return None
-    y = _reshape(x, opts)
+    y, opts = res
     xdot = live_tangent(x, tangents[1])
     if xdot is None:
         return y, ZERO_TANGENT
