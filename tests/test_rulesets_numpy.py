@@ -628,3 +628,51 @@ def test_integer_inputs_get_no_tangent() -> None:
         assert res[1](np.ones(np.shape(res[0])))[1] is NoTangent()
     _, pullback = rrule(np.multiply, x, 2.0)  # type: ignore[misc]
     assert pullback(np.ones((2, 3)))[1] is NoTangent()
+
+
+# ---------------------------------------------------------------------------------------------
+# statistics and linear algebra
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("f", [np.max, np.min, np.amax, np.amin])
+def test_extrema_split_ties_and_decline_complex(f: Any) -> None:
+    x = np.array([[1.0, 3.0, 3.0], [-1.0, -1.0, 0.0]])
+    back, fwd = _grads(f, x, 1)
+    expected = [[0, 0.5, 0.5], [0, 0, 1]] if f in (np.max, np.amax) else [[1, 0, 0], [0.5, 0.5, 0]]
+    np.testing.assert_array_equal(back[0], expected)
+    np.testing.assert_array_equal(fwd[0], np.sum(expected, axis=1))
+    assert rrule(f, np.array([1 + 1j, 2.0])) is None
+
+
+def test_std_of_constant_data_has_zero_subgradient() -> None:
+    back, fwd = _grads(np.std, np.full((2, 3), 2.0), 1)
+    np.testing.assert_array_equal(back[0], np.zeros((2, 3)))
+    np.testing.assert_array_equal(fwd[0], np.zeros(2))
+
+
+def test_var_and_std_with_ddof_keyword() -> None:
+    x = np.array([[0.5, -1.2, 2.0], [1.0, 0.3, -0.7]])
+    for f in (np.var, np.std):
+        res = rrule(f, x, axis=1, ddof=1, keepdims=True)
+        assert res is not None
+        np.testing.assert_allclose(res[0], f(x, axis=1, ddof=1, keepdims=True))
+        check(f, x, 1, None, None, 1, True, rng=0)
+
+
+def test_solve_sums_cotangents_over_broadcast_batch_dimensions() -> None:
+    a = np.eye(3) * 2.0
+    b = np.ones((4, 3, 2))
+    _, pullback = rrule(np.linalg.solve, a, b)  # type: ignore[misc]
+    abar, bbar = pullback(np.ones((4, 3, 2)))[1:]
+    assert abar.shape == (3, 3)
+    assert bbar.shape == (4, 3, 2)
+    np.testing.assert_allclose(bbar, 0.5)
+    np.testing.assert_allclose(abar, -0.5 * 0.5 * 8)
+
+
+def test_det_of_a_complex_batch() -> None:
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((2, 3, 3)) + 1j * rng.standard_normal((2, 3, 3)) + 3 * np.eye(3)
+    check(np.linalg.det, a, rng=5)
+    check(np.linalg.inv, a, rng=5)

@@ -5,9 +5,11 @@
 
 - scalar rules for 27 unary ufuncs (``sin`` ... ``rad2deg``) and 11 binary ufuncs (``add`` ...
   ``logaddexp2``), so ``broadcasted(f, ...)`` of each is differentiated on the vectorised path;
-- rrule/frule pairs for ``sum``, ``mean``, ``prod``, ``cumsum``, ``matmul``, ``dot``,
-  ``transpose``, ``reshape``, ``linalg.norm`` and this package's ``logsumexp`` and ``softmax``,
-  each with example inputs (shapes, axes, float32, complex) that ``rruletest check`` tests.
+- rrule/frule pairs for ``sum``, ``mean``, ``prod``, ``cumsum``, ``max``/``amax``,
+  ``min``/``amin``, ``var``, ``std``, ``matmul``, ``dot``, ``outer``, ``transpose``, ``reshape``,
+  ``trace``, ``linalg.norm``, ``linalg.inv``, ``linalg.det``, ``linalg.solve`` and this
+  package's ``logsumexp`` and ``softmax``, each with example inputs (shapes, axes, float32,
+  complex) that ``rruletest check`` tests.
 
 Every rule declares its domain (``RuleInfo.domain``): an interval per argument, whether complex
 inputs are accepted (holomorphic functions), and points to avoid (kinks, poles, branch cuts).
@@ -24,14 +26,16 @@ from __future__ import annotations
 
 from rruletest.rulesets.numpy import (
     _binary,
+    _linalg,
     _norm,
     _products,
     _reductions,
     _shape,
+    _statistics,
     _unary,
 )
 from rruletest.rulesets.numpy._composite import logsumexp, softmax
 
 __all__ = ["logsumexp", "softmax"]
 
-_MODULES = (_unary, _binary, _reductions, _products, _shape, _norm)
+_MODULES = (_unary, _binary, _reductions, _statistics, _products, _shape, _norm, _linalg)

@@ -5,6 +5,8 @@ in matrix terms. ``matmul`` broadcasts its batch dimensions, so each cotangent i
 its operand's batch shape (``unbroadcast``); a 1-D operand is treated as a row (first) or column
 (second) matrix and its cotangent is returned 1-D. ``dot`` contracts the last axis of ``a`` with
 the second-to-last of ``b`` (the last if ``b`` is 1-D) and multiplies when either is a scalar.
+``outer`` flattens both operands: ``abar = ybar @ conj(b)``, ``bbar = ybar^T @ conj(a)``,
+reshaped to the operands' shapes.
 
 >>> import numpy as np
 >>> from rruletest import rrule
@@ -169,3 +171,46 @@ def _dot_frule(tangents: Sequence[Any], a: Any, b: Any, **kwargs: Any) -> Any:
     if kwargs or not (is_array_input(a) and is_array_input(b)):
         return None
     return _bilinear_frule(np.dot, tangents, a, b, y)
+
+
+# -- outer --------------------------------------------------------------------------------
+
+
+def _outer_examples() -> list[tuple[Any, ...]]:
+    rng = examples_rng()
+    return [
+        (sample(rng, (3,)), sample(rng, (4,))),
+        (sample(rng, (2, 2)), sample(rng, (3,))),
+        (1.5, sample(rng, (3,))),
+        (sample(rng, (3,), np.float32), sample(rng, (2,), np.float32)),
+        (sample(rng, (3,), np.complex128), sample(rng, (2,), np.complex128)),
+    ]
+
+
+@register_rrule(np.outer, domain=_DOMAIN, examples=_outer_examples())
+def _outer_rrule(a: Any, b: Any, **kwargs: Any) -> tuple[Any, Any] | None:
+    """``abar = ybar @ conj(b)``, ``bbar = ybar^T @ conj(a)`` on the flattened operands."""
+    y = np.outer(a, b, **kwargs)
+    if kwargs or not (is_array_input(a) and is_array_input(b)):
+        return None
+
+    def pullback(ybar: Any) -> tuple[Any, ...]:
+        ybar = unthunk(ybar)
+        if isinstance(ybar, AbstractZero):
+            return cotangents((a, b), ybar)
+        g = np.asarray(ybar)
+        af, bf = np.ravel(a), np.ravel(b)
+        abar = project(a, (g @ np.conj(bf)).reshape(np.shape(a)))
+        bbar = project(b, (g.T @ np.conj(af)).reshape(np.shape(b)))
+        return NO_TANGENT, abar, bbar
+
+    return y, pullback
+
+
+@register_frule(np.outer, domain=_DOMAIN, examples=_outer_examples())
+def _outer_frule(tangents: Sequence[Any], a: Any, b: Any, **kwargs: Any) -> Any:
+    """``ydot = outer(adot, b) + outer(a, bdot)``."""
+    y = np.outer(a, b, **kwargs)
+    if kwargs or not (is_array_input(a) and is_array_input(b)):
+        return None
+    return _bilinear_frule(np.outer, tangents, a, b, y)
