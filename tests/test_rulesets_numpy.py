@@ -16,6 +16,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import rruletest.rulesets.numpy as rnp
 from rruletest.domains import Domain
@@ -234,7 +237,7 @@ def _nargs(info: RuleInfo) -> int:
 
 def _dtypes(info: RuleInfo) -> list[Any]:
     assert info.domain is not None
-    return [np.float64, np.float32] + ([np.complex128] if info.domain.complex else [])
+    return [np.float64, np.float32] + ([np.complex128, np.complex64] if info.domain.complex else [])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -676,3 +679,65 @@ def test_det_of_a_complex_batch() -> None:
     a = rng.standard_normal((2, 3, 3)) + 1j * rng.standard_normal((2, 3, 3)) + 3 * np.eye(3)
     check(np.linalg.det, a, rng=5)
     check(np.linalg.inv, a, rng=5)
+
+
+@pytest.mark.parametrize(
+    ("f", "args"),
+    [(np.transpose, (np.ones((2, 3)),)), (np.reshape, (np.ones((2, 3)), (3, 2)))],
+    ids=["transpose", "reshape"],
+)
+def test_shape_rules_return_fresh_arrays(f: Any, args: tuple[Any, ...]) -> None:
+    res = rrule(f, *args)
+    assert res is not None
+    ybar = np.ones(np.shape(res[0]))
+    xbar = res[1](ybar)[1]
+    assert not np.shares_memory(xbar, ybar)
+
+
+# ---------------------------------------------------------------------------------------------
+# properties over shapes: every shape, axis and broadcast the rules claim to handle
+# ---------------------------------------------------------------------------------------------
+
+
+def _values(shape: tuple[int, ...], seed: int) -> Any:
+    rng = np.random.default_rng(seed)
+    return np.round(rng.uniform(0.5, 1.5, shape) * rng.choice([-1.0, 1.0], shape), 2)
+
+
+@st.composite
+def _reduction_case(draw: st.DrawFn) -> tuple[Any, tuple[Any, ...]]:
+    shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=3))
+    f = draw(st.sampled_from([np.sum, np.mean, np.prod, np.var, np.std]))
+    nd = len(shape)
+    axis = draw(
+        st.one_of(
+            st.none(),
+            st.integers(-nd, nd - 1) if nd else st.none(),
+            hnp.valid_tuple_axes(nd, min_size=1) if nd else st.none(),
+        )
+    )
+    keepdims = draw(st.booleans())
+    x = _values(shape, draw(st.integers(0, 2**16)))
+    if f in (np.var, np.std):
+        return f, (x, axis, None, None, 0, keepdims)
+    return f, (x, axis, None, None, keepdims)
+
+
+@settings(max_examples=60)
+@given(_reduction_case())
+def test_reductions_over_any_shape_and_axes(case: tuple[Any, tuple[Any, ...]]) -> None:
+    f, args = case
+    x = args[0]
+    if f is np.std and np.any(np.var(x, axis=args[1]) < 1e-3):
+        return  # std is not differentiable at constant data
+    check(f, *args, rng=0)
+
+
+@settings(max_examples=60)
+@given(
+    hnp.mutually_broadcastable_shapes(signature=np.matmul.signature, max_dims=2, max_side=3),
+    st.integers(0, 2**16),
+)
+def test_matmul_over_any_broadcast_shapes(shapes: Any, seed: int) -> None:
+    a_shape, b_shape = shapes.input_shapes
+    check(np.matmul, _values(a_shape, seed), _values(b_shape, seed + 1), rng=seed)

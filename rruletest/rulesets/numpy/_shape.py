@@ -2,7 +2,8 @@
 
 Both are linear permutations of the elements, so the pullback applies the inverse permutation
 (``transpose`` by the inverse axes, ``reshape`` back to the input's shape in the same ``order``)
-and the frule applies the function itself to the tangent. Shapes, axes and orders get
+and the frule applies the function itself to the tangent. Tangents are fresh arrays, never views
+of ``ybar`` or ``xdot``, so accumulating into them in place is safe. Shapes, axes and orders get
 ``NoTangent()``.
 
 >>> import numpy as np
@@ -80,7 +81,7 @@ def _transpose_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | Non
             return cotangents((x,), ybar) + (NO_TANGENT,) * len(rest)
         if not is_differentiable(x):
             return (NO_TANGENT,) * (2 + len(rest))
-        return _rest_cotangents(x, np.transpose(ybar, inverse), len(rest))
+        return _rest_cotangents(x, np.array(np.transpose(ybar, inverse)), len(rest))
 
     return y, pullback
 
@@ -147,7 +148,7 @@ def _reshape_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
             return cotangents((x,), ybar) + (NO_TANGENT,) * len(rest)
         if not is_differentiable(x):
             return (NO_TANGENT,) * (2 + len(rest))
-        return _rest_cotangents(x, np.reshape(ybar, shape, order=order), len(rest))
+        return _rest_cotangents(x, np.array(np.reshape(ybar, shape, order=order)), len(rest))
 
     return y, pullback
 
