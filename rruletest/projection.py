@@ -14,6 +14,8 @@ array([[4.],
 NoTangent()
 >>> unbroadcast(1.0, np.array([1 + 1j, 2 - 1j]))
 3.0
+>>> unbroadcast(np.array(1.0), np.ones(3))
+array(3.)
 """
 
 from __future__ import annotations
@@ -82,7 +84,8 @@ def unbroadcast(x: Any, xbar: Any) -> Any:
     if arr.dtype != dtype:
         arr = arr.astype(dtype)
     if isinstance(x, np.ndarray):
-        return arr
+        # a full reduction (``sum`` over every axis) yields a numpy scalar: keep 0-d arrays arrays
+        return np.asarray(arr)
     if isinstance(x, np.generic):
         return arr[()]
     return arr.item()
