@@ -741,3 +741,20 @@ def test_reductions_over_any_shape_and_axes(case: tuple[Any, tuple[Any, ...]]) -
 def test_matmul_over_any_broadcast_shapes(shapes: Any, seed: int) -> None:
     a_shape, b_shape = shapes.input_shapes
     check(np.matmul, _values(a_shape, seed), _values(b_shape, seed + 1), rng=seed)
+
+
+# ---------------------------------------------------------------------------------------------
+# the generic broadcast rule takes every scalar rule's vectorised path
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("info", SCALAR_INFOS, ids=lambda i: i.name)
+def test_broadcasted_scalar_rule_uses_the_vectorised_path(info: RuleInfo) -> None:
+    from rruletest.broadcast import broadcast_path, broadcasted
+
+    assert info.domain is not None
+    shapes = [(4,)] if _nargs(info) == 1 else [(2, 1), (3,)]
+    args = draw(np.random.default_rng(9), info.domain, shapes, _dtypes(info)[-1])
+    assert broadcast_path(info.function) == "scalar"
+    assert broadcast_path(info.function, kind="frule") == "scalar"
+    check(broadcasted, info.function, *args, rng=9)
