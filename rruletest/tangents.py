@@ -260,7 +260,10 @@ def unthunk(x: Any) -> Any:
 
 
 def _conj(x: Any) -> Any:
-    return x.conj() if hasattr(x, "conj") else x
+    """The complex conjugate; Python's ``complex`` spells it ``conjugate`` (it has no ``conj``)."""
+    if hasattr(x, "conj"):
+        return x.conj()
+    return x.conjugate() if isinstance(x, complex) else x
 
 
 # --------------------------------------------------------------------------------------------
