@@ -301,6 +301,9 @@ def test_scalar_rule_on_scalars(info: RuleInfo) -> None:
     args = draw(np.random.default_rng(7), info.domain, [()] * _nargs(info), np.float64)
     check(info.function, *(a[()] for a in args), rng=7)  # numpy scalars
     check(info.function, *(float(a) for a in args), rng=7)  # Python floats
+    if info.domain.complex:
+        zs = draw(np.random.default_rng(7), info.domain, [()] * _nargs(info), np.complex128)
+        check(info.function, *(complex(z) for z in zs), rng=7)  # Python complex numbers
 
 
 EDGE_CASES = [

@@ -139,7 +139,8 @@ def _avoid_ties(a: Any, b: Any) -> Any:
 
 
 def _dom(*intervals: Any, complex: bool = False, avoid: Any = None) -> Domain:
-    return Domain(tuple(intervals) or (REALS,), complex=complex, avoid=avoid)
+    """One interval per argument (the reals unless given), so ``avoid`` is seen as binary."""
+    return Domain(tuple(intervals) or (REALS, REALS), complex=complex, avoid=avoid)
 
 
 _TABLE: list[tuple[Any, Any, Domain]] = [
