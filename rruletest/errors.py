@@ -26,7 +26,10 @@ class Mismatch:
 
     ``check`` names the check (``"value"``, ``"shape"``, ``"dtype"``, ``"fd"``, ``"exception"``,
     ...), ``path`` the place (``"pullback output[2].weights"``), ``message`` the full text of
-    the block shown to the user. Numeric fields are None where they do not apply.
+    the block shown to the user. Numeric fields are None where they do not apply: ``abs_err``
+    and ``rel_err`` are the largest differences found, ``index`` where the largest absolute one
+    is, ``rtol``/``atol`` the tolerance in force there, ``count`` how many elements failed out
+    of ``size``. ``hint`` holds one hint per line.
     """
 
     check: str
@@ -41,6 +44,8 @@ class Mismatch:
     atol: float | None = None
     hint: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    count: int | None = None
+    size: int | None = None
 
 
 class RuleTestFailure(AssertionError):
@@ -101,8 +106,9 @@ class RuleTestFailure(AssertionError):
             lines.append(f"{n} problems found:")
         for m in self.mismatches:
             block = m.message.rstrip("\n")
-            if m.hint and m.hint not in block:
-                block += f"\n  hint: {m.hint}"
+            for hint in (m.hint or "").splitlines():
+                if hint and hint not in block:
+                    block += f"\n  hint: {hint}"
             lines.append(block)
         if self.reproduce:
             lines.append(f"reproduce: {self.reproduce}")

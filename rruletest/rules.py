@@ -22,16 +22,30 @@ True
 from __future__ import annotations
 
 import sys
+import types
 import warnings
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import numpy as np
-
 from rruletest.domains import Domain, DomainLike
-from rruletest.projection import is_differentiable, unbroadcast
-from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, _conj, unthunk
+from rruletest.ruleinfo import (
+    KINDS,
+    Key,
+    RuleInfo,
+    check_key,
+    describe,
+    examples_of,
+    key_name,
+    name_of,
+    rule_label,
+)
+from rruletest.scalar import (
+    ScalarFRule,
+    ScalarRRule,
+    check_partials_signature,
+    checked_partials,
+)
+from rruletest.tangents import NO_TANGENT
 
 __all__ = [
     "RuleInfo",
@@ -40,32 +54,32 @@ __all__ = [
     "default_ruleset",
     "derivatives_given_output",
     "frule",
+    "key_name",
     "non_differentiable",
     "register_frule",
+    "register_generic_rule",
     "register_rrule",
     "rrule",
     "scalar_rule",
 ]
-
-RuleKind = Literal["rrule", "frule", "scalar", "non_differentiable"]
-Key = tuple[Hashable, ...]
 
 
 class RuleReplacedWarning(UserWarning):
     """A rule was registered for a key that already had one; the new rule replaces it."""
 
 
-def _name(f: Any) -> str:
-    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
-    return str(name) if name else repr(f)
+def _rules_frames() -> int:
+    """How many frames, counting from the caller's caller, belong to this module."""
+    frame = sys._getframe(2)
+    n = 0
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back  # type: ignore[assignment]
+        n += 1
+    return n
 
 
-def key_name(key: Key) -> str:
-    """A readable name for a key: ``sin``, ``broadcasted(sin)``."""
-    head, *rest = key
-    if not rest:
-        return _name(head)
-    return f"{_name(head)}({', '.join(_name(r) for r in rest)})"
+def _is_def(rule: Any) -> bool:
+    return isinstance(rule, types.FunctionType | types.MethodType)
 
 
 def _caller_module() -> str:
@@ -74,47 +88,6 @@ def _caller_module() -> str:
     while frame is not None and frame.f_globals.get("__name__") == __name__:
         frame = frame.f_back  # type: ignore[assignment]
     return str(frame.f_globals.get("__name__", "?")) if frame is not None else "?"
-
-
-@dataclass(frozen=True)
-class RuleInfo:
-    """One registered rule: what it is for, what kind, where it was defined, its domain.
-
-    ``examples`` are argument tuples the rule should be tested at (used by the pytest plugin
-    and ``rruletest check`` instead of generated inputs when given).
-    """
-
-    key: Key
-    kind: RuleKind
-    module: str
-    qualname: str
-    rrule: Callable[..., Any] | None = None
-    frule: Callable[..., Any] | None = None
-    partials: Callable[..., Any] | None = None
-    domain: Domain | None = None
-    examples: tuple[tuple[Any, ...], ...] = field(default=())
-
-    @property
-    def function(self) -> Any:
-        """The function the rule is for (the last element of its key)."""
-        return self.key[-1]
-
-    @property
-    def name(self) -> str:
-        return key_name(self.key)
-
-
-def _as_key(fs: Sequence[Any]) -> Key:
-    if not fs:
-        raise TypeError("a rule needs the function it is for, e.g. register_rrule(np.sin)")
-    for f in fs:
-        if not callable(f):
-            raise TypeError(f"a rule's key must be callables, got {f!r} (not callable)")
-        try:
-            hash(f)
-        except TypeError:
-            raise TypeError(f"a rule's key must be hashable, got {f!r}") from None
-    return tuple(fs)
 
 
 # Generic rules (such as the one for ``broadcasted``) live outside any RuleSet and receive the
@@ -130,16 +103,31 @@ def register_generic_rule(
     rrule: Callable[..., Any] | None = None,
     frule: Callable[..., Any] | None = None,
 ) -> None:
-    """Register rules for ``f`` that every RuleSet falls back to; they get the RuleSet first."""
+    """Register rules for ``f`` that every RuleSet falls back to; they get the RuleSet first.
+
+    ``rrule(ruleset, *args, **kwargs)`` and ``frule(ruleset, tangents, *args, **kwargs)``
+    are used when the RuleSet has no rule of its own for ``f`` (or for ``(f, args[0])``).
+    """
     if rrule is not None:
         _GENERIC_RRULES[f] = rrule
     if frule is not None:
         _GENERIC_FRULES[f] = frule
 
 
+def _generic(table: dict[Hashable, Callable[..., Any]], f: Any) -> Callable[..., Any] | None:
+    try:
+        return table.get(f)
+    except TypeError:
+        return None
+
+
 class RuleSet:
     """An independent registry of rules. Tests build fresh ones; the module-level functions
     (``rrule``, ``register_rrule``, ...) use ``default_ruleset``.
+
+    A key is a function or a tuple of functions: ``(f,)`` for ``f(*args)``, ``(f, g)`` for
+    ``f(g, *args)`` such as ``(broadcasted, np.sin)``. Lookup prefers the longest key that
+    matches the call.
     """
 
     def __init__(self, name: str = "rules") -> None:
@@ -147,67 +135,88 @@ class RuleSet:
         self._rrules: dict[Key, RuleInfo] = {}
         self._frules: dict[Key, RuleInfo] = {}
         self._scalars: dict[Hashable, RuleInfo] = {}
+        self._longest_key = 1
 
     def __repr__(self) -> str:
         return f"RuleSet({self.name!r}, {len(self.rules())} rules)"
 
     # -- registration ---------------------------------------------------------------------
-    def _store(self, table: dict[Key, RuleInfo], info: RuleInfo, what: str) -> None:
-        old = table.get(info.key)
-        if old is not None:
+    def _store(self, tables: Sequence[dict[Key, RuleInfo]], info: RuleInfo) -> None:
+        """Put ``info`` into ``tables``, warning once if it replaces a rule."""
+        olds = [t[info.key] for t in tables if info.key in t]
+        if olds:
+            old = olds[0]
             warnings.warn(
-                f"replacing the {what} for {info.name} defined in {old.module} "
-                f"with the one from {info.module}",
+                f"{info.name}: replacing the {rule_label(old)} from {old.module} with the "
+                f"{rule_label(info)} from {info.module}",
                 RuleReplacedWarning,
-                stacklevel=4,
+                stacklevel=_rules_frames() + 2,
             )
-        table[info.key] = info
+        for t in tables:
+            t[info.key] = info
+        self._longest_key = max(self._longest_key, len(info.key))
+
+    def _register(
+        self,
+        kind: Literal["rrule", "frule"],
+        fs: Sequence[Any],
+        domain: DomainLike,
+        examples: Sequence[Any],
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        call = f"register_{kind}"
+        key = check_key(fs, call)
+        dom = None if domain is None else Domain.of(domain)
+        exs = examples_of(examples)
+
+        def decorate(rule: Callable[..., Any]) -> Callable[..., Any]:
+            if not callable(rule):
+                raise TypeError(
+                    f"{call}({key_name(key)}): the rule must be callable, got {describe(rule)}"
+                )
+            # A function records where it was defined; other callables (partials, instances)
+            # where they were registered.
+            module = getattr(rule, "__module__", None) if _is_def(rule) else None
+            info = RuleInfo(
+                key,
+                kind,
+                module if isinstance(module, str) else _caller_module(),
+                name_of(rule),
+                rrule=rule if kind == "rrule" else None,
+                frule=rule if kind == "frule" else None,
+                domain=dom,
+                examples=exs,
+            )
+            self._store([self._rrules if kind == "rrule" else self._frules], info)
+            return rule
+
+        return decorate
 
     def register_rrule(
-        self, *fs: Any, domain: DomainLike = None, examples: Sequence[tuple[Any, ...]] = ()
+        self, *fs: Any, domain: DomainLike = None, examples: Sequence[Any] = ()
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Decorator registering an rrule for ``fs`` (a function or a tuple key)."""
-        key = _as_key(fs)
+        """Decorator registering an rrule for ``fs`` (a function, or a tuple key such as
+        ``broadcasted, np.sin``). The rule gets the call's arguments (for a tuple key, all but
+        the first element of the key too) and returns ``(y, pullback)``.
 
-        def decorate(rule: Callable[..., Any]) -> Callable[..., Any]:
-            if not callable(rule):
-                raise TypeError(f"the rrule for {key_name(key)} must be callable, got {rule!r}")
-            info = RuleInfo(
-                key,
-                "rrule",
-                getattr(rule, "__module__", None) or _caller_module(),
-                _name(rule),
-                rrule=rule,
-                domain=None if domain is None else Domain.of(domain),
-                examples=tuple(tuple(e) for e in examples),
-            )
-            self._store(self._rrules, info, "rrule")
-            return rule
+        Args:
+            fs: the function, or the functions of a tuple key.
+            domain: valid inputs (see ``rruletest.domains.Domain.of``), for generated tests.
+            examples: argument tuples (or single arguments) to test the rule at.
 
-        return decorate
+        Raises:
+            TypeError: a key that is not callable or not hashable, or a rule that is not
+                callable.
+        """
+        return self._register("rrule", fs, domain, examples)
 
     def register_frule(
-        self, *fs: Any, domain: DomainLike = None, examples: Sequence[tuple[Any, ...]] = ()
+        self, *fs: Any, domain: DomainLike = None, examples: Sequence[Any] = ()
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Decorator registering an frule for ``fs``; the rule takes the tangents first."""
-        key = _as_key(fs)
-
-        def decorate(rule: Callable[..., Any]) -> Callable[..., Any]:
-            if not callable(rule):
-                raise TypeError(f"the frule for {key_name(key)} must be callable, got {rule!r}")
-            info = RuleInfo(
-                key,
-                "frule",
-                getattr(rule, "__module__", None) or _caller_module(),
-                _name(rule),
-                frule=rule,
-                domain=None if domain is None else Domain.of(domain),
-                examples=tuple(tuple(e) for e in examples),
-            )
-            self._store(self._frules, info, "frule")
-            return rule
-
-        return decorate
+        """Decorator registering an frule for ``fs``; the rule takes the tangents
+        ``(fdot, xdot_1, ..., xdot_n)`` first, then the call's arguments, and returns
+        ``(y, ydot)``. Arguments as for ``register_rrule``.
+        """
+        return self._register("frule", fs, domain, examples)
 
     def scalar_rule(
         self,
@@ -216,15 +225,21 @@ class RuleSet:
         *,
         domain: DomainLike = None,
         complex: bool = False,
-        examples: Sequence[tuple[Any, ...]] = (),
+        examples: Sequence[Any] = (),
     ) -> RuleInfo:
         """Declare ``f`` elementwise with partial derivatives ``partials(*args, y)``.
 
         ``partials`` returns one partial per argument (a tuple; a single value for unary ``f``),
         written with numpy so it vectorises. This registers an rrule and an frule for ``f`` and
         makes ``derivatives_given_output(y, f, *args)`` available, which the generic broadcast
-        rule uses. ``complex=True`` declares ``f`` holomorphic: the rrule then applies ``conj``
-        to the partials.
+        rule uses. The rrule conjugates the partials (``xbar = ybar * conj(d)``, exact for
+        holomorphic ``f``), sums cotangents over broadcast dimensions and gives ``NoTangent()``
+        to integer arguments. ``complex=True`` declares that ``f`` accepts complex inputs
+        (recorded in the domain, so generated tests include them).
+
+        Raises:
+            TypeError: ``f`` or ``partials`` is not callable; later, when the rule is used,
+                ``partials`` returning the wrong number of partials.
 
         >>> import numpy as np
         >>> rules = RuleSet()
@@ -232,29 +247,29 @@ class RuleSet:
         >>> rules.derivatives_given_output(np.exp(1.0), np.exp, 1.0) == (np.exp(1.0),)
         True
         """
-        (key0,) = _as_key((f,))
+        key = check_key((f,), "scalar_rule")
         if not callable(partials):
             raise TypeError(
-                f"scalar_rule({_name(f)}, partials): partials must be callable, got {partials!r}"
+                f"scalar_rule({name_of(f)}, partials): partials must be callable, got "
+                f"{describe(partials)}"
             )
+        check_partials_signature(partials, name_of(f))
         dom = Domain.of(domain, complex=complex)
-        if complex and not dom.complex:
-            dom = Domain(dom.intervals, complex=True, avoid=dom.avoid)
         module = _caller_module()
+        name = name_of(f)
         info = RuleInfo(
-            (key0,),
+            key,
             "scalar",
             module,
-            _name(f),
-            rrule=_ScalarRRule(self, f),
-            frule=_ScalarFRule(self, f),
+            name,
+            rrule=ScalarRRule(f, partials, name, module),
+            frule=ScalarFRule(f, partials, name, module),
             partials=partials,
             domain=dom,
-            examples=tuple(tuple(e) for e in examples),
+            examples=examples_of(examples),
         )
-        self._store(self._rrules, info, "rrule")
-        self._frules[info.key] = info
-        self._scalars[key0] = info
+        self._store([self._rrules, self._frules], info)
+        self._scalars[key[0]] = info
         return info
 
     def non_differentiable(self, f: Any) -> RuleInfo:
@@ -265,7 +280,7 @@ class RuleSet:
         >>> rules.rrule(len, [1, 2])[1](1.0)
         (NoTangent(), NoTangent())
         """
-        key = _as_key((f,))
+        key = check_key((f,), "non_differentiable")
 
         def nd_rrule(*args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], Any]]:
             y = f(*args, **kwargs)
@@ -276,20 +291,22 @@ class RuleSet:
             return f(*args, **kwargs), NO_TANGENT
 
         info = RuleInfo(
-            key, "non_differentiable", _caller_module(), _name(f), rrule=nd_rrule, frule=nd_frule
+            key, "non_differentiable", _caller_module(), name_of(f), rrule=nd_rrule, frule=nd_frule
         )
-        self._store(self._rrules, info, "rrule")
-        self._frules[key] = info
+        self._store([self._rrules, self._frules], info)
         self._scalars.pop(key[0], None)
         return info
 
     # -- lookup ---------------------------------------------------------------------------
     def _find(self, table: dict[Key, RuleInfo], f: Any, args: tuple[Any, ...]) -> RuleInfo | None:
-        if args:
+        for n in range(min(self._longest_key - 1, len(args)), 0, -1):
+            head = args[:n]
+            if not all(callable(a) for a in head):
+                continue
             try:
-                info = table.get((f, args[0]))
-            except TypeError:  # unhashable first argument: no tuple key can match
-                info = None
+                info = table.get((f, *head))
+            except TypeError:  # an unhashable callable argument: no key can match
+                continue
             if info is not None:
                 return info
         try:
@@ -306,7 +323,7 @@ class RuleSet:
         return self._find(self._frules, f, args)
 
     def scalar_info(self, f: Any) -> RuleInfo | None:
-        """The scalar rule of ``f``, if it has one."""
+        """The scalar rule of ``f`` (with ``.partials`` and ``.domain``), if it has one."""
         try:
             return self._scalars.get(f)
         except TypeError:
@@ -314,10 +331,10 @@ class RuleSet:
 
     def rrule(self, f: Any, *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], Any]] | None:
         """``(y, pullback)`` from the rule for ``f``, or None when no rule applies."""
-        info = self.rrule_info(f, *args)
+        info = self._find(self._rrules, f, args)
         if info is not None and info.rrule is not None:
             return info.rrule(*args, **kwargs)  # type: ignore[no-any-return]
-        generic = _GENERIC_RRULES.get(f) if isinstance(f, Hashable) else None
+        generic = _generic(_GENERIC_RRULES, f)
         if generic is not None:
             return generic(self, *args, **kwargs)  # type: ignore[no-any-return]
         return None
@@ -326,26 +343,37 @@ class RuleSet:
         self, tangents: Sequence[Any], f: Any, *args: Any, **kwargs: Any
     ) -> tuple[Any, Any] | None:
         """``(y, ydot)`` from the frule for ``f``, or None when no rule applies."""
-        info = self.frule_info(f, *args)
+        info = self._find(self._frules, f, args)
         if info is not None and info.frule is not None:
             return info.frule(tuple(tangents), *args, **kwargs)  # type: ignore[no-any-return]
-        generic = _GENERIC_FRULES.get(f) if isinstance(f, Hashable) else None
+        generic = _generic(_GENERIC_FRULES, f)
         if generic is not None:
             return generic(self, tuple(tangents), *args, **kwargs)  # type: ignore[no-any-return]
         return None
 
     def derivatives_given_output(self, y: Any, f: Any, *args: Any) -> tuple[Any, ...] | None:
-        """The partials of scalar rule ``f`` at ``args`` with output ``y``; None if no rule."""
+        """The partials of scalar rule ``f`` at ``args`` with output ``y`` (not conjugated);
+        None if ``f`` has no scalar rule.
+
+        Raises:
+            TypeError: the rule's partials returned the wrong number of entries.
+        """
         info = self.scalar_info(f)
         if info is None or info.partials is None:
             return None
-        return _checked_partials(info, args, y)
+        return checked_partials(info.partials, info.name, info.module, args, y)
 
     # -- listing --------------------------------------------------------------------------
     def rules(self, module: str | None = None, kind: str | None = None) -> list[RuleInfo]:
-        """Every registered rule (a scalar rule once), optionally only those defined in
-        ``module`` (or its submodules) and of one ``kind``.
+        """Every registered rule (a scalar or non-differentiable rule once), in registration
+        order, optionally only those defined in ``module`` (or its submodules) and of one
+        ``kind`` (``"rrule"``, ``"frule"``, ``"scalar"``, ``"non_differentiable"``).
+
+        Raises:
+            ValueError: an unknown ``kind``.
         """
+        if kind is not None and kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}; got kind={kind!r}")
         seen: dict[tuple[Key, str], RuleInfo] = {}
         for info in [*self._rrules.values(), *self._frules.values()]:
             seen.setdefault((info.key, info.kind), info)
@@ -355,102 +383,6 @@ class RuleSet:
         if kind is not None:
             out = [i for i in out if i.kind == kind]
         return out
-
-
-def _checked_partials(info: RuleInfo, args: tuple[Any, ...], y: Any) -> tuple[Any, ...]:
-    if info.partials is None:
-        raise LookupError(f"{info.name} has no scalar rule")
-    ps = info.partials(*args, y)
-    if not isinstance(ps, tuple | list):
-        if len(args) != 1:
-            raise TypeError(
-                f"the partials of scalar rule {info.name} (defined in {info.module}) returned "
-                f"{type(ps).__name__}; return a tuple with one partial per argument "
-                f"({len(args)} here)"
-            )
-        ps = (ps,)
-    if len(ps) != len(args):
-        raise TypeError(
-            f"the partials of scalar rule {info.name} (defined in {info.module}) returned "
-            f"{len(ps)} partial(s) for {len(args)} argument(s)"
-        )
-    return tuple(ps)
-
-
-class _ScalarRRule:
-    """The rrule a scalar rule provides: ``xbar_i = unbroadcast(x_i, ybar * conj(d_i))``."""
-
-    def __init__(self, rules: RuleSet, f: Any) -> None:
-        self.rules, self.f = rules, f
-
-    def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], Any]]:
-        f, rules = self.f, self.rules
-        y = f(*args, **kwargs)
-
-        def pullback(ybar: Any) -> tuple[Any, ...]:
-            ybar = unthunk(ybar)
-            if isinstance(ybar, AbstractZero):
-                return (NO_TANGENT, *(ybar if is_differentiable(a) else NO_TANGENT for a in args))
-            info = rules.scalar_info(f)
-            if info is None:
-                raise LookupError(f"the scalar rule for {_name(f)} was removed")
-            ps = _checked_partials(info, args, y)
-            return (
-                NO_TANGENT,
-                *(
-                    unbroadcast(a, ybar * _conj(p)) if is_differentiable(a) else NO_TANGENT
-                    for a, p in zip(args, ps, strict=True)
-                ),
-            )
-
-        return y, pullback
-
-
-class _ScalarFRule:
-    """The frule a scalar rule provides: ``ydot = sum_i d_i * xdot_i``."""
-
-    def __init__(self, rules: RuleSet, f: Any) -> None:
-        self.rules, self.f = rules, f
-
-    def __call__(self, tangents: tuple[Any, ...], *args: Any, **kwargs: Any) -> tuple[Any, Any]:
-        y = self.f(*args, **kwargs)
-        xdots = [unthunk(t) for t in tangents[1:]]
-        if len(xdots) != len(args):
-            raise TypeError(
-                f"frule for {_name(self.f)}: got {len(tangents)} tangents for {len(args)} "
-                f"arguments; pass (fdot, xdot_1, ..., xdot_n)"
-            )
-        live = [
-            i
-            for i, (a, d) in enumerate(zip(args, xdots, strict=True))
-            if is_differentiable(a) and not isinstance(d, AbstractZero)
-        ]
-        if not live:
-            return y, ZERO_TANGENT
-        info = self.rules.scalar_info(self.f)
-        if info is None:
-            raise LookupError(f"the scalar rule for {_name(self.f)} was removed")
-        ps = _checked_partials(info, args, y)
-        ydot: Any = ps[live[0]] * xdots[live[0]]
-        for i in live[1:]:
-            ydot = ydot + ps[i] * xdots[i]
-        ydot = np.broadcast_to(ydot, np.shape(y)) if np.shape(ydot) != np.shape(y) else ydot
-        return y, _like_output(y, ydot)
-
-
-def _like_output(y: Any, ydot: Any) -> Any:
-    """Cast a tangent to the output's precision and container (scalar vs array)."""
-    dtype = np.result_type(y)
-    arr = np.asarray(ydot)
-    if dtype.kind != "c" and arr.dtype.kind == "c":
-        arr = arr.real
-    if dtype.kind in "fc" and arr.dtype != dtype:
-        arr = arr.astype(dtype)
-    if isinstance(y, np.ndarray):
-        return np.array(arr)
-    if isinstance(y, np.generic):
-        return arr[()]
-    return arr.item()
 
 
 default_ruleset = RuleSet("default")
@@ -467,14 +399,14 @@ def frule(tangents: Sequence[Any], f: Any, *args: Any, **kwargs: Any) -> tuple[A
 
 
 def register_rrule(
-    *fs: Any, domain: DomainLike = None, examples: Sequence[tuple[Any, ...]] = ()
+    *fs: Any, domain: DomainLike = None, examples: Sequence[Any] = ()
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering an rrule in the default RuleSet (see ``RuleSet.register_rrule``)."""
     return default_ruleset.register_rrule(*fs, domain=domain, examples=examples)
 
 
 def register_frule(
-    *fs: Any, domain: DomainLike = None, examples: Sequence[tuple[Any, ...]] = ()
+    *fs: Any, domain: DomainLike = None, examples: Sequence[Any] = ()
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering an frule in the default RuleSet (see ``RuleSet.register_frule``)."""
     return default_ruleset.register_frule(*fs, domain=domain, examples=examples)
@@ -486,7 +418,7 @@ def scalar_rule(
     *,
     domain: DomainLike = None,
     complex: bool = False,
-    examples: Sequence[tuple[Any, ...]] = (),
+    examples: Sequence[Any] = (),
 ) -> RuleInfo:
     """Declare ``f`` elementwise in the default RuleSet (see ``RuleSet.scalar_rule``)."""
     return default_ruleset.scalar_rule(

@@ -1,0 +1,350 @@
+"""The container part of ``rruletest.approx``: Tangents, sequences, mappings, dataclasses.
+
+Each method walks matching children of two containers with ``self.walk``, extending the path by
+one step (``[2]``, ``.name``, ``['key']``, ``[1, 3]``) and picking each child's tolerance out
+of a tolerance structure when the caller gave one. Differences in the containers themselves
+(lengths, keys, fields, types) are reported here; the leaves are compared by the walker.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from rruletest import _render as r
+from rruletest._kinds import kind, type_hints
+from rruletest.errors import Mismatch
+from rruletest.tangents import AbstractZero, Tangent, _declared_fields
+
+__all__ = ["StructureMixin", "index_tol", "sub_tolerance"]
+
+_MISSING = object()
+
+
+def sub_tolerance(tol: Any, key: Any, pos: int | None = None) -> Any:
+    """The tolerance for one child: picked from a structure, or the same number/array."""
+    if tol is None or isinstance(tol, float | int | np.number):
+        return tol
+    if isinstance(tol, np.ndarray):
+        if tol.dtype == object and isinstance(key, tuple) and tol.ndim == len(key):
+            return tol[key]
+        return tol
+    if isinstance(tol, AbstractZero):
+        return None
+    if isinstance(tol, Tangent):
+        if isinstance(tol.backing, tuple):
+            index = key if isinstance(key, int) else pos
+            return None if index is None else tol[index]
+        return tol[key] if _stored(tol, key) else None
+    if isinstance(tol, Mapping):
+        return tol.get(key)
+    if isinstance(tol, tuple | list):
+        if isinstance(key, str) and hasattr(tol, "_fields"):
+            return getattr(tol, key, None)
+        index = key if isinstance(key, int) else pos
+        return tol[index] if index is not None and 0 <= index < len(tol) else None
+    if dataclasses.is_dataclass(tol) and isinstance(key, str):
+        return getattr(tol, key, None)
+    return tol
+
+
+def _stored(t: Tangent, key: Any) -> bool:
+    """Whether a Tangent stores a field (positions for tuple-backed Tangents)."""
+    if isinstance(t.backing, tuple):
+        return isinstance(key, int) and 0 <= key < len(t.backing)
+    return key in t.backing
+
+
+def _tangent_steps(*tangents: Tangent) -> Iterator[tuple[str, Any, int | None]]:
+    """``(path step, key, position)`` for the union of the fields of Tangents of one type."""
+    t = tangents[0]
+    ptype = t.primal_type
+    if isinstance(t.backing, tuple):
+        for i in range(max(len(x.backing) for x in tangents)):
+            yield f"[{i}]", i, i
+        return
+    declared = _declared_fields(ptype) or ()
+    keys = dict.fromkeys([*declared, *(k for x in tangents for k in x.backing)])
+    mapping = issubclass(ptype, Mapping | dict)
+    for pos, key in enumerate(keys):
+        if any(_stored(x, key) for x in tangents) or key in declared:
+            yield (r.key_step(key) if mapping else f".{key}"), key, pos
+
+
+def _fields(x: Any) -> tuple[str, ...]:
+    if isinstance(x, tuple) and hasattr(type(x), "_fields"):
+        return tuple(getattr(type(x), "_fields", ()))
+    return tuple(f.name for f in dataclasses.fields(x))
+
+
+class StructureMixin:
+    """Container comparisons; mixed into the walker, which provides ``walk`` and ``report``."""
+
+    strict: bool
+    found: list[Mismatch]
+
+    def walk(self, a: Any, e: Any, path: str, rtol: Any, atol: Any) -> None:
+        raise NotImplementedError  # pragma: no cover - provided by the walker
+
+    def report(
+        self,
+        check: str,
+        path: str,
+        summary: str,
+        actual: Any,
+        expected: Any,
+        hints: list[str] | tuple[str, ...] = (),
+        **extra: Any,
+    ) -> None:
+        raise NotImplementedError  # pragma: no cover - provided by the walker
+
+    def matches(self, a: Any, e: Any, rtol: Any, atol: Any) -> bool:
+        raise NotImplementedError  # pragma: no cover - provided by the walker
+
+    def _shift_hint(self, a: Any, e: Any, rtol: Any, atol: Any) -> str | None:
+        """A hint when one element too few or too many, at either end, explains a length."""
+        n_a, n_e = len(a), len(e)
+        if abs(n_a - n_e) != 1:
+            return None
+        flat = [
+            t if t is None or isinstance(t, float | int | np.ndarray) else None
+            for t in (rtol, atol)
+        ]
+        if n_a < n_e:
+            if self.matches(list(a), list(e)[1:], *flat):
+                return (
+                    "actual matches expected without its first element: is that one missing? "
+                    "(a pullback returns the tangent for f first)"
+                )
+            if self.matches(list(a), list(e)[:-1], *flat):
+                return "actual matches expected without its last element: is that one missing?"
+        else:
+            if self.matches(list(a)[1:], list(e), *flat):
+                return "actual matches expected after its first element: is that one extra?"
+            if self.matches(list(a)[:-1], list(e), *flat):
+                return "actual matches expected up to its last element: is that one extra?"
+        return None
+
+    def _child(
+        self, a: Any, e: Any, path: str, step: str, rtol: Any, atol: Any, key: Any, pos: Any
+    ) -> None:
+        self.walk(a, e, path + step, sub_tolerance(rtol, key, pos), sub_tolerance(atol, key, pos))
+
+    # -- Tangents ----------------------------------------------------------------------------
+    def tangents(self, a: Tangent, e: Tangent, path: str, rtol: Any, atol: Any) -> None:
+        if a.primal_type is not e.primal_type:
+            self.report("type", path, f"{r.describe(a)} where {r.describe(e)} was expected", a, e)
+            return
+        for step, key, pos in _tangent_steps(a, e):
+            self._child(a[key], e[key], path, step, rtol, atol, key, pos)
+
+    def tangent_natural(
+        self, a: Any, e: Any, actual_is_tangent: bool, path: str, rtol: Any, atol: Any
+    ) -> None:
+        t, v = (a, e) if actual_is_tangent else (e, a)
+        ptype = t.primal_type
+        mapping = issubclass(ptype, Mapping | dict)
+        if not (type(v) is ptype or (mapping and isinstance(v, Mapping))):
+            hints: list[str] = []
+            if not actual_is_tangent and type(v) in (tuple, list) and ptype in (tuple, list):
+                hints.append(f"return a {ptype.__name__}, not a {type(v).__name__}")
+            if actual_is_tangent and isinstance(v, tuple | list | Mapping):
+                hints.append(
+                    f"a Tangent for a {type(v).__name__} must say so: Tangent("
+                    f"{type(v).__name__}, ...), or return the {type(v).__name__} itself"
+                )
+            summary = f"{r.describe(a)} where {r.describe(e)} was expected"
+            hints.extend(type_hints(a, e, kind(a), kind(e)))
+            self.report("type", path, summary, a, e, hints)
+            return
+
+        def child(tv: Any, vv: Any, step: str, key: Any, pos: Any) -> None:
+            pair = (tv, vv) if actual_is_tangent else (vv, tv)
+            self._child(*pair, path, step, rtol, atol, key, pos)
+
+        side = "actual" if actual_is_tangent else "expected"
+        if isinstance(t.backing, tuple):
+            n_t, n_v = len(t.backing), len(v)
+            if n_t > n_v:
+                self.report(
+                    "structure",
+                    path,
+                    f"the {side} Tangent({ptype.__name__}, ...) has {n_t} fields but the "
+                    f"{ptype.__name__} it is compared with has {n_v}",
+                    a,
+                    e,
+                )
+            for i in range(n_v):
+                child(t[i], v[i], f"[{i}]", i, i)
+        elif mapping:
+            extra = [k for k in t.backing if k not in v]
+            if extra:
+                self.report(
+                    "structure",
+                    path,
+                    f"the {side} Tangent has keys the {type(v).__name__} lacks: "
+                    + ", ".join(r.safe_repr(k) for k in extra),
+                    a,
+                    e,
+                )
+            for pos, k in enumerate(v):
+                child(t[k], v[k], r.key_step(k), k, pos)
+        else:
+            names = dict.fromkeys([*(_declared_fields(ptype) or ()), *t.keys()])
+            for pos, name in enumerate(names):
+                value = getattr(v, name, _MISSING)
+                if value is _MISSING:
+                    self.report(
+                        "structure",
+                        path + f".{name}",
+                        f"the {ptype.__name__} compared with the Tangent has no field {name!r}",
+                        a,
+                        e,
+                    )
+                    continue
+                child(t[name], value, f".{name}", name, pos)
+
+    # -- sequences, mappings, dataclasses ----------------------------------------------------
+    def sequences(self, a: Any, e: Any, path: str, rtol: Any, atol: Any) -> None:
+        n_a, n_e = len(a), len(e)
+        if n_a != n_e:
+            shift = self._shift_hint(a, e, rtol, atol)
+            self.report(
+                "structure",
+                path,
+                f"{n_a} element{'s' * (n_a != 1)} where {n_e} {'were' if n_e != 1 else 'was'} "
+                "expected",
+                a,
+                e,
+                [shift] if shift else [],
+                length=(n_a, n_e),
+            )
+            if shift:  # the elements are misaligned: comparing them pairwise would only add noise
+                return
+        for i in range(min(n_a, n_e)):
+            self._child(a[i], e[i], path, f"[{i}]", rtol, atol, i, i)
+
+    def mixed_sequences(
+        self, a: Any, e: Any, ka: str, ke: str, path: str, rtol: Any, atol: Any
+    ) -> None:
+        if ka == ke == "namedtuple":
+            fa, fe = _fields(a), _fields(e)
+            if fa != fe:
+                self.report(
+                    "structure",
+                    path,
+                    f"{r.describe(a)} with fields ({', '.join(fa)}) where {r.describe(e)} with "
+                    f"fields ({', '.join(fe)}) was expected",
+                    a,
+                    e,
+                    ["field names matter: build the expected namedtuple type"],
+                )
+            elif type(a) is not type(e):
+                self.report(
+                    "type", path, f"{r.describe(a)} where {r.describe(e)} was expected", a, e
+                )
+            for pos, name in enumerate(fe):
+                if name in fa:
+                    self._child(
+                        getattr(a, name),
+                        getattr(e, name),
+                        path,
+                        f".{name}",
+                        rtol,
+                        atol,
+                        name,
+                        pos,
+                    )
+            return
+        self.report(
+            "type",
+            path,
+            f"{r.describe(a)} where {r.describe(e)} was expected",
+            a,
+            e,
+            type_hints(a, e, ka, ke),
+        )
+        self.sequences(a, e, path, rtol, atol)
+
+    def mappings(
+        self, a: Mapping[Any, Any], e: Mapping[Any, Any], path: str, rtol: Any, atol: Any
+    ) -> None:
+        missing = [k for k in e if k not in a]
+        unexpected = [k for k in a if k not in e]
+        if missing or unexpected:
+            parts = []
+            if missing:
+                parts.append("missing " + ", ".join(r.safe_repr(k) for k in missing))
+            if unexpected:
+                parts.append("unexpected " + ", ".join(r.safe_repr(k) for k in unexpected))
+            self.report(
+                "structure",
+                path,
+                "keys differ: " + "; ".join(parts),
+                a,
+                e,
+                missing=missing,
+                unexpected=unexpected,
+            )
+        for pos, k in enumerate(e):
+            if k in a:
+                self._child(a[k], e[k], path, r.key_step(k), rtol, atol, k, pos)
+
+    def dataclasses(self, a: Any, e: Any, path: str, rtol: Any, atol: Any) -> None:
+        if type(a) is not type(e):
+            self.report("type", path, f"{r.describe(a)} where {r.describe(e)} was expected", a, e)
+            return
+        for pos, name in enumerate(_fields(e)):
+            va, ve = getattr(a, name, _MISSING), getattr(e, name, _MISSING)
+            if va is _MISSING or ve is _MISSING:
+                if va is not ve:
+                    self.report(
+                        "structure", path + f".{name}", f"field {name!r} is not set on both", a, e
+                    )
+                continue
+            self._child(va, ve, path, f".{name}", rtol, atol, name, pos)
+
+    # -- children, for a container compared with a zero -------------------------------------
+    def children(self, x: Any, rtol: Any, atol: Any) -> Iterator[tuple[str, Any, Any, Any]]:
+        """``(step, child, rtol, atol)`` for every child of a container."""
+        items: list[tuple[str, Any, Any, Any]] = []
+        if isinstance(x, Tangent):
+            items = [(s, x[k], k, p) for s, k, p in _tangent_steps(x) if _stored(x, k)]
+        elif isinstance(x, np.ndarray):
+            if x.ndim == 0:
+                items = [("", x[()], (), None)]
+            else:
+                items = [(r.index_text(i), x[i], i, None) for i in np.ndindex(x.shape)]
+        elif isinstance(x, tuple) and hasattr(type(x), "_fields"):
+            items = [(f".{n}", getattr(x, n), n, p) for p, n in enumerate(_fields(x))]
+        elif isinstance(x, tuple | list):
+            items = [(f"[{i}]", v, i, i) for i, v in enumerate(x)]
+        elif isinstance(x, Mapping):
+            items = [(r.key_step(k), v, k, p) for p, (k, v) in enumerate(x.items())]
+        elif dataclasses.is_dataclass(x):
+            items = [
+                (f".{n}", getattr(x, n), n, p) for p, n in enumerate(_fields(x)) if hasattr(x, n)
+            ]
+        for step, child, key, pos in items:
+            if isinstance(x, np.ndarray) and isinstance(key, tuple):
+                sub_r = index_tol(rtol, key, x.shape)
+                sub_a = index_tol(atol, key, x.shape)
+            else:
+                sub_r, sub_a = sub_tolerance(rtol, key, pos), sub_tolerance(atol, key, pos)
+            yield step, child, sub_r, sub_a
+
+
+def index_tol(tol: Any, idx: tuple[int, ...], shape: tuple[int, ...]) -> Any:
+    """The tolerance of one element of an object array: indexed when shaped like it."""
+    if isinstance(tol, list | tuple):
+        try:
+            arr = np.asarray(tol, dtype=float)
+        except (TypeError, ValueError):
+            return tol
+        return arr[idx] if arr.shape == shape else tol
+    if isinstance(tol, np.ndarray) and tol.shape == shape:
+        return tol[idx]
+    return tol

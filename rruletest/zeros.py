@@ -1,0 +1,314 @@
+"""Zeros and thunks: ``NoTangent``, ``ZeroTangent``, ``Thunk``, ``InplaceableThunk``, ``unthunk``.
+
+The public home of these names is ``rruletest.tangents`` (which re-exports them); they live
+here so that ``rruletest.structured`` (``Tangent``) can build on them without an import cycle.
+
+>>> ZeroTangent() + 1.0, NoTangent() * 3.0
+(1.0, NoTangent())
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+import numpy as np
+
+__all__ = [
+    "NO_TANGENT",
+    "ZERO_TANGENT",
+    "AbstractZero",
+    "InplaceableThunk",
+    "NoTangent",
+    "Thunk",
+    "ZeroTangent",
+    "conj",
+    "unthunk",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Zeros
+# --------------------------------------------------------------------------------------------
+
+
+class AbstractZero:
+    """A tangent that is zero whatever the primal: ``x + zero == x`` and ``zero * x == zero``.
+
+    The two concrete kinds are singletons (also through ``copy`` and ``pickle``), hashable and
+    falsy. numpy defers to them (``__array_ufunc__ = None``), so ``array + zero`` is the array
+    and never an object array; where numpy must make an array of one (``np.asarray(zero)``,
+    ``np.array([zero, 1.0])``) it is a float ``0``. ``np.add(x, zero)`` (a ufunc called
+    directly) raises ``TypeError``: use the operators.
+
+    ``zero + x`` is ``x`` itself, not a copy (as in ChainRulesCore), so accumulate with
+    ``acc = acc + x`` rather than ``acc += x`` when ``x`` must not be modified. Equality is by
+    kind: ``ZeroTangent() == 0.0`` is False (compare values with ``rruletest.test_approx``).
+
+    >>> NoTangent() is NoTangent(), bool(ZeroTangent())
+    (True, False)
+    >>> 1.5 + NoTangent(), -ZeroTangent(), NoTangent() + ZeroTangent()
+    (1.5, ZeroTangent(), NoTangent())
+    """
+
+    __slots__ = ()
+    # Make numpy defer to our reflected operators instead of building object arrays.
+    __array_ufunc__ = None
+    _instance: AbstractZero | None = None
+
+    def __new__(cls) -> AbstractZero:
+        if cls is AbstractZero:
+            raise TypeError("AbstractZero is abstract: use NoTangent() or ZeroTangent()")
+        inst = cls.__dict__.get("_instance")
+        if inst is None:
+            inst = super().__new__(cls)
+            cls._instance = inst
+        return inst
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), ())
+
+    def __copy__(self) -> AbstractZero:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> AbstractZero:
+        return self
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(type(self).__name__)
+
+    # -- conversions: a zero is the number 0 wherever a plain number is needed --------------
+    def __float__(self) -> float:
+        return 0.0
+
+    def __complex__(self) -> complex:
+        return 0j
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray[Any, Any]:
+        return np.zeros((), dtype=np.float64 if dtype is None else dtype)
+
+    # -- algebra: zeros are absorbing under products and neutral under sums --------------
+    def __add__(self, other: Any) -> Any:
+        if isinstance(other, AbstractZero):
+            # NoTangent carries less information than ZeroTangent, so it wins.
+            return NO_TANGENT if NO_TANGENT in (self, other) else self
+        return other
+
+    def __radd__(self, other: Any) -> Any:
+        return self.__add__(other)
+
+    def __sub__(self, other: Any) -> Any:
+        if isinstance(other, AbstractZero):
+            return self.__add__(other)
+        return -unthunk(other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return other
+
+    def __mul__(self, other: Any) -> AbstractZero:
+        return self
+
+    __rmul__ = __mul__
+    __matmul__ = __mul__
+    __rmatmul__ = __mul__
+    __truediv__ = __mul__
+
+    def __neg__(self) -> AbstractZero:
+        return self
+
+    def __pos__(self) -> AbstractZero:
+        return self
+
+    def __abs__(self) -> AbstractZero:
+        return self
+
+    def __getitem__(self, key: Any) -> AbstractZero:
+        """Every part of a zero is the same zero (``ybar[0]`` of a zero output cotangent)."""
+        return self
+
+    def conj(self) -> AbstractZero:
+        return self
+
+    @property
+    def real(self) -> AbstractZero:
+        return self
+
+    @property
+    def imag(self) -> AbstractZero:
+        return self
+
+
+class NoTangent(AbstractZero):
+    """The primal has no tangent space: integers, booleans, indices, functions, strings."""
+
+    __slots__ = ()
+
+
+class ZeroTangent(AbstractZero):
+    """A strong zero: the derivative is known to be zero."""
+
+    __slots__ = ()
+
+
+NO_TANGENT: Final = NoTangent()
+ZERO_TANGENT: Final = ZeroTangent()
+
+
+# --------------------------------------------------------------------------------------------
+# Thunks
+# --------------------------------------------------------------------------------------------
+
+
+class Thunk:
+    """A tangent computed on first use and then kept, so pullbacks can skip unneeded work.
+
+    Arithmetic and ``np.asarray`` unthunk it; ``fn`` runs at most once (again only if it raised).
+
+    >>> t = Thunk(lambda: 2.0)
+    >>> unthunk(t), t + 1.0, 3 * t
+    (2.0, 3.0, 6.0)
+    """
+
+    __slots__ = ("_done", "_fn", "_value")
+    __array_ufunc__ = None
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        if not callable(fn):
+            raise TypeError(f"Thunk takes a function of no arguments, got fn={fn!r}")
+        self._fn = fn
+        self._value: Any = None
+        self._done = False
+
+    def unthunk(self) -> Any:
+        """The value, computed once (a thunk that returns a thunk is unthunked too)."""
+        if not self._done:
+            self._value = unthunk(self._fn())
+            self._done = True
+            self._fn = _done_fn  # free the closure of a used thunk
+        return self._value
+
+    def __repr__(self) -> str:
+        if self._done:
+            return f"Thunk(value={self._value!r})"
+        return f"Thunk({getattr(self._fn, '__qualname__', repr(self._fn))})"
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray[Any, Any]:
+        # A copy when asked for one (np.array), so callers cannot modify the kept value.
+        return np.array(self.unthunk(), dtype=dtype, copy=copy)
+
+    def __add__(self, other: Any) -> Any:
+        return self.unthunk() + unthunk(other)
+
+    def __radd__(self, other: Any) -> Any:
+        return unthunk(other) + self.unthunk()
+
+    def __sub__(self, other: Any) -> Any:
+        return self.unthunk() - unthunk(other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return unthunk(other) - self.unthunk()
+
+    def __mul__(self, other: Any) -> Any:
+        return self.unthunk() * unthunk(other)
+
+    def __rmul__(self, other: Any) -> Any:
+        return unthunk(other) * self.unthunk()
+
+    def __matmul__(self, other: Any) -> Any:
+        return self.unthunk() @ unthunk(other)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return unthunk(other) @ self.unthunk()
+
+    def __truediv__(self, other: Any) -> Any:
+        return self.unthunk() / unthunk(other)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return unthunk(other) / self.unthunk()
+
+    def __neg__(self) -> Any:
+        return -self.unthunk()
+
+    def __pos__(self) -> Any:
+        return self.unthunk()
+
+    def conj(self) -> Any:
+        return conj(self.unthunk())
+
+
+def _done_fn() -> Any:  # pragma: no cover - never called, replaces the closure of a used thunk
+    raise RuntimeError("unreachable")
+
+
+class InplaceableThunk(Thunk):
+    """A thunk that can also add itself into an existing array in place (``add_fn(x)``).
+
+    ``add_fn(x)`` must add the tangent into ``x`` and return it; ``thunk`` (a ``Thunk`` or a
+    function of no arguments) computes the tangent on its own. Accumulating code calls
+    ``add_into(x)``; everything else treats it as the thunk's value.
+
+    >>> import numpy as np
+    >>> it = InplaceableThunk(lambda x: x.__iadd__(1.0), lambda: np.ones(2))
+    >>> it.add_into(np.zeros(2)), unthunk(it)
+    (array([1., 1.]), array([1., 1.]))
+    """
+
+    __slots__ = ("add_fn", "thunk")
+
+    def __init__(self, add_fn: Callable[[Any], Any], thunk: Thunk | Callable[[], Any]) -> None:
+        if not callable(add_fn):
+            raise TypeError(f"InplaceableThunk needs a callable add_fn, got add_fn={add_fn!r}")
+        if not callable(thunk) and not isinstance(thunk, Thunk):
+            raise TypeError(
+                f"InplaceableThunk needs a Thunk or a function of no arguments, got thunk={thunk!r}"
+            )
+        inner = thunk if isinstance(thunk, Thunk) else Thunk(thunk)
+        super().__init__(inner.unthunk)
+        self.add_fn = add_fn
+        self.thunk = inner
+
+    def add_into(self, x: Any) -> Any:
+        """Add this tangent into ``x`` in place and return it."""
+        return self.add_fn(x)
+
+    def __repr__(self) -> str:
+        return f"InplaceableThunk({getattr(self.add_fn, '__qualname__', repr(self.add_fn))}, ...)"
+
+
+def unthunk(x: Any) -> Any:
+    """The value of a thunk; any other value is returned as it is.
+
+    >>> unthunk(Thunk(lambda: 1.0)), unthunk(2.0)
+    (1.0, 2.0)
+    """
+    return x.unthunk() if isinstance(x, Thunk) else x
+
+
+def conj(x: Any) -> Any:
+    """The complex conjugate of a tangent; real values (and real arrays) come back unchanged.
+
+    Unlike ``np.conj`` it keeps Python scalars Python scalars, does not copy real arrays, and
+    understands zeros, thunks and ``Tangent``.
+
+    >>> conj(1 + 2j), conj(2.0), conj(ZeroTangent())
+    ((1-2j), 2.0, ZeroTangent())
+    """
+    if isinstance(x, AbstractZero | Thunk):
+        return x.conj()
+    if isinstance(x, complex):
+        return x.conjugate()
+    if isinstance(x, int | float):
+        return x
+    if isinstance(x, np.ndarray | np.generic):
+        return np.conj(x) if x.dtype.kind == "c" else x
+    method = getattr(x, "conj", None) or getattr(x, "conjugate", None)
+    return method() if method is not None else x

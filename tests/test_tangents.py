@@ -1,0 +1,387 @@
+"""Zeros, thunks and ``conj`` (``rruletest.zeros``, public in ``rruletest.tangents``): the
+algebra every rule relies on. ``Tangent`` is tested in ``test_structured.py``."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from rruletest import tangents
+from rruletest.tangents import (
+    AbstractZero,
+    InplaceableThunk,
+    NoTangent,
+    Thunk,
+    ZeroTangent,
+    conj,
+    unthunk,
+)
+
+ZEROS = [pytest.param(NoTangent(), id="NoTangent"), pytest.param(ZeroTangent(), id="ZeroTangent")]
+
+finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
+complexes = st.complex_numbers(allow_nan=False, allow_infinity=False, max_magnitude=1e300)
+float_dtypes = st.sampled_from([np.float16, np.float32, np.float64, np.complex64, np.complex128])
+arrays = float_dtypes.flatmap(
+    lambda dt: hnp.arrays(dt, hnp.array_shapes(min_dims=0, max_dims=3, max_side=4))
+)
+numpy_scalars = st.one_of(
+    finite.map(np.float64),
+    finite.filter(lambda v: abs(v) < 1e30).map(np.float32),
+    complexes.map(np.complex128),
+)
+values = st.one_of(finite, complexes, arrays, numpy_scalars)
+zeros = st.sampled_from([NoTangent(), ZeroTangent()])
+
+
+# --------------------------------------------------------------------------------------------
+# Zeros: identity, printing, hashing, pickling
+# --------------------------------------------------------------------------------------------
+
+
+def test_zeros_are_singletons_and_distinct() -> None:
+    assert NoTangent() is NoTangent()
+    assert ZeroTangent() is ZeroTangent()
+    assert NoTangent() is not ZeroTangent()
+    assert tangents.NO_TANGENT is NoTangent()
+    assert tangents.ZERO_TANGENT is ZeroTangent()
+    assert isinstance(NoTangent(), AbstractZero)
+    assert isinstance(ZeroTangent(), AbstractZero)
+
+
+def test_abstract_zero_cannot_be_made() -> None:
+    with pytest.raises(TypeError, match=r"^AbstractZero is abstract: use NoTangent\(\) or"):
+        AbstractZero()
+
+
+@pytest.mark.parametrize("z", ZEROS)
+def test_zero_prints_compares_and_hashes(z: AbstractZero) -> None:
+    name = type(z).__name__
+    assert repr(z) == str(z) == f"{name}()"
+    assert not z
+    assert bool(z) is False
+    assert z == type(z)()
+    assert z == type(z)()
+    assert z != 0
+    assert z != 0.0
+    assert z is not None
+    assert NoTangent() != ZeroTangent()
+    assert hash(z) == hash(type(z)())
+    assert {z: 1}[type(z)()] == 1
+    assert len({NoTangent(), ZeroTangent(), NoTangent()}) == 2
+
+
+@pytest.mark.parametrize("z", ZEROS)
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_zero_singleton_survives_pickle(z: AbstractZero, protocol: int) -> None:
+    assert pickle.loads(pickle.dumps(z, protocol=protocol)) is z
+    nested = pickle.loads(pickle.dumps({"a": [z, (z, 1.0)]}, protocol=protocol))
+    assert nested["a"][0] is z
+    assert nested["a"][1][0] is z
+
+
+@pytest.mark.parametrize("z", ZEROS)
+def test_zero_singleton_survives_copy(z: AbstractZero) -> None:
+    assert copy.copy(z) is z
+    assert copy.deepcopy(z) is z
+    assert copy.deepcopy([z, {"k": z}])[1]["k"] is z
+
+
+@pytest.mark.parametrize("z", ZEROS)
+def test_zero_converts_to_the_number_zero(z: AbstractZero) -> None:
+    assert float(z) == 0.0
+    assert isinstance(float(z), float)
+    assert complex(z) == 0j
+    arr = np.asarray(z)
+    assert arr.shape == ()
+    assert arr.dtype == np.float64
+    assert arr == 0
+    assert np.asarray(z, dtype=np.float32).dtype == np.float32
+
+
+# --------------------------------------------------------------------------------------------
+# Zeros: algebra
+# --------------------------------------------------------------------------------------------
+
+
+def test_sum_of_zeros_keeps_the_weaker_kind() -> None:
+    nt, zt = NoTangent(), ZeroTangent()
+    assert nt + zt is nt
+    assert zt + nt is nt
+    assert zt + zt is zt
+    assert nt + nt is nt
+    assert nt - zt is nt
+    assert zt - nt is nt
+    assert zt - zt is zt
+
+
+@pytest.mark.parametrize("z", ZEROS)
+def test_zero_unary_and_structural_operations(z: AbstractZero) -> None:
+    assert -z is z
+    assert +z is z
+    assert abs(z) is z
+    assert z.conj() is z
+    assert z.real is z
+    assert z.imag is z
+    assert z[0] is z
+    assert z["key"] is z
+    assert z[1:, None] is z
+
+
+@given(x=values, z=zeros)
+def test_zero_is_neutral_under_addition(x: Any, z: AbstractZero) -> None:
+    assert x + z is x
+    assert z + x is x
+    assert x - z is x
+
+
+@given(x=values, z=zeros)
+def test_zero_minus_x_is_negated_x(x: Any, z: AbstractZero) -> None:
+    out = z - x
+    expected = -x
+    assert type(out) is type(expected)
+    np.testing.assert_array_equal(out, expected)
+
+
+@given(x=values, z=zeros)
+def test_zero_absorbs_products(x: Any, z: AbstractZero) -> None:
+    assert z * x is z
+    assert x * z is z
+    assert z / (x if not np.any(x == 0) else 1.0) is z
+
+
+@given(z=zeros)
+def test_zero_absorbs_matmul(z: AbstractZero) -> None:
+    m = np.ones((2, 2))
+    assert m @ z is z
+    assert z @ m is z
+
+
+@pytest.mark.parametrize("z", ZEROS)
+@pytest.mark.parametrize(
+    "dtype", [np.float16, np.float32, np.float64, np.complex64, np.complex128, np.int64]
+)
+def test_numpy_never_makes_object_arrays_from_a_zero(z: AbstractZero, dtype: Any) -> None:
+    a = np.ones(3, dtype=dtype)
+    for out in (a + z, z + a, a - z):
+        assert out is a
+        assert out.dtype == dtype
+    assert (-(z - a)).dtype == dtype
+    assert a * z is z
+    assert z * a is z
+    scalar = dtype(2)
+    assert scalar + z is scalar
+    assert z + scalar is scalar
+    assert scalar * z is z
+    assert z * scalar is z
+
+
+@pytest.mark.parametrize("z", ZEROS)
+def test_numpy_array_construction_with_zeros_gives_numbers(z: AbstractZero) -> None:
+    mixed = np.array([z, 1.0, 2.0])
+    assert mixed.dtype == np.float64
+    np.testing.assert_array_equal(mixed, [0.0, 1.0, 2.0])
+    # Asking for objects explicitly keeps the zero itself.
+    kept = np.array([z, 1.0], dtype=object)
+    assert kept[0] is z
+
+
+@pytest.mark.parametrize("z", ZEROS)
+def test_numpy_ufunc_on_a_zero_is_refused_not_objectified(z: AbstractZero) -> None:
+    with pytest.raises(TypeError, match="does not support ufuncs"):
+        np.add(np.ones(2), z)
+
+
+@pytest.mark.parametrize("z", ZEROS)
+def test_zero_cannot_be_divided_by(z: AbstractZero) -> None:
+    with pytest.raises(TypeError):
+        1.0 / z  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("z", ZEROS)
+def test_zero_with_thunk_stays_lazy_or_unthunks(z: AbstractZero) -> None:
+    calls: list[int] = []
+    t = Thunk(lambda: calls.append(1) or 2.0)
+    assert z + t is t
+    assert t + z == 2.0
+    assert z * t is z
+    assert unthunk(z - Thunk(lambda: 3.0)) == -3.0
+    assert calls == [1]
+
+
+# --------------------------------------------------------------------------------------------
+# conj
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("x", "expected"),
+    [
+        pytest.param(1 + 2j, 1 - 2j, id="python-complex"),
+        pytest.param(2.5, 2.5, id="python-float"),
+        pytest.param(3, 3, id="python-int"),
+        pytest.param(np.complex64(1 + 1j), np.complex64(1 - 1j), id="numpy-complex64"),
+        pytest.param(np.float32(1.5), np.float32(1.5), id="numpy-float32"),
+    ],
+)
+def test_conj_of_numbers_keeps_their_type(x: Any, expected: Any) -> None:
+    out = conj(x)
+    assert out == expected
+    assert type(out) is type(expected)
+
+
+def test_conj_of_arrays_copies_only_complex_ones() -> None:
+    real = np.ones(3)
+    assert conj(real) is real
+    c = np.array([1 + 1j, 2 - 3j], dtype=np.complex64)
+    out = conj(c)
+    assert out.dtype == np.complex64
+    np.testing.assert_array_equal(out, [1 - 1j, 2 + 3j])
+    assert conj(Thunk(lambda: 1j)) == -1j
+    assert conj("text") == "text"
+
+
+# --------------------------------------------------------------------------------------------
+# Thunks
+# --------------------------------------------------------------------------------------------
+
+
+def test_thunk_computes_once() -> None:
+    calls: list[int] = []
+
+    def compute() -> np.ndarray:
+        calls.append(1)
+        return np.arange(3.0)
+
+    t = Thunk(compute)
+    assert calls == []
+    assert repr(t).startswith("Thunk(")
+    assert "compute" in repr(t)
+    first = unthunk(t)
+    second = t.unthunk()
+    assert first is second
+    np.testing.assert_array_equal(t + 1.0, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(2.0 * t, [0.0, 2.0, 4.0])
+    assert calls == [1]
+    assert repr(t) == "Thunk(value=array([0., 1., 2.]))"
+
+
+def test_thunk_that_raises_is_tried_again() -> None:
+    attempts: list[int] = []
+
+    def flaky() -> float:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise RuntimeError("first call fails")
+        return 5.0
+
+    t = Thunk(flaky)
+    with pytest.raises(RuntimeError, match="first call fails"):
+        unthunk(t)
+    assert unthunk(t) == 5.0
+    assert unthunk(t) == 5.0
+    assert attempts == [1, 1]
+
+
+def test_nested_thunks_unthunk_fully() -> None:
+    assert unthunk(Thunk(lambda: Thunk(lambda: 4.0))) == 4.0
+
+
+def test_unthunk_passes_other_values_through() -> None:
+    a = np.ones(2)
+    assert unthunk(a) is a
+    assert unthunk(ZeroTangent()) is ZeroTangent()
+
+
+@given(x=finite.filter(lambda v: abs(v) < 1e100), y=finite.filter(lambda v: 0.5 < abs(v) < 1e100))
+def test_thunk_arithmetic_matches_its_value(x: float, y: float) -> None:
+    def t() -> Thunk:
+        return Thunk(lambda: x)
+
+    assert t() + y == x + y
+    assert y + t() == y + x
+    assert t() - y == x - y
+    assert y - t() == y - x
+    assert t() * y == x * y
+    assert y * t() == y * x
+    assert t() / y == x / y
+    assert -t() == -x
+    assert +t() == x
+    assert t() + t() == x + x
+
+
+def test_thunk_with_arrays_in_both_orders() -> None:
+    a = np.arange(1.0, 4.0)
+    t = Thunk(lambda: np.full(3, 2.0))
+    for out in (a + t, t + a, a * t, t * a, a - t, t - a, a / t, t / a):
+        assert isinstance(out, np.ndarray)
+        assert out.dtype == np.float64
+    np.testing.assert_array_equal(a - t, [-1.0, 0.0, 1.0])
+    np.testing.assert_array_equal(a / t, [0.5, 1.0, 1.5])
+    np.testing.assert_array_equal(np.asarray(t), [2.0, 2.0, 2.0])
+    assert np.asarray(t, dtype=np.float32).dtype == np.float32
+    m = Thunk(lambda: np.eye(2))
+    np.testing.assert_array_equal(m @ np.ones(2), [1.0, 1.0])
+    np.testing.assert_array_equal(np.ones(2) @ m, [1.0, 1.0])
+
+
+def test_thunk_needs_a_function() -> None:
+    with pytest.raises(TypeError, match=r"^Thunk takes a function of no arguments, got fn=1\.0$"):
+        Thunk(1.0)  # type: ignore[arg-type]
+
+
+def test_inplaceable_thunk_adds_in_place_or_computes() -> None:
+    calls: list[str] = []
+
+    def add(x: np.ndarray) -> np.ndarray:
+        calls.append("add")
+        x += 2.0
+        return x
+
+    def compute() -> np.ndarray:
+        calls.append("compute")
+        return np.full(2, 2.0)
+
+    it = InplaceableThunk(add, compute)
+    acc = np.ones(2)
+    assert it.add_into(acc) is acc
+    np.testing.assert_array_equal(acc, [3.0, 3.0])
+    assert calls == ["add"]
+    np.testing.assert_array_equal(unthunk(it), [2.0, 2.0])
+    np.testing.assert_array_equal(it + 1.0, [3.0, 3.0])
+    assert calls == ["add", "compute"]
+    assert isinstance(it, Thunk)
+    assert isinstance(it.thunk, Thunk)
+    assert repr(it).startswith("InplaceableThunk(")
+    assert "add" in repr(it)
+
+
+def test_inplaceable_thunk_takes_a_thunk_and_checks_arguments() -> None:
+    inner = Thunk(lambda: 1.5)
+    it = InplaceableThunk(lambda x: x, inner)
+    assert it.thunk is inner
+    assert unthunk(it) == 1.5
+    with pytest.raises(
+        TypeError, match=r"^InplaceableThunk needs a callable add_fn, got add_fn=3$"
+    ):
+        InplaceableThunk(3, inner)  # type: ignore[arg-type]
+    with pytest.raises(
+        TypeError, match=r"needs a Thunk or a function of no arguments, got thunk=2"
+    ):
+        InplaceableThunk(lambda x: x, 2)  # type: ignore[arg-type]
+
+
+def test_np_array_of_a_thunk_is_a_copy_of_its_value() -> None:
+    value = np.ones(2)
+    t = Thunk(lambda: value)
+    copied = np.array(t)
+    copied[0] = 5.0
+    np.testing.assert_array_equal(value, [1.0, 1.0])
+    assert np.asarray(t) is value  # asarray does not copy
