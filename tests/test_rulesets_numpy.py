@@ -178,7 +178,22 @@ def check_frule(
     assert isinstance(zero[1], AbstractZero)
 
 
-# Switch to ``rruletest.testers.test_rrule``/``test_frule`` here.
+def via_tester(name: str) -> Callable[..., None]:
+    """``rruletest.testers.<name>`` with this file's checker signature (``h`` is the local
+    checker's step; the testers choose their own)."""
+
+    def run(f: Any, *args: Any, rng: Any = None, h: float = 1e-3, fixed: tuple[int, ...] = ()):
+        from rruletest import testers
+
+        marked = [
+            testers.with_tangent(a, NoTangent()) if i in fixed else a for i, a in enumerate(args)
+        ]
+        getattr(testers, name)(f, *marked, rng=rng)
+
+    return run
+
+
+# Switch to ``via_tester("test_rrule")``/``via_tester("test_frule")`` here.
 CHECK_RRULE = check_rrule
 CHECK_FRULE = check_frule
 
