@@ -776,3 +776,46 @@ def test_broadcasted_scalar_rule_uses_the_vectorised_path(info: RuleInfo) -> Non
     assert broadcast_path(info.function) == "scalar"
     assert broadcast_path(info.function, kind="frule") == "scalar"
     check(broadcasted, info.function, *args, rng=9)
+
+
+# ---------------------------------------------------------------------------------------------
+# the same rules through rruletest's own testers (when they are installed)
+# ---------------------------------------------------------------------------------------------
+
+
+def _testers() -> Any:
+    return pytest.importorskip("rruletest.testers")
+
+
+@pytest.mark.parametrize(
+    ("info", "k"),
+    [
+        pytest.param(info, k, id=f"{info.name}-ex{k}")
+        for info in PAIR_INFOS
+        for k in range(len(info.examples))
+    ],
+)
+def test_pair_rule_example_with_testers(info: RuleInfo, k: int) -> None:
+    testers = _testers()
+    testers.test_rrule(info.function, *info.examples[k], rng=k)
+    testers.test_frule(info.function, *info.examples[k], rng=k)
+
+
+@pytest.mark.parametrize(
+    ("info", "dtype"),
+    [
+        pytest.param(info, dt, id=f"{info.name}-{np.dtype(dt).name}")
+        for info in SCALAR_INFOS
+        for dt in _dtypes(info)
+    ],
+)
+def test_scalar_rule_with_testers(info: RuleInfo, dtype: Any) -> None:
+    testers = _testers()
+    assert info.domain is not None
+    shapes = [(4,)] if _nargs(info) == 1 else [(2, 3), (3,)]
+    args = draw(np.random.default_rng(4), info.domain, shapes, dtype)
+    testers.test_rrule(info.function, *args, rng=4)
+    testers.test_frule(info.function, *args, rng=4)
+    scalars = draw(np.random.default_rng(5), info.domain, [()] * _nargs(info), dtype)
+    if _nargs(info) == 1:
+        testers.test_scalar(info.function, scalars[0][()], rng=5)
