@@ -819,3 +819,63 @@ def test_scalar_rule_with_testers(info: RuleInfo, dtype: Any) -> None:
     scalars = draw(np.random.default_rng(5), info.domain, [()] * _nargs(info), dtype)
     if _nargs(info) == 1:
         testers.test_scalar(info.function, scalars[0][()], rng=5)
+
+
+# ---------------------------------------------------------------------------------------------
+# domains of the array rules: the whole call is avoided near a kink
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("info", PAIR_INFOS, ids=lambda i: i.name)
+def test_examples_lie_inside_their_domain(info: RuleInfo) -> None:
+    assert info.domain is not None
+    for example in info.examples:
+        if info.domain.avoid is not None:
+            assert not info.domain.avoid(*example), example
+
+
+ROW_COLUMN_TIES = np.array([[1.0, 2.0], [2.0, 1.0]])
+
+AVOIDED = [
+    pytest.param(np.max, (np.array([1.0, 2.0, 2.05]),), id="max-tie"),
+    pytest.param(np.min, (np.array([[1.0, 3.0], [1.1, 0.0]]), 0), id="min-tie-in-a-column"),
+    pytest.param(np.std, (np.array([[1.0, 1.01], [0.0, 2.0]]), 1), id="std-constant-row"),
+    pytest.param(np.linalg.det, (np.zeros((3, 3)),), id="det-singular"),
+    pytest.param(np.linalg.inv, (np.array([[1.0, 2.0], [1.0, 2.001]]),), id="inv-ill-conditioned"),
+    pytest.param(np.linalg.solve, (np.zeros((2, 2)), np.ones(2)), id="solve-singular"),
+    pytest.param(np.linalg.norm, (np.array([1e-3, 0.0]),), id="norm-at-zero"),
+    pytest.param(np.linalg.norm, (np.array([1.0, -0.1]), 1), id="norm1-sign-change"),
+    pytest.param(np.linalg.norm, (np.array([1.0, -0.98, 0.5]), np.inf), id="norminf-tie"),
+    pytest.param(np.linalg.norm, (np.eye(2), 2), id="norm2-equal-singular-values"),
+    pytest.param(np.linalg.norm, (np.diag([1.0, 0.0]), "nuc"), id="nuc-rank-deficient"),
+    pytest.param(np.linalg.norm, (ROW_COLUMN_TIES, 1), id="norm1-column-tie"),
+    pytest.param(np.linalg.norm, (ROW_COLUMN_TIES, -np.inf), id="norm-inf-row-tie"),
+]
+
+NOT_AVOIDED = [
+    pytest.param(np.max, (np.array([1.0, 2.0, 3.0]),), id="max"),
+    pytest.param(np.max, (np.array([[1.0, 1.0], [2.0, 3.0]]), 0), id="max-ties-elsewhere"),
+    pytest.param(np.std, (np.array([[1.0, 2.0], [0.0, 2.0]]), 1), id="std"),
+    pytest.param(np.linalg.det, (np.eye(3) * 2,), id="det"),
+    pytest.param(np.linalg.norm, (np.array([1.0, -0.5]), 1), id="norm1"),
+    pytest.param(np.linalg.norm, (np.diag([2.0, 1.0]), 2), id="norm2"),
+    pytest.param(np.linalg.norm, (np.array([1.0, 0.0, 0.0]),), id="norm2-with-zero-entries"),
+]
+
+
+@pytest.mark.parametrize(("f", "args"), AVOIDED)
+def test_avoid_flags_calls_near_a_kink(f: Any, args: tuple[Any, ...]) -> None:
+    info = default_ruleset.rrule_info(f)
+    assert info is not None
+    assert info.domain is not None
+    assert info.domain.avoid is not None
+    assert info.domain.avoid(*args) is True
+
+
+@pytest.mark.parametrize(("f", "args"), NOT_AVOIDED)
+def test_avoid_passes_smooth_calls(f: Any, args: tuple[Any, ...]) -> None:
+    info = default_ruleset.rrule_info(f)
+    assert info is not None
+    assert info.domain is not None
+    assert info.domain.avoid is not None
+    assert info.domain.avoid(*args) is False

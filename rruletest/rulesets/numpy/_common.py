@@ -30,6 +30,8 @@ __all__ = [
     "evaluate",
     "examples_rng",
     "expand_reduced",
+    "extreme_gaps",
+    "groups",
     "is_array_input",
     "like_output",
     "live_tangent",
@@ -39,6 +41,7 @@ __all__ = [
     "project",
     "relative_gap",
     "sample",
+    "sample_avoiding",
 ]
 
 #: Generated inputs keep at least this far from kinks, poles and branch cuts, so that no
@@ -212,3 +215,51 @@ def sample(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any = np.flo
     if dt.kind == "c":
         x = x + 1j * np.round(rng.uniform(-1.5, 1.5, shape), 2)
     return x.astype(dt)
+
+
+def groups(x: Any, axes: tuple[int, ...]) -> Any:
+    """``x`` with the reduced ``axes`` moved last and flattened: shape ``(..., n)``.
+
+    >>> groups(np.arange(6).reshape(2, 3), (0,)).tolist()
+    [[0, 3], [1, 4], [2, 5]]
+    """
+    x = np.asarray(x)
+    k = len(axes)
+    moved = np.moveaxis(x, axes, tuple(range(x.ndim - k, x.ndim)))
+    return moved.reshape((*moved.shape[: x.ndim - k], -1))
+
+
+def extreme_gaps(v: Any) -> tuple[Any, Any]:
+    """Gaps between the two largest and the two smallest entries of each row of ``v``, relative
+    to ``max(1, |extreme|)`` (``inf`` for rows of one entry): small gaps are near-ties.
+
+    >>> [np.round(g, 3).tolist() for g in extreme_gaps(np.array([[1.0, 3.0, 2.9], [0, 5, -4]]))]
+    [[0.033, 1.0], [1.9, 1.0]]
+    """
+    v = np.sort(np.asarray(v, dtype=float), axis=-1)
+    if v.shape[-1] < 2:
+        inf = np.full(v.shape[:-1], np.inf)
+        return inf, inf
+    top = (v[..., -1] - v[..., -2]) / np.maximum(1.0, np.abs(v[..., -1]))
+    bottom = (v[..., 1] - v[..., 0]) / np.maximum(1.0, np.abs(v[..., 0]))
+    return top, bottom
+
+
+def sample_avoiding(
+    rng: np.random.Generator,
+    shape: tuple[int, ...],
+    avoid: Callable[..., Any],
+    *rest: Any,
+    dtype: Any = np.float64,
+) -> Any:
+    """Example input like ``sample`` for which ``avoid(x, *rest)`` is False (drawn again until so).
+
+    >>> x = sample_avoiding(examples_rng(), (3,), lambda x: bool(np.any(np.abs(x) < 0.5)))
+    >>> bool(np.all(np.abs(x) >= 0.5))
+    True
+    """
+    for _ in range(10_000):
+        x = sample(rng, shape, dtype)
+        if not avoid(x, *rest):
+            return x
+    raise RuntimeError(f"no example of shape {shape} outside the avoided set")  # pragma: no cover

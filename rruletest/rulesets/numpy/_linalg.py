@@ -9,8 +9,9 @@ All four are holomorphic, so ``abar = ybar * conj(dy/dA)`` in the cotangent conv
   summed over the batch dimensions its operand was broadcast along. ``b`` is a vector when it is
   1-D and a stack of matrices otherwise (numpy 2's rule).
 
-Singular matrices are outside the domain (the examples are well conditioned); ``det``'s rule
-uses ``inv`` and raises ``LinAlgError`` on a singular matrix rather than return an adjugate.
+Singular matrices are outside the domain: its ``avoid`` rejects matrices with a condition
+number above ``MAX_CONDITION`` (the examples are well conditioned); ``det``'s rule uses ``inv``
+and raises ``LinAlgError`` on a singular matrix rather than return an adjugate.
 
 >>> import numpy as np
 >>> from rruletest import rrule
@@ -44,7 +45,24 @@ from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, unthunk
 
 __all__: list[str] = []
 
+#: Matrices whose condition number exceeds this are avoided: near-singular inputs make both
+#: the rules and finite differences ill-conditioned.
+MAX_CONDITION = 100.0
+
+
+def _avoid_ill_conditioned(a: Any, *rest: Any, **kwargs: Any) -> bool:
+    """Inputs whose (first) matrix argument is singular or nearly so."""
+    a = np.asarray(a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2] or a.dtype.kind not in "fc" or a.size == 0:
+        return False
+    with np.errstate(all="ignore"):
+        s = np.linalg.svd(a, compute_uv=False)
+        cond = s[..., 0] / s[..., -1]
+    return bool(np.any(~np.isfinite(cond) | (cond > MAX_CONDITION)))
+
+
 _DOMAIN = Domain((REALS,), complex=True)
+_SQUARE_DOMAIN = Domain((REALS,), complex=True, avoid=_avoid_ill_conditioned)
 
 
 def _h(a: Any) -> Any:
@@ -74,7 +92,7 @@ def _square_examples() -> list[tuple[Any, ...]]:
 # -- inv ----------------------------------------------------------------------------------
 
 
-@register_rrule(np.linalg.inv, domain=_DOMAIN, examples=_square_examples())
+@register_rrule(np.linalg.inv, domain=_SQUARE_DOMAIN, examples=_square_examples())
 def _inv_rrule(a: Any) -> tuple[Any, Any] | None:
     """``Abar = -Y^H @ Ybar @ Y^H``."""
     y = np.linalg.inv(a)
@@ -91,7 +109,7 @@ def _inv_rrule(a: Any) -> tuple[Any, Any] | None:
     return y, pullback
 
 
-@register_frule(np.linalg.inv, domain=_DOMAIN, examples=_square_examples())
+@register_frule(np.linalg.inv, domain=_SQUARE_DOMAIN, examples=_square_examples())
 def _inv_frule(tangents: Sequence[Any], a: Any) -> Any:
     """``Ydot = -Y @ Adot @ Y``."""
     y = np.linalg.inv(a)
@@ -104,7 +122,7 @@ def _inv_frule(tangents: Sequence[Any], a: Any) -> Any:
 # -- det ----------------------------------------------------------------------------------
 
 
-@register_rrule(np.linalg.det, domain=_DOMAIN, examples=_square_examples())
+@register_rrule(np.linalg.det, domain=_SQUARE_DOMAIN, examples=_square_examples())
 def _det_rrule(a: Any) -> tuple[Any, Any] | None:
     """``Abar = ybar * conj(det(A)) * inv(A)^H``."""
     y = np.linalg.det(a)
@@ -121,7 +139,7 @@ def _det_rrule(a: Any) -> tuple[Any, Any] | None:
     return y, pullback
 
 
-@register_frule(np.linalg.det, domain=_DOMAIN, examples=_square_examples())
+@register_frule(np.linalg.det, domain=_SQUARE_DOMAIN, examples=_square_examples())
 def _det_frule(tangents: Sequence[Any], a: Any) -> Any:
     """``ydot = det(A) * trace(inv(A) @ Adot)``."""
     y = np.linalg.det(a)
@@ -154,7 +172,7 @@ def _as_matrix(b: Any) -> Any:
     return np.asarray(b)[..., None] if np.ndim(b) == 1 else np.asarray(b)
 
 
-@register_rrule(np.linalg.solve, domain=_DOMAIN, examples=_solve_examples())
+@register_rrule(np.linalg.solve, domain=_SQUARE_DOMAIN, examples=_solve_examples())
 def _solve_rrule(a: Any, b: Any) -> tuple[Any, Any] | None:
     """``bbar = solve(A^H, xbar)``, ``Abar = -bbar @ x^H`` (batch dims unbroadcast)."""
     x = np.linalg.solve(a, b)
@@ -177,7 +195,7 @@ def _solve_rrule(a: Any, b: Any) -> tuple[Any, Any] | None:
     return x, pullback
 
 
-@register_frule(np.linalg.solve, domain=_DOMAIN, examples=_solve_examples())
+@register_frule(np.linalg.solve, domain=_SQUARE_DOMAIN, examples=_solve_examples())
 def _solve_frule(tangents: Sequence[Any], a: Any, b: Any) -> Any:
     """``xdot = solve(A, bdot - Adot @ x)``."""
     x = np.linalg.solve(a, b)

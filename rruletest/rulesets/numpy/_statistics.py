@@ -8,6 +8,9 @@ Non-differentiable points and the subgradient returned:
   decline.
 - ``std`` of constant data (``std == 0``): subgradient 0.
 
+The domains' ``avoid`` predicates take the whole call (``avoid(x, axis, ...)``) and return one
+bool: ties at a group's extreme (``max``/``min``), a nearly constant group (``std``).
+
 ``var`` and ``std`` accept complex data: ``var = mean(|x - mean(x)|**2)`` is real, and its
 cotangent is ``ybar * 2 * (x - mean(x)) / (n - ddof)``.
 
@@ -28,15 +31,19 @@ import numpy as np
 from rruletest.domains import REALS, Domain
 from rruletest.rules import register_frule, register_rrule
 from rruletest.rulesets.numpy._common import (
+    MARGIN,
+    bind_options,
     cotangents,
     evaluate,
     examples_rng,
     expand_reduced,
+    extreme_gaps,
+    groups,
     like_output,
     live_tangent,
     normalize_axes,
     project,
-    sample,
+    sample_avoiding,
 )
 from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, unthunk
 
@@ -62,21 +69,40 @@ def _pullback(args: tuple[Any, ...], xbar_of: Any) -> Any:
 
 
 def _extremum_examples() -> list[tuple[Any, ...]]:
-    # distinct entries at least 0.3 apart: no finite-difference step reaches a tie
     rng = examples_rng()
 
-    def spread(shape: tuple[int, ...], dtype: Any = np.float64) -> Any:
-        n = int(np.prod(shape))
-        return (rng.permutation(n) * 0.3 - 0.15 * n).reshape(shape).astype(dtype)
+    def x(shape: tuple[int, ...], *rest: Any, dtype: Any = np.float64) -> tuple[Any, ...]:
+        return (sample_avoiding(rng, shape, _avoid_extremum_ties, *rest, dtype=dtype), *rest)
 
     return [
-        (spread((5,)),),
-        (spread((3, 4)),),
-        (spread((3, 4)), 0),
-        (spread((2, 3, 4)), (0, 2)),
-        (spread((2, 3)), -1, None, True),
-        (spread((3, 4), np.float32), 1),
+        x((5,)),
+        x((2, 3)),
+        x((3, 4), 0),
+        x((2, 3, 2), (0, 2)),
+        x((2, 3), -1, None, True),
+        x((3, 4), 1, dtype=np.float32),
     ]
+
+
+def _avoid_extremum_ties(x: Any, *rest: Any, **kwargs: Any) -> bool:
+    """Inputs where two elements of a group are within ``MARGIN`` (relative) of its extreme."""
+    opts = bind_options(rest, kwargs, _EXTREMUM, {})
+    x = np.asarray(x)
+    if opts is None or x.dtype.kind not in "f" or x.size == 0:
+        return False
+    top, bottom = extreme_gaps(groups(x, normalize_axes(opts["axis"], x.ndim)))
+    return bool(np.any(top < MARGIN) or np.any(bottom < MARGIN))
+
+
+def _avoid_constant(x: Any, *rest: Any, **kwargs: Any) -> bool:
+    """Inputs where a group is nearly constant (``std`` has a kink at zero spread)."""
+    opts = bind_options(rest, kwargs, _MOMENT, {})
+    x = np.asarray(x)
+    if opts is None or x.dtype.kind not in "fc" or x.size == 0:
+        return False
+    with np.errstate(all="ignore"):
+        spread = np.std(groups(x, normalize_axes(opts["axis"], x.ndim)), axis=-1)
+    return bool(np.any(spread < MARGIN))
 
 
 def _share(x: Any, y: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
@@ -88,7 +114,7 @@ def _share(x: Any, y: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
 
 
 def _register_extremum(fs: Sequence[Any]) -> None:
-    domain = Domain((REALS,))
+    domain = Domain((REALS,), avoid=_avoid_extremum_ties)
     for f in fs:
 
         def rrule_(x: Any, *rest: Any, _f: Any = f, **kwargs: Any) -> tuple[Any, Any] | None:
@@ -137,14 +163,18 @@ _register_extremum([np.max, np.min, np.amax, np.amin])
 
 def _moment_examples() -> list[tuple[Any, ...]]:
     rng = examples_rng()
+
+    def x(shape: tuple[int, ...], *rest: Any, dtype: Any = np.float64) -> tuple[Any, ...]:
+        return (sample_avoiding(rng, shape, _avoid_constant, *rest, dtype=dtype), *rest)
+
     return [
-        (sample(rng, (5,)),),
-        (sample(rng, (3, 4)), 0),
-        (sample(rng, (2, 3, 4)), (0, 2)),
-        (sample(rng, (3, 4)), 1, None, None, 1),
-        (sample(rng, (2, 3)), -1, None, None, 0, True),
-        (sample(rng, (3, 4), np.float32), 1),
-        (sample(rng, (2, 3), np.complex128), 1),
+        x((5,)),
+        x((3, 4), 0),
+        x((2, 3, 4), (0, 2)),
+        x((3, 4), 1, None, None, 1),
+        x((2, 3), -1, None, None, 0, True),
+        x((3, 4), 1, dtype=np.float32),
+        x((2, 3), 1, dtype=np.complex128),
     ]
 
 
@@ -158,7 +188,7 @@ def _centred(x: Any, opts: dict[str, Any]) -> tuple[Any, tuple[int, ...], float]
 
 
 def _register_moment(f: Any, is_std: bool) -> None:
-    domain = Domain((REALS,), complex=True)
+    domain = Domain((REALS,), complex=True, avoid=_avoid_constant if is_std else None)
     name = f.__name__
 
     def scale(y: Any, axes: tuple[int, ...], keepdims: bool, nd: int) -> Any:
