@@ -843,6 +843,7 @@ AVOIDED = [
     pytest.param(np.linalg.det, (np.zeros((3, 3)),), id="det-singular"),
     pytest.param(np.linalg.inv, (np.array([[1.0, 2.0], [1.0, 2.001]]),), id="inv-ill-conditioned"),
     pytest.param(np.linalg.solve, (np.zeros((2, 2)), np.ones(2)), id="solve-singular"),
+    pytest.param(np.linalg.inv, (np.array([[1e-38]]),), id="inv-tiny"),
     pytest.param(np.linalg.norm, (np.array([1e-3, 0.0]),), id="norm-at-zero"),
     pytest.param(np.linalg.norm, (np.array([1.0, -0.1]), 1), id="norm1-sign-change"),
     pytest.param(np.linalg.norm, (np.array([1.0, -0.98, 0.5]), np.inf), id="norminf-tie"),

@@ -42,6 +42,7 @@ __all__ = [
     "relative_gap",
     "sample",
     "sample_avoiding",
+    "whole_call_predicate",
 ]
 
 #: Generated inputs keep at least this far from kinks, poles and branch cuts, so that no
@@ -99,7 +100,7 @@ def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     """
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, int | np.integer) else tuple(axis)
+    axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
     out = []
     for a in axes:
         if not -ndim <= int(a) < ndim:
@@ -263,3 +264,19 @@ def sample_avoiding(
         if not avoid(x, *rest):
             return x
     raise RuntimeError(f"no example of shape {shape} outside the avoided set")  # pragma: no cover
+
+
+def whole_call_predicate(fn: Callable[..., bool]) -> Callable[..., bool]:
+    """Make an ``avoid`` predicate of a whole call total: arguments it cannot read (a caller
+    probing with shifted or partial arguments) count as not avoided instead of raising."""
+
+    def avoid(*args: Any, **kwargs: Any) -> bool:
+        try:
+            with np.errstate(all="ignore"):
+                return bool(fn(*args, **kwargs))
+        except (TypeError, ValueError, IndexError, np.linalg.LinAlgError):
+            return False
+
+    avoid.__name__ = avoid.__qualname__ = fn.__name__
+    avoid.__doc__ = fn.__doc__
+    return avoid

@@ -10,7 +10,8 @@ All four are holomorphic, so ``abar = ybar * conj(dy/dA)`` in the cotangent conv
   1-D and a stack of matrices otherwise (numpy 2's rule).
 
 Singular matrices are outside the domain: its ``avoid`` rejects matrices with a condition
-number above ``MAX_CONDITION`` (the examples are well conditioned); ``det``'s rule uses ``inv``
+number above ``MAX_CONDITION`` or a singular value below ``MARGIN`` (the examples are well
+conditioned); ``det``'s rule uses ``inv``
 and raises ``LinAlgError`` on a singular matrix rather than return an adjugate.
 
 >>> import numpy as np
@@ -32,6 +33,7 @@ from rruletest.domains import REALS, Domain
 from rruletest.projection import is_differentiable, unbroadcast
 from rruletest.rules import register_frule, register_rrule
 from rruletest.rulesets.numpy._common import (
+    MARGIN,
     cotangents,
     evaluate,
     examples_rng,
@@ -40,6 +42,7 @@ from rruletest.rulesets.numpy._common import (
     live_tangent,
     project,
     sample,
+    whole_call_predicate,
 )
 from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, unthunk
 
@@ -50,15 +53,18 @@ __all__: list[str] = []
 MAX_CONDITION = 100.0
 
 
+@whole_call_predicate
 def _avoid_ill_conditioned(a: Any, *rest: Any, **kwargs: Any) -> bool:
-    """Inputs whose (first) matrix argument is singular or nearly so."""
+    """Inputs whose (first) matrix argument is singular or nearly so: a condition number above
+    ``MAX_CONDITION`` or a smallest singular value below ``MARGIN`` (``[[1e-38]]`` has condition
+    number 1 but its inverse is not computable by finite differences)."""
     a = np.asarray(a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2] or a.dtype.kind not in "fc" or a.size == 0:
         return False
     with np.errstate(all="ignore"):
         s = np.linalg.svd(a, compute_uv=False)
         cond = s[..., 0] / s[..., -1]
-    return bool(np.any(~np.isfinite(cond) | (cond > MAX_CONDITION)))
+    return bool(np.any(~np.isfinite(cond) | (cond > MAX_CONDITION) | (s[..., -1] < MARGIN)))
 
 
 _DOMAIN = Domain((REALS,), complex=True)

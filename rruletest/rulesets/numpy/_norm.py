@@ -54,6 +54,7 @@ from rruletest.rulesets.numpy._common import (
     project,
     sample,
     sample_avoiding,
+    whole_call_predicate,
 )
 from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, unthunk
 
@@ -168,6 +169,7 @@ def _near_kink(x: Any, opts: dict[str, Any], axes: tuple[int, ...], matrix: bool
     return bool(np.any((top if largest else bottom) < MARGIN))
 
 
+@whole_call_predicate
 def _avoid_kinks(x: Any, *rest: Any, **kwargs: Any) -> bool:
     """Inputs near a kink of the norm they ask for (zero, sign changes, ties, equal or zero
     singular values); one bool for the whole call."""

@@ -44,6 +44,7 @@ from rruletest.rulesets.numpy._common import (
     normalize_axes,
     project,
     sample_avoiding,
+    whole_call_predicate,
 )
 from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, unthunk
 
@@ -84,6 +85,7 @@ def _extremum_examples() -> list[tuple[Any, ...]]:
     ]
 
 
+@whole_call_predicate
 def _avoid_extremum_ties(x: Any, *rest: Any, **kwargs: Any) -> bool:
     """Inputs where two elements of a group are within ``MARGIN`` (relative) of its extreme."""
     opts = bind_options(rest, kwargs, _EXTREMUM, {})
@@ -94,6 +96,7 @@ def _avoid_extremum_ties(x: Any, *rest: Any, **kwargs: Any) -> bool:
     return bool(np.any(top < MARGIN) or np.any(bottom < MARGIN))
 
 
+@whole_call_predicate
 def _avoid_constant(x: Any, *rest: Any, **kwargs: Any) -> bool:
     """Inputs where a group is nearly constant (``std`` has a kink at zero spread)."""
     opts = bind_options(rest, kwargs, _MOMENT, {})
