@@ -465,6 +465,17 @@ def test_power_exponent_partial_is_y_log_x_and_zero_at_zero_base() -> None:
     np.testing.assert_allclose(pbar, [0.0, np.sqrt(2.0) * np.log(2.0)])
 
 
+def test_power_domain_avoids_overflow_and_the_cut() -> None:
+    info = default_ruleset.scalar_info(np.power)
+    assert info is not None
+    assert info.domain is not None
+    x = np.array([10.0, 10.0, 1e-6, 2.0, -2 + 0.01j])
+    p = np.array([39.0, 20.0, -40.0, 0.5, 2.0])
+    assert info.domain.contains(x[:4], p[:4]).tolist() == [False, True, False, True]
+    assert info.domain.avoid is not None
+    assert info.domain.avoid(x, p).tolist() == [True, False, True, False, True]
+
+
 def test_prod_is_exact_with_zeros() -> None:
     x = np.array([[2.0, 0.0, 3.0], [0.0, 0.0, 4.0], [1.0, 2.0, 3.0]])
     _, pullback = rrule(np.prod, x, 1)  # type: ignore[misc]

@@ -119,10 +119,18 @@ def _avoid_zero_divisor(a: Any, b: Any) -> Any:
     )
 
 
-def _avoid_power_cut(x: Any, p: Any) -> Any:  # complex base near (-inf, 0]
-    return np.broadcast_to(
-        near_real_segment(x, -np.inf, 0.0), np.broadcast_shapes(np.shape(x), np.shape(p))
-    )
+#: ``power(x, p)`` is avoided where ``|p * log|x||`` exceeds this: ``x**p`` (and its partials)
+#: would be beyond ``1e26`` or below ``1e-26`` and overflow float32 or lose finite differences.
+POWER_LOG_LIMIT = 60.0
+
+
+def _avoid_power(x: Any, p: Any) -> Any:
+    """Complex bases near the cut ``(-inf, 0]``, and results too large or small to test."""
+    shape = np.broadcast_shapes(np.shape(x), np.shape(p))
+    with np.errstate(all="ignore"):
+        size = np.abs(np.real(np.asarray(p) * np.log(np.abs(np.asarray(x)))))
+    huge = np.asarray(size > POWER_LOG_LIMIT)
+    return np.broadcast_to(near_real_segment(x, -np.inf, 0.0), shape) | huge
 
 
 def _avoid_origin(a: Any, b: Any) -> Any:
@@ -148,7 +156,7 @@ _TABLE: list[tuple[Any, Any, Domain]] = [
     (np.subtract, _d_subtract, _dom(complex=True)),
     (np.multiply, _d_multiply, _dom(complex=True)),
     (np.divide, _d_divide, _dom(complex=True, avoid=_avoid_zero_divisor)),
-    (np.power, _d_power, _dom(POSITIVE, REALS, complex=True, avoid=_avoid_power_cut)),
+    (np.power, _d_power, _dom(POSITIVE, REALS, complex=True, avoid=_avoid_power)),
     (np.hypot, _d_hypot, _dom(avoid=_avoid_origin)),
     (np.arctan2, _d_arctan2, _dom(avoid=_avoid_arctan2_cut)),
     (np.maximum, _d_maximum, _dom(avoid=_avoid_ties)),
