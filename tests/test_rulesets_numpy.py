@@ -412,6 +412,28 @@ def test_abs_at_zero_has_subgradient_zero() -> None:
     assert info.domain.contains(np.array([0.05, 0.5])).tolist() == [False, True]
 
 
+@pytest.mark.parametrize(
+    ("f", "x", "sign"),
+    [
+        (np.sqrt, 0.0, 1),
+        (np.cbrt, 0.0, 1),
+        (np.arcsin, 1.0, 1),
+        (np.arccos, -1.0, -1),
+        (np.arctanh, 1.0, 1),
+        (np.arccosh, 1.0, 1),
+    ],
+    ids=lambda v: getattr(v, "__name__", None),
+)
+def test_infinite_derivatives_at_domain_edges_are_inf_without_warnings(
+    f: Any, x: float, sign: int
+) -> None:
+    with np.errstate(divide="ignore"):  # numpy's own arctanh(1) warns; the partials must not
+        y = f(np.array([x]))
+    partials = default_ruleset.derivatives_given_output(y, f, np.array([x]))
+    assert partials is not None
+    assert np.all(partials[0] == sign * np.inf)
+
+
 def test_abs_of_complex_is_handled_although_not_holomorphic() -> None:
     z = np.array([3 + 4j, -1 + 0.5j])
     check(np.abs, z, rng=0)

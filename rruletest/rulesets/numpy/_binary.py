@@ -18,6 +18,11 @@ Non-differentiable points and the value returned there (the gate's inputs avoid 
   ``p * x**(p - 1)``, 0 where ``p == 0``. A non-differentiable exponent (an integer) is never
   differentiated, so ``power(-2.0, 3)`` has the rule ``3 * x**2`` without warnings.
 
+Domains (``avoid`` keeps generated inputs ``MARGIN`` away, relative for ties): ties of
+``maximum``/``minimum``; the origin of ``hypot``; the cut and the origin of ``arctan2``; divisors
+near 0 (``divide``); for ``power`` a positive base (real), complex bases away from the cut
+``(-inf, 0]``, and results beyond ``1e+-26`` (``POWER_LOG_LIMIT``).
+
 >>> import numpy as np
 >>> from rruletest import rrule
 >>> _, pullback = rrule(np.multiply, np.array([1.0, 2.0]), 3.0)

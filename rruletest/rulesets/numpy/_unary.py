@@ -15,6 +15,11 @@ Non-differentiable points and the value returned there:
   the derivative is infinite there and the partial is ``inf`` (no warning); ``cbrt``'s domain
   avoids a neighbourhood of 0, the others' intervals are open.
 
+Generated inputs keep ``MARGIN`` away from the kinks of ``abs`` and ``cbrt`` and the pole of
+``reciprocal`` (0), the poles of ``tan`` (``pi/2 + k*pi``) and, for complex inputs, of ``tanh``
+(``i*(pi/2 + k*pi)``), and the branch cuts of the complex inverse functions, ``log*`` and
+``sqrt``.
+
 >>> import numpy as np
 >>> from rruletest import rrule
 >>> _, pullback = rrule(np.exp, np.array([0.0, 1.0]))
