@@ -39,8 +39,13 @@ from rruletest.tangents import (
 
 if TYPE_CHECKING:
     from rruletest import strategies
-    from rruletest.approx import test_approx
-    from rruletest.broadcast import broadcasted, unbroadcast
+    from rruletest.approx import collect_mismatches, test_approx
+    from rruletest.broadcast import (
+        NoBroadcastRuleError,
+        SlowBroadcastWarning,
+        broadcasted,
+        unbroadcast,
+    )
     from rruletest.finite_differences import (
         FiniteDifferenceMethod,
         backward_fdm,
@@ -56,7 +61,10 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     "strategies": "rruletest.strategies",
     "test_approx": "rruletest.approx",
+    "collect_mismatches": "rruletest.approx",
     "broadcasted": "rruletest.broadcast",
+    "NoBroadcastRuleError": "rruletest.broadcast",
+    "SlowBroadcastWarning": "rruletest.broadcast",
     "unbroadcast": "rruletest.broadcast",
     "FiniteDifferenceMethod": "rruletest.finite_differences",
     "central_fdm": "rruletest.finite_differences",
@@ -77,16 +85,19 @@ __all__ = [
     "InplaceableThunk",
     "Interval",
     "Mismatch",
+    "NoBroadcastRuleError",
     "NoTangent",
     "RuleInfo",
     "RuleSet",
     "RuleTestFailure",
+    "SlowBroadcastWarning",
     "Tangent",
     "Thunk",
     "ZeroTangent",
     "backward_fdm",
     "broadcasted",
     "central_fdm",
+    "collect_mismatches",
     "derivatives_given_output",
     "extrapolate_fdm",
     "forward_fdm",

@@ -1,4 +1,4 @@
-"""``Tangent`` and ``add_to_primal`` (in ``rruletest.structured``, public in ``tangents``)."""
+"""``Tangent`` and ``add_to_primal`` (``rruletest.tangents.structured`` and ``.primal``)."""
 
 from __future__ import annotations
 

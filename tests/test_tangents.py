@@ -1,4 +1,4 @@
-"""Zeros, thunks and ``conj`` (``rruletest.zeros``, public in ``rruletest.tangents``): the
+"""Zeros, thunks and ``conj`` (``rruletest.tangents.zeros``, public in ``rruletest.tangents``): the
 algebra every rule relies on. ``Tangent`` is tested in ``test_structured.py``."""
 
 from __future__ import annotations
@@ -325,8 +325,6 @@ def test_thunk_with_arrays_in_both_orders() -> None:
         assert out.dtype == np.float64
     np.testing.assert_array_equal(a - t, [-1.0, 0.0, 1.0])
     np.testing.assert_array_equal(a / t, [0.5, 1.0, 1.5])
-    np.testing.assert_array_equal(np.asarray(t), [2.0, 2.0, 2.0])
-    assert np.asarray(t, dtype=np.float32).dtype == np.float32
     m = Thunk(lambda: np.eye(2))
     np.testing.assert_array_equal(m @ np.ones(2), [1.0, 1.0])
     np.testing.assert_array_equal(np.ones(2) @ m, [1.0, 1.0])
@@ -378,10 +376,9 @@ def test_inplaceable_thunk_takes_a_thunk_and_checks_arguments() -> None:
         InplaceableThunk(lambda x: x, 2)  # type: ignore[arg-type]
 
 
-def test_np_array_of_a_thunk_is_a_copy_of_its_value() -> None:
-    value = np.ones(2)
-    t = Thunk(lambda: value)
-    copied = np.array(t)
-    copied[0] = 5.0
-    np.testing.assert_array_equal(value, [1.0, 1.0])
-    assert np.asarray(t) is value  # asarray does not copy
+def test_object_array_holding_a_thunk_does_not_compute_it() -> None:
+    calls: list[int] = []
+    t = Thunk(lambda: calls.append(1) or 2.0)
+    arr = np.array([t, 1.0], dtype=object)
+    assert arr[0] is t
+    assert calls == []

@@ -28,7 +28,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Literal
 
 from rruletest.domains import Domain, DomainLike
-from rruletest.ruleinfo import (
+from rruletest.rules.info import (
     KINDS,
     Key,
     RuleInfo,
@@ -39,7 +39,7 @@ from rruletest.ruleinfo import (
     name_of,
     rule_label,
 )
-from rruletest.scalar import (
+from rruletest.rules.scalar import (
     ScalarFRule,
     ScalarRRule,
     check_partials_signature,

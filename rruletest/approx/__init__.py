@@ -56,21 +56,21 @@ from typing import Any
 
 import numpy as np
 
-from rruletest import _render as r
-from rruletest._kinds import (
+from rruletest.approx import _render as r
+from rruletest.approx._kinds import (
     kind,
     numeric_of,
     object_as_numeric,
     type_hints,
     zero_hints,
 )
-from rruletest._numeric import (
+from rruletest.approx._numeric import (
     InvalidToleranceError,
     compare_numeric,
     leaf_tolerance,
 )
-from rruletest._numeric import shape_mismatch as _shape_mismatch
-from rruletest._structure import StructureMixin, index_tol
+from rruletest.approx._numeric import shape_mismatch as _shape_mismatch
+from rruletest.approx._structure import StructureMixin, index_tol
 from rruletest.errors import Mismatch, RuleTestFailure
 from rruletest.tangents import NoTangent, Thunk
 

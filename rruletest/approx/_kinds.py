@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from rruletest import _render as r
+from rruletest.approx import _render as r
 from rruletest.tangents import AbstractZero, NoTangent, Tangent, Thunk, ZeroTangent
 
 __all__ = [

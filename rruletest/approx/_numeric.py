@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from rruletest._render import block, diff, index_text, num
+from rruletest.approx._render import block, diff, index_text, num
 from rruletest.errors import Mismatch
 from rruletest.tolerances import loosest
 

@@ -14,10 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from rruletest import _render as r
-from rruletest._kinds import kind, type_hints
+from rruletest.approx import _render as r
+from rruletest.approx._kinds import kind, type_hints
 from rruletest.errors import Mismatch
-from rruletest.tangents import AbstractZero, Tangent, _declared_fields
+from rruletest.tangents import AbstractZero, Tangent
+from rruletest.tangents.structured import declared_fields
 
 __all__ = ["StructureMixin", "index_tol", "sub_tolerance"]
 
@@ -66,7 +67,7 @@ def _tangent_steps(*tangents: Tangent) -> Iterator[tuple[str, Any, int | None]]:
         for i in range(max(len(x.backing) for x in tangents)):
             yield f"[{i}]", i, i
         return
-    declared = _declared_fields(ptype) or ()
+    declared = declared_fields(ptype) or ()
     keys = dict.fromkeys([*declared, *(k for x in tangents for k in x.backing)])
     mapping = issubclass(ptype, Mapping | dict)
     for pos, key in enumerate(keys):
@@ -193,7 +194,7 @@ class StructureMixin:
             for pos, k in enumerate(v):
                 child(t[k], v[k], r.key_step(k), k, pos)
         else:
-            names = dict.fromkeys([*(_declared_fields(ptype) or ()), *t.keys()])
+            names = dict.fromkeys([*(declared_fields(ptype) or ()), *t.keys()])
             for pos, name in enumerate(names):
                 value = getattr(v, name, _MISSING)
                 if value is _MISSING:

@@ -9,9 +9,9 @@ this layer adds what numbers and arrays cannot express:
   dataclass, dict or plain object), field by field;
 - ``Thunk(fn)`` / ``InplaceableThunk(add_fn, thunk)``: a tangent computed only when needed.
 
-The zeros and thunks are defined in ``rruletest.zeros``, ``Tangent`` in ``rruletest.structured``
-and ``add_to_primal`` in ``rruletest.primal``; this module is their public home. They take part
-in ordinary arithmetic, so rule code can add and scale them without special cases:
+The zeros and thunks are defined in ``zeros``, ``Tangent`` in ``structured`` and
+``add_to_primal`` in ``primal`` (submodules of this package), which is their public home. They
+take part in ordinary arithmetic, so rule code can add and scale them without special cases:
 
 >>> import numpy as np
 >>> np.ones(2) + ZeroTangent()
@@ -24,9 +24,9 @@ ZeroTangent()
 
 from __future__ import annotations
 
-from rruletest.primal import add_to_primal
-from rruletest.structured import Tangent
-from rruletest.zeros import (
+from rruletest.tangents.primal import add_to_primal
+from rruletest.tangents.structured import Tangent
+from rruletest.tangents.zeros import (
     NO_TANGENT,
     ZERO_TANGENT,
     AbstractZero,
@@ -37,8 +37,6 @@ from rruletest.zeros import (
     conj,
     unthunk,
 )
-
-_conj = conj  # the private name rules.py used first
 
 __all__ = [
     "NO_TANGENT",

@@ -1,5 +1,5 @@
 """``Tangent``: the tangent of a structured primal (``primal + tangent`` is in
-``rruletest.primal``). The public home of these names is ``rruletest.tangents``.
+``rruletest.tangents.primal``). The public home of these names is ``rruletest.tangents``.
 
 >>> from collections import namedtuple
 >>> Point = namedtuple("Point", "x y")
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from rruletest.zeros import ZERO_TANGENT, AbstractZero, conj, unthunk
+from rruletest.tangents.zeros import ZERO_TANGENT, AbstractZero, conj, unthunk
 
 __all__ = ["Tangent"]
 
@@ -44,7 +44,7 @@ def _is_sequence_type(t: type) -> bool:
     return issubclass(t, tuple | list) and not _is_namedtuple_type(t)
 
 
-def _declared_fields(t: type) -> tuple[str, ...] | None:
+def declared_fields(t: type) -> tuple[str, ...] | None:
     """The field names a structured type declares (namedtuple fields, dataclass fields,
     ``__slots__``, class annotations), or None when it declares none."""
     try:
@@ -155,7 +155,7 @@ class Tangent:
                 )
             self._backing = tuple(args)
             return
-        fields = _declared_fields(primal_type)
+        fields = declared_fields(primal_type)
         if args:
             if fields is None:
                 raise TypeError(
@@ -213,7 +213,7 @@ class Tangent:
         return list(zip(self.keys(), self.values(), strict=True))
 
     def _fields_for_reading(self) -> tuple[str, ...] | None:
-        fields = _declared_fields(self._primal_type)
+        fields = declared_fields(self._primal_type)
         return fields if fields is not None else _init_params(self._primal_type)
 
     def __getattr__(self, name: str) -> Any:
@@ -331,7 +331,7 @@ class Tangent:
             return self
         if isinstance(other, Tangent):
             return self._combine(other, _add)
-        from rruletest.primal import add_to_primal
+        from rruletest.tangents.primal import add_to_primal
 
         return add_to_primal(other, self)
 
@@ -339,7 +339,7 @@ class Tangent:
         other = unthunk(other)
         if isinstance(other, AbstractZero):
             return self
-        from rruletest.primal import add_to_primal
+        from rruletest.tangents.primal import add_to_primal
 
         return add_to_primal(other, self)
 

@@ -14,8 +14,8 @@ import dataclasses
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
-from rruletest.structured import Tangent, _is_namedtuple_type
-from rruletest.zeros import AbstractZero, unthunk
+from rruletest.tangents.structured import Tangent, _is_namedtuple_type
+from rruletest.tangents.zeros import AbstractZero, unthunk
 
 __all__ = ["add_to_primal"]
 

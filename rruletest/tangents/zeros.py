@@ -1,7 +1,7 @@
 """Zeros and thunks: ``NoTangent``, ``ZeroTangent``, ``Thunk``, ``InplaceableThunk``, ``unthunk``.
 
 The public home of these names is ``rruletest.tangents`` (which re-exports them); they live
-here so that ``rruletest.structured`` (``Tangent``) can build on them without an import cycle.
+here so that ``structured`` (``Tangent``) can build on them without an import cycle.
 
 >>> ZeroTangent() + 1.0, NoTangent() * 3.0
 (1.0, NoTangent())
@@ -201,9 +201,8 @@ class Thunk:
             return f"Thunk(value={self._value!r})"
         return f"Thunk({getattr(self._fn, '__qualname__', repr(self._fn))})"
 
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray[Any, Any]:
-        # A copy when asked for one (np.array), so callers cannot modify the kept value.
-        return np.array(self.unthunk(), dtype=dtype, copy=copy)
+    # No ``__array__``: numpy probes the elements of every object array it builds, so a thunk
+    # placed in one would be computed (and could raise) there. Call ``unthunk`` instead.
 
     def __add__(self, other: Any) -> Any:
         return self.unthunk() + unthunk(other)
