@@ -491,6 +491,19 @@ def test_power_exponent_partial_is_y_log_x_and_zero_at_zero_base() -> None:
     np.testing.assert_allclose(pbar, [0.0, np.sqrt(2.0) * np.log(2.0)])
 
 
+def test_complex_log1p_avoids_zero_where_numpy_loses_relative_accuracy() -> None:
+    info = default_ruleset.scalar_info(np.log1p)
+    assert info is not None
+    assert info.domain is not None
+    assert info.domain.avoid is not None
+    assert info.domain.avoid(np.array([0.01j, 0.5 + 0j, -1.5 + 0.01j, 0.01])).tolist() == [
+        True,
+        False,
+        True,
+        False,
+    ]
+
+
 def test_power_domain_avoids_overflow_and_the_cut() -> None:
     info = default_ruleset.scalar_info(np.power)
     assert info is not None
