@@ -103,6 +103,7 @@ __all__ = [
     "extrapolate_fdm",
     "forward_fdm",
     "frule",
+    "interop",
     "non_differentiable",
     "rand_tangent",
     "register_frule",
