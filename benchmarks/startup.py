@@ -19,7 +19,8 @@ makes wall times of short runs vary by a factor of two.
   ``-p no:rruletest``, runs interleaved; the
   difference of the medians is what the plugin costs (target: nothing noticeable). Twice: a
   test file that does not import numpy (the plugin's whole cost, numpy included) and one that
-  does (what the plugin adds for a suite that uses numpy anyway).
+  does (what the plugin adds for a suite that uses numpy anyway). It also lists the top-level
+  packages loading the plugin adds to a pytest process.
 
 Results: ``benchmarks/results/startup.json``.
 """
@@ -86,6 +87,24 @@ def slowest_modules(count: int = 6) -> list[tuple[str, float]]:
     return sorted(rows, key=lambda r: -r[1])[:count]
 
 
+PLUGIN_ADDS = """
+import sys
+import pytest
+before = set(sys.modules)
+import rruletest.pytest_plugin
+added = {m.split(".")[0] for m in set(sys.modules) - before}
+print(" ".join(sorted(m for m in added if not m.startswith(("_", "encodings")))))
+"""
+
+
+def plugin_imports() -> list[str]:
+    """The top-level packages loading the plugin adds to a pytest process."""
+    out = subprocess.run(
+        [sys.executable, "-c", PLUGIN_ADDS], capture_output=True, text=True, check=True, env=ENV
+    ).stdout
+    return out.split()
+
+
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -148,6 +167,8 @@ def main() -> None:
             f"plugin cost, {label}: {cost:+.1f} ms on the median, "
             f"{plugin_cost_min[label]:+.1f} ms on the minimum ({runs} interleaved runs)"
         )
+    added = plugin_imports()
+    print(f"top-level packages the plugin adds to a pytest process: {', '.join(added)}")
     loaded = ",".join(sorted(h for h in heavy if h != "-")) or "none"
     print(f"heavy modules loaded by import rruletest: {loaded}")
     print("slowest rruletest modules (cumulative import time, ms):")
@@ -167,6 +188,7 @@ def main() -> None:
             "plugin_cost_ms": plugin_cost,
             "plugin_cost_min_ms": plugin_cost_min,
             "heavy_modules_loaded": loaded,
+            "plugin_adds_packages": added,
             "slowest_modules_ms": slow,
         },
         opts.quick,
