@@ -30,7 +30,10 @@ check; ``n/a`` when the check is not feasible):
   back over the broadcast dimension (left of shape (100, 10)).
 
 Part 2, time against size for the correct rule, 1e1 .. 1e6 elements, as a multiple of one
-``np.sin(x)`` of the same size measured in the same run (best of a few runs).
+``np.sin(x)`` of the same size measured in the same run (best of a few interleaved runs). Times
+are CPU time of this process (wall time of short runs varies by 2x on a loaded machine); torch
+runs one intra-op thread, and where XLA uses several threads their CPU time adds up (the
+work done, not the wait).
 
 One table per part is printed; both are saved as ``benchmarks/results/peers.json`` and drawn
 in ``benchmarks/results/peers.png``.
@@ -46,7 +49,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from _timing import RESULTS, header, interleaved, parser, save_json, table
+from _timing import CPU, RESULTS, header, interleaved, parser, save_json, table
 
 from rruletest import NoTangent, RuleSet
 from rruletest.broadcast import broadcasted, declare_vectorised
@@ -311,7 +314,7 @@ def timings(sizes: list[int], repeat: int) -> dict[str, dict[int, float]]:
                 warnings.simplefilter("ignore")
                 run()  # warm-up (tracing, caches)
                 reps = repeat if n <= 10**5 else max(1, repeat // 2)
-                t_sin, t = interleaved([primal, run], reps)
+                t_sin, t = interleaved([primal, run], reps, clock=CPU)
             out[name][n] = t / t_sin
         print(f"  n={n:.0e}: done", flush=True)
     return out
