@@ -29,6 +29,7 @@ __all__ = [
     "Estimate",
     "OutputError",
     "Problem",
+    "abs_spacing",
     "chunked",
     "eps",
     "reduce_to",
@@ -70,6 +71,39 @@ def eps(dtype: np.dtype[Any]) -> float:
 def tiny(dtype: np.dtype[Any]) -> float:
     """The smallest normal number of a floating dtype (cached)."""
     return float(np.finfo(dtype).tiny)
+
+
+#: Per float dtype: the unsigned view, the exponent mask, ``2**-mantissa_bits``, the smallest
+#: subnormal, and the exponent field of the top binade (where ``np.spacing`` overflows).
+_BITS: dict[np.dtype[Any], tuple[type, int, float, float, int]] = {
+    np.dtype(np.float64): (np.uint64, 0x7FF0000000000000, 2.0**-52, 2.0**-1074, 0x7FE0000000000000),
+    np.dtype(np.float32): (np.uint32, 0x7F800000, 2.0**-23, 2.0**-149, 0x7F000000),
+}
+
+
+def abs_spacing(x: Arr) -> Arr:
+    """``|np.spacing(x)|`` for a float32/float64 array, from the exponent bits (several times
+    faster than ``np.spacing``, and equal to it everywhere: subnormals, the top binade, which
+    overflows to inf, and inf/NaN, which give NaN). Other dtypes use ``np.spacing``.
+
+    >>> abs_spacing(np.array([1.0, -1.0, 0.0, 3.0])).tolist() == np.abs(np.spacing(
+    ...     np.array([1.0, -1.0, 0.0, 3.0]))).tolist()
+    True
+    """
+    x = np.asarray(x)
+    bits = _BITS.get(x.dtype)
+    if bits is None:
+        out: Arr = np.abs(np.spacing(x))
+        return out
+    uint, exp_mask, unit, smallest, top = bits
+    flat = x.reshape(-1)
+    field = flat.view(uint) & uint(exp_mask)
+    out = field.view(x.dtype) * x.dtype.type(unit)  # 2**(e - mantissa bits), exactly
+    np.maximum(out, x.dtype.type(smallest), out=out)  # subnormals and 0
+    high = field >= uint(top)
+    if high.any():  # np.spacing overflows in the top binade; inf and NaN give NaN
+        out[high] = np.where(field[high] > uint(top), np.nan, np.inf)
+    return out.reshape(x.shape)
 
 
 def reduce_to(arr: Arr, shape: tuple[int, ...], op: Callable[..., Any]) -> Arr:

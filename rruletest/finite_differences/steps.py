@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from rruletest.finite_differences.problem import (
     Problem,
+    abs_spacing,
     chunked,
     reduce_to,
     tiny,
@@ -90,7 +91,8 @@ def _absmax(ys: Arr) -> Arr:
 def _ulp(mag: Arr, dtype: np.dtype[Any]) -> F64:
     """The round-off of a value of ``dtype`` and size ``mag`` (as float64): its spacing, times
     ``LOW_PRECISION_ULPS`` below float64 (numpy's float32 kernels err by up to a few ulps)."""
-    out: F64 = np.spacing(np.asarray(mag).astype(dtype, copy=False)).astype(np.float64, copy=False)
+    # ``mag`` is a magnitude (non-negative or NaN), so its spacing is positive.
+    out: F64 = abs_spacing(np.asarray(mag).astype(dtype, copy=False)).astype(np.float64, copy=False)
     if np.dtype(dtype).itemsize < 8:
         out = out * LOW_PRECISION_ULPS
     return out
@@ -126,7 +128,7 @@ def _tiny_step(m: FiniteDifferenceMethod, prob: Problem) -> float:
 
 def _lower(m: FiniteDifferenceMethod, prob: Problem) -> F64:
     """The smallest step the input's precision resolves (a few ulps of ``t0``)."""
-    spacing = np.abs(np.spacing(prob.t0)).astype(np.float64)
+    spacing = abs_spacing(prob.t0).astype(np.float64, copy=False)
     out: F64 = np.maximum(RESOLUTION * spacing, _tiny_step(m, prob))
     return out
 
@@ -154,7 +156,7 @@ def _finish_kernel(
     if cap is not None:
         up = np.minimum(up, cap)
     h = np.minimum(h, up)
-    lower = np.maximum(np.abs(np.spacing(t0)).astype(np.float64) * RESOLUTION, tiny)
+    lower = np.maximum(abs_spacing(t0).astype(np.float64, copy=False) * RESOLUTION, tiny)
     coarse = h < lower
     h = np.maximum(h, lower)
     hd = h.astype(dtype)
@@ -229,7 +231,9 @@ def _combine_kernel(
     ys = np.stack(rows)
     good = np.isfinite(ys).all(axis=0)
     fm = _absmax(ys)
-    ys -= ys[anchor]
+    # A copy of the anchor row: subtracting a view of ``ys`` from ``ys`` makes numpy take its
+    # slow path for overlapping operands (ten times slower).
+    ys -= rows[anchor]
     est = np.dot(weights, ys.reshape(len(ys), -1)).reshape(weights.shape[:-1] + ys.shape[1:])
     est *= _ipow(h, -q)
     return est, fm, good
