@@ -92,7 +92,7 @@ def abs_spacing(x: Arr) -> Arr:
     """
     x = np.asarray(x)
     bits = _BITS.get(x.dtype)
-    if bits is None:
+    if bits is None or x.size < 64:  # np.spacing is cheaper on a few elements
         out: Arr = np.abs(np.spacing(x))
         return out
     uint, exp_mask, unit, smallest, top = bits
@@ -149,7 +149,7 @@ class Problem:
         self.dtype = t0.dtype
         self.in_eps = eps(t0.dtype)
         self.t_shape: tuple[int, ...] = t0.shape
-        self.abs_t0: F64 = np.abs(t0).astype(np.float64)
+        self.abs_t0: F64 = np.abs(t0).astype(np.float64, copy=False)
         self.y_shape: tuple[int, ...] | None = None
         self.out_dtype: np.dtype[Any] = np.dtype(np.float64 if out_dtype is None else out_dtype)
         self._fixed_out = out_dtype is not None
@@ -226,8 +226,11 @@ class Problem:
         if g == 0:
             return self.centre()
         self.centre()
-        t = np.multiply(h, g, dtype=self.dtype)
-        t += self.t0
+        if g == 1 or g == -1:  # t0 + h or t0 - h in one pass (bit for bit the same)
+            t = (np.add if g == 1 else np.subtract)(self.t0, h, dtype=self.dtype)
+        else:
+            t = np.multiply(h, g, dtype=self.dtype)
+            t += self.t0
         try:
             y = self.phi(t)  # the engine (``run``) ignores floating-point warnings
         except OutputError:

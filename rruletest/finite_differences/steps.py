@@ -229,8 +229,10 @@ def _combine_kernel(
     """Weighted sums of the rows (after subtracting the anchor row) over ``h**q``; also
     ``max|f|`` and whether every value is finite."""
     ys = np.stack(rows)
-    good = np.isfinite(ys).all(axis=0)
     fm = _absmax(ys)
+    # For real values max|y| is finite exactly when every value is (max propagates NaN); the
+    # modulus of a finite complex number can overflow, so complex values are checked directly.
+    good = np.isfinite(ys).all(axis=0) if np.iscomplexobj(ys) else np.isfinite(fm)
     # A copy of the anchor row: subtracting a view of ``ys`` from ``ys`` makes numpy take its
     # slow path for overlapping operands (ten times slower).
     ys -= rows[anchor]
