@@ -158,6 +158,7 @@ class Problem:
         self.evaluations = 0
         self._restrict = restrict
         self._dead: Arr | None = None
+        self._buffer: Arr | None = None
         self._centre: Arr | None = None if centre is None else self._convert(centre)
 
     def _see(self, dtype: np.dtype[Any]) -> None:
@@ -226,10 +227,14 @@ class Problem:
         if g == 0:
             return self.centre()
         self.centre()
-        if g == 1 or g == -1:  # t0 + h or t0 - h in one pass (bit for bit the same)
-            t = (np.add if g == 1 else np.subtract)(self.t0, h, dtype=self.dtype)
+        # Large inputs are built in a buffer kept from the previous evaluation (fresh memory
+        # of that size costs more than the arithmetic); ``t0 + h`` and ``t0 - h`` in one pass.
+        t = self._buffer if self._buffer is not None else np.empty(self.t_shape, self.dtype)
+        self._buffer = None
+        if g == 1 or g == -1:
+            (np.add if g == 1 else np.subtract)(self.t0, h, out=t, dtype=self.dtype)
         else:
-            t = np.multiply(h, g, dtype=self.dtype)
+            np.multiply(h, g, out=t, dtype=self.dtype)
             t += self.t0
         try:
             y = self.phi(t)  # the engine (``run``) ignores floating-point warnings
@@ -241,7 +246,10 @@ class Problem:
             self.evaluations += 1
             return np.full(self.y_shape, np.nan, dtype=dt)
         self.evaluations += 1
-        return self._convert(y)
+        out = self._convert(y)
+        if t.size >= REUSE_SIZE and not np.may_share_memory(out, t):
+            self._buffer = t  # the value does not live in it: the next input may
+        return out
 
     @property
     def elementwise(self) -> bool:
@@ -259,6 +267,8 @@ class Problem:
 
 #: Elementwise work on large arrays runs in blocks of this many elements, which stay in cache.
 CHUNK = 1 << 14
+#: Inputs of at least this many elements are built in a reused buffer.
+REUSE_SIZE = 1 << 15
 
 
 def chunked(shape: tuple[int, ...], kernel: Callable[..., tuple[Any, ...]], *args: Any) -> Any:
