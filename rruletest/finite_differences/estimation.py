@@ -359,13 +359,14 @@ def _take(res: _Result, index: npt.NDArray[np.intp]) -> _Result:
     return _Result(*(np.asarray(a).reshape(-1)[index] for a in res))
 
 
-def _put(res: _Result, index: npt.NDArray[np.intp], part: _Result) -> _Result:
+def _put(res: _Result, index: npt.NDArray[np.intp], part: _Result) -> Estimate:
+    """``value``, ``error`` and ``step`` of ``res`` with the subset's results at ``index``."""
     out = []
-    for whole, piece in zip(res, part, strict=True):
+    for whole, piece in zip(res[:3], part[:3], strict=True):
         arr = np.array(whole, dtype=np.result_type(whole, piece), copy=True)
         arr.reshape(-1)[index] = piece
         out.append(arr)
-    return _Result(*out)
+    return Estimate(*out)
 
 
 def run(
@@ -414,7 +415,7 @@ def _run(
         else:
             whole = np.ones(index.size, dtype=bool)
             part = _careful(m, sub, _take(res, index), whole, noisy_ok.reshape(-1)[index])
-            res = _put(res, index, part)
+            return _put(res, index, part)
     return Estimate(res.value, res.error, res.step)
 
 

@@ -254,7 +254,8 @@ class Problem:
     @property
     def elementwise(self) -> bool:
         """Whether ``t`` and the output have the same shape (every element on its own)."""
-        return self.centre().shape == self.t_shape
+        centre = self._centre if self._centre is not None else self.centre()
+        return centre.shape == self.t_shape
 
     def subset(self, index: npt.NDArray[np.intp]) -> Problem | None:
         """The problem on the flat ``index``es of ``t`` (1-D), or None when not possible."""

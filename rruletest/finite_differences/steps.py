@@ -106,6 +106,7 @@ def _accuracy(m: FiniteDifferenceMethod, h: Any, c1: Any, c2: Any) -> Any:
     return c1 * _ipow(h, -m.q) + c2 * _ipow(h, m.p - m.q)
 
 
+@functools.cache
 def _default_step(m: FiniteDifferenceMethod, eps: float) -> float:
     c1 = eps * m.f_error_mult * m.factor
     c2 = m.condition * m.df_mult
@@ -166,12 +167,19 @@ def _finish_kernel(
 
 
 def _finisher(m: FiniteDifferenceMethod, prob: Problem) -> Callable[..., tuple[Arr, Arr]]:
+    return _finisher_for(m, prob.dtype, prob.in_eps, _tiny_step(m, prob))
+
+
+@functools.cache
+def _finisher_for(
+    m: FiniteDifferenceMethod, dtype: np.dtype[Any], eps: float, tiny: float
+) -> Callable[..., tuple[Arr, Arr]]:
     return functools.partial(
         _finish_kernel,
-        scale=1000.0 * _default_step(m, prob.in_eps),
+        scale=1000.0 * _default_step(m, eps),
         range_cap=m.max_range / m.max_offset,
-        tiny=_tiny_step(m, prob),
-        dtype=prob.dtype,
+        tiny=tiny,
+        dtype=dtype,
     )
 
 
@@ -349,7 +357,7 @@ def choose_step(
     h = np.asarray(h)
     # A step far below the bound estimator's means the function varies on a scale that
     # estimator did not resolve (tanh(x / 1e-6) at 0): its magnitudes are suspect.
-    unresolved = h.astype(np.float64) * (UNRESOLVED * bound.max_offset) < mags.span
+    unresolved = h.astype(np.float64, copy=False) * (UNRESOLVED * bound.max_offset) < mags.span
     return _Step(h, c1, c2, mags.retried, coarse, mags.grown, unresolved)
 
 
@@ -389,7 +397,7 @@ def _magnitudes(
         new = ev.good & ~done
         df = _merge_into(df, mag, new, attempt == 0)
         fmag = _merge_into(fmag, fm, new, attempt == 0)
-        span = _merge_into(span, h.astype(np.float64) * b.max_offset, new, attempt == 0)
+        span = _merge_into(span, h.astype(np.float64, copy=False) * b.max_offset, new, attempt == 0)
         done |= ev.good
         if done.all() or attempt == MAX_SHRINK or ev.nearest_bad is None:
             break
@@ -403,7 +411,7 @@ def _magnitudes(
     retried |= _straddle_mask(prob, h, b.max_offset)
     h_before = h
     df, fmag, span, h = _rescale_flat(b, prob, h_cap, h, df, fmag, span, done, retried, grow)
-    grown = first.grown | (h > h_before)
+    grown = first.grown if h is h_before else first.grown | (h > h_before)
     if not done.all():
         span = np.where(done, span, h.astype(np.float64) * b.max_offset / 2.0)
         bad = ~np.broadcast_to(done, df.shape)
