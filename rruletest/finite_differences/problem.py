@@ -149,7 +149,7 @@ class Problem:
         self.dtype = t0.dtype
         self.in_eps = eps(t0.dtype)
         self.t_shape: tuple[int, ...] = t0.shape
-        self.abs_t0: F64 = np.abs(t0).astype(np.float64, copy=False)
+        self._abs_t0: F64 | None = None
         self.y_shape: tuple[int, ...] | None = None
         self.out_dtype: np.dtype[Any] = np.dtype(np.float64 if out_dtype is None else out_dtype)
         self._fixed_out = out_dtype is not None
@@ -160,6 +160,13 @@ class Problem:
         self._dead: Arr | None = None
         self._buffer: Arr | None = None
         self._centre: Arr | None = None if centre is None else self._convert(centre)
+
+    @property
+    def abs_t0(self) -> F64:
+        """``|t0|`` as float64 (made on first use: the blockwise kernels take it from ``t0``)."""
+        if self._abs_t0 is None:
+            self._abs_t0 = np.abs(self.t0).astype(np.float64, copy=False)
+        return self._abs_t0
 
     def _see(self, dtype: np.dtype[Any]) -> None:
         """Round-off is judged in the least precise output dtype seen."""

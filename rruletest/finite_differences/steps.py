@@ -145,7 +145,6 @@ def _upper(m: FiniteDifferenceMethod, prob: Problem, h_cap: Any) -> Any:
 def _finish_kernel(
     h: Any,
     t0: Arr,
-    abs_t0: Arr,
     cap: Any,
     *,
     scale: float,
@@ -153,6 +152,7 @@ def _finish_kernel(
     tiny: float,
     dtype: np.dtype[Any],
 ) -> tuple[Arr, Arr]:
+    abs_t0 = np.abs(t0).astype(np.float64, copy=False)
     up = np.minimum(np.maximum(abs_t0, 1.0) * scale, range_cap)
     if cap is not None:
         up = np.minimum(up, cap)
@@ -198,7 +198,7 @@ def _finish_step(m: FiniteDifferenceMethod, prob: Problem, h: Any, h_cap: Any) -
     ``upper`` keeps the stencil within ``max_range`` and ``h`` within 1000 default steps
     (relative to ``|t0|``) and ``h_cap``; ``lower`` is a few ulps of ``t0``.
     """
-    h_arr, coarse = _ew(prob, _finisher(m, prob), h, prob.t0, prob.abs_t0, _cap(h_cap))
+    h_arr, coarse = _ew(prob, _finisher(m, prob), h, prob.t0, _cap(h_cap))
     return np.asarray(h_arr), np.asarray(coarse)
 
 
@@ -291,7 +291,6 @@ def _step_kernel(
     fmag: Arr,
     span: Arr,
     t0: Arr,
-    abs_t0: Arr,
     cap: Any,
     scale: Any,
     *,
@@ -305,7 +304,7 @@ def _step_kernel(
         c1 = c1 * scale
     c2 = df * m.df_mult
     h = _h_from_constants(c1, c2, span, m, default)
-    h, coarse = finish(h, t0, abs_t0, cap)
+    h, coarse = finish(h, t0, cap)
     return h, c1, c2, coarse
 
 
@@ -339,7 +338,6 @@ def choose_step(
             mags.fmag,
             mags.span,
             prob.t0,
-            prob.abs_t0,
             _cap(h_cap),
             c1_scale,
         )
@@ -429,10 +427,11 @@ def _flat_kernel(
 
 
 def _straddle_mask(prob: Problem, h: Arr, reach: int) -> Arr:
-    def kernel(a: Arr, h: Arr) -> tuple[Arr]:
+    def kernel(t0: Arr, h: Arr) -> tuple[Arr]:
+        a = np.abs(t0).astype(np.float64, copy=False)
         return ((a > 0) & (a <= h * float(reach)),)
 
-    return np.asarray(_ew(prob, kernel, prob.abs_t0, h)[0])
+    return np.asarray(_ew(prob, kernel, prob.t0, h)[0])
 
 
 def _rescale_flat(
