@@ -228,6 +228,14 @@ def broadcast_vjp(
     return tuple(out)
 
 
+def _jvp_kernel(total: Arr, error: F64, value: Arr, err: F64, comp: Arr) -> tuple[Arr, F64]:
+    """``total + d * xdot`` and ``error + err * |xdot|`` where ``xdot`` is not zero (blockwise,
+    without full-size temporaries)."""
+    w = np.abs(comp).astype(np.float64, copy=False)
+    used = w > 0
+    return total + np.where(used, value * comp, 0.0), error + np.where(used, err * w, 0.0)
+
+
 def broadcast_jvp(fdm: Any, g: Callable[..., Any], *pairs: Any, y: Any = None) -> Estimate:
     """The numerical jvp of ``g(*xs)`` along ``xdots`` for an elementwise ``g``.
 
@@ -276,16 +284,18 @@ def broadcast_jvp(fdm: Any, g: Callable[..., Any], *pairs: Any, y: Any = None) -
                 continue
             est = setup.partial(fdm, j, bool(imag))
             step = est.step if step is None else step
-            w = np.abs(comp).astype(np.float64)
             with np.errstate(all="ignore"):
-                total = total + np.where(w > 0, est.value * comp, 0.0)
-                error = error + np.where(w > 0, est.error * w, 0.0)
+                total, error = chunked(
+                    setup.shape, _jvp_kernel, total, error, est.value, est.error, comp
+                )
         steps.append(step)
     if y_arr.dtype.kind not in "fc":
         value: Any = NO_TANGENT
     else:
         value = (
-            total.astype(y_arr.dtype) if y_arr.dtype.kind == "c" else total.real.astype(y_arr.dtype)
+            total.astype(y_arr.dtype, copy=False)
+            if y_arr.dtype.kind == "c"
+            else total.real.astype(y_arr.dtype, copy=False)
         )
         if not isinstance(setup.y, np.ndarray):
             value = value[()] if isinstance(setup.y, np.generic) else value.item()
