@@ -153,16 +153,20 @@ def _finish_kernel(
     dtype: np.dtype[Any],
 ) -> tuple[Arr, Arr]:
     abs_t0 = np.abs(t0).astype(np.float64, copy=False)
-    up = np.minimum(np.maximum(abs_t0, 1.0) * scale, range_cap)
+    up = np.maximum(abs_t0, 1.0) * scale
+    if range_cap != np.inf:
+        up = np.minimum(up, range_cap)
     if cap is not None:
         up = np.minimum(up, cap)
     h = np.minimum(h, up)
     lower = np.maximum(abs_spacing(t0).astype(np.float64, copy=False) * RESOLUTION, tiny)
     coarse = h < lower
     h = np.maximum(h, lower)
-    hd = h.astype(dtype)
+    hd = h.astype(dtype, copy=False)
     snapped = (t0 + hd) - t0
     ok = np.isfinite(snapped) & (snapped > 0)
+    if ok.all():
+        return snapped, coarse
     return np.where(ok, snapped, hd).astype(dtype, copy=False), coarse
 
 
@@ -232,7 +236,7 @@ def _evaluation(prob: Problem, offsets: Any, rows: list[Arr], good_y: Arr) -> _E
 
 
 def _combine_kernel(
-    rows: list[Arr], h: Arr, *, weights: Arr, q: int, anchor: int
+    rows: list[Arr], h: Arr, *, weights: Arr, q: int, anchor: int, scale: bool = True
 ) -> tuple[Arr, Arr, Arr]:
     """Weighted sums of the rows (after subtracting the anchor row) over ``h**q``; also
     ``max|f|`` and whether every value is finite."""
@@ -245,15 +249,26 @@ def _combine_kernel(
     # slow path for overlapping operands (ten times slower).
     ys -= rows[anchor]
     est = np.dot(weights, ys.reshape(len(ys), -1)).reshape(weights.shape[:-1] + ys.shape[1:])
-    est *= _ipow(h, -q)
+    if scale:
+        est *= _ipow(h, -q)
     return est, fm, good
 
 
 def _mag_kernel(
     rows: list[Arr], h: Arr, *, weights: Arr, q: int, anchor: int
 ) -> tuple[Arr, Arr, Arr]:
-    est, fm, good = _combine_kernel(rows, h, weights=weights, q=q, anchor=anchor)
-    return _absmax(est), fm, good
+    """``max|f^(q)|`` over the neighbourhood, ``max|f|`` and whether every value is finite.
+
+    For real values the largest weighted sum is scaled by ``h**-q`` once: scaling by a positive
+    number is monotonic in floating point too, so this equals the largest of the scaled sums
+    (the modulus of a complex number is not scaled exactly, so complex sums are scaled first).
+    """
+    real = not np.iscomplexobj(rows[0])
+    est, fm, good = _combine_kernel(rows, h, weights=weights, q=q, anchor=anchor, scale=not real)
+    mag = _absmax(est)
+    if real:
+        mag *= _ipow(h, -q)
+    return mag, fm, good
 
 
 def _merge_into(old: Arr | None, new: Arr, take: Arr, first: bool) -> Arr:
