@@ -114,10 +114,14 @@ def widen(atol: float, error: Any) -> Any:
     if isinstance(error, AbstractZero) or error is None:
         return atol
     if isinstance(error, np.ndarray | float | int | np.number) and not isinstance(error, bool):
-        err = np.abs(np.asarray(error, dtype=np.float64))
-        err = np.where(np.isnan(err), np.inf, err)
-        out = atol + ERROR_FACTOR * err
-        return out if out.ndim else float(out)
+        out = np.abs(np.asarray(error, dtype=np.float64))  # a fresh array: worked in place
+        if out.ndim == 0:
+            err = float(out)
+            return atol + ERROR_FACTOR * (np.inf if np.isnan(err) else err)
+        out *= ERROR_FACTOR
+        out += atol
+        out[np.isnan(out)] = np.inf
+        return out
     if isinstance(error, Tangent):
         if isinstance(error.backing, tuple):
             return Tangent(error.primal_type, *(widen(atol, v) for v in error.backing))
