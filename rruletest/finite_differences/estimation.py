@@ -360,10 +360,17 @@ def _take(res: _Result, index: npt.NDArray[np.intp]) -> _Result:
 
 
 def _put(res: _Result, index: npt.NDArray[np.intp], part: _Result) -> Estimate:
-    """``value``, ``error`` and ``step`` of ``res`` with the subset's results at ``index``."""
+    """``value``, ``error`` and ``step`` of ``res`` with the subset's results at ``index``.
+
+    ``_estimate`` made these arrays for this run alone, so they are written in place when the
+    subset's results fit their dtype (no full-size copies).
+    """
     out = []
     for whole, piece in zip(res[:3], part[:3], strict=True):
-        arr = np.array(whole, dtype=np.result_type(whole, piece), copy=True)
+        dtype = np.result_type(whole, piece)
+        arr = np.asarray(whole)
+        if arr.dtype != dtype or not arr.flags.writeable or not arr.flags.c_contiguous:
+            arr = np.array(whole, dtype=dtype, copy=True)
         arr.reshape(-1)[index] = piece
         out.append(arr)
     return Estimate(*out)
