@@ -28,6 +28,7 @@ import re
 import shlex
 import subprocess
 import sys
+import types
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,7 +172,8 @@ class PageRunner:
         self.page = page
         self.name = page.relative_to(DOCS).as_posix()
         self.scratch = scratch
-        self.ns: dict[str, Any] = {"__name__": "docs_example"}
+        self.module = types.ModuleType("docs_example")
+        self.ns: dict[str, Any] = self.module.__dict__
         self.last_output: str | None = None
 
     def where(self, block: Block) -> str:
@@ -202,7 +204,7 @@ class PageRunner:
             self.run_python(block)
 
     def run_python(self, block: Block) -> None:
-        code = compile(block.code, self.where(block), "exec")
+        code = compile(block.code, self.where(block), "exec", dont_inherit=True)
         stdout = io.StringIO()
         message = ""
         with contextlib.redirect_stdout(stdout):
@@ -235,6 +237,7 @@ def test_page_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
     runner = PageRunner(page, tmp_path)
+    monkeypatch.setitem(sys.modules, "docs_example", runner.module)
     blocks = parse_blocks(page.read_text(encoding="utf-8"))
     with clean_default_ruleset(), warnings.catch_warnings():
         for block in blocks:
