@@ -172,7 +172,7 @@ class PageRunner:
         self.page = page
         self.name = page.relative_to(DOCS).as_posix()
         self.scratch = scratch
-        self.module = types.ModuleType("docs_example")
+        self.module = types.ModuleType("__main__")  # as in a script: messages say "gelu"
         self.ns: dict[str, Any] = self.module.__dict__
         self.last_output: str | None = None
 
@@ -237,7 +237,7 @@ def test_page_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
     runner = PageRunner(page, tmp_path)
-    monkeypatch.setitem(sys.modules, "docs_example", runner.module)
+    monkeypatch.setitem(sys.modules, "__main__", runner.module)
     blocks = parse_blocks(page.read_text(encoding="utf-8"))
     with clean_default_ruleset(), warnings.catch_warnings():
         for block in blocks:
