@@ -157,7 +157,7 @@ def _run_command(command: str, cwd: Path) -> str:
         argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *argv[1:]]
     else:
         raise ValueError(f"docs can run rruletest or pytest commands, got {command!r}")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(cwd), str(ROOT)])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(cwd), str(ROOT)]), "COLUMNS": "80"}
     env.pop("PYTEST_ADDOPTS", None)
     done = subprocess.run(
         argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False
