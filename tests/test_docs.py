@@ -22,6 +22,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import doctest
+import importlib.util
 import io
 import os
 import re
@@ -48,7 +49,7 @@ PAGES = sorted(
 )
 
 _FENCE = re.compile(r"^(\s*)(`{3,})\s*([\w+-]*)")
-_MARK = re.compile(r"^\s*<!--\s*(fails|warns|file|run|output|skip)\s*(?::\s*(.*?))?\s*-->\s*$")
+_MARK = re.compile(r"^\s*<!--\s*(fails|warns|file|run|output|skip|needs)\s*(?::\s*(.*?))?\s*-->\s*$")
 
 
 @dataclass
@@ -120,6 +121,13 @@ def assert_output(shown: str, actual: str, where: str) -> None:
         skipping = False
 
 
+def _importable(modules: str) -> bool:
+    """Whether every module of a comma-separated list can be imported."""
+    return all(
+        importlib.util.find_spec(m.strip()) is not None for m in modules.split(",") if m.strip()
+    )
+
+
 def _exception_type(name: str) -> type[BaseException]:
     value = next(
         (getattr(m, name) for m in (rruletest, rules, builtins) if hasattr(m, name)), None
@@ -175,14 +183,18 @@ class PageRunner:
         self.module = types.ModuleType("__main__")  # as in a script: messages say "gelu"
         self.ns: dict[str, Any] = self.module.__dict__
         self.last_output: str | None = None
+        self.skipped = False
 
     def where(self, block: Block) -> str:
         return f"docs/{self.name}:{block.line}"
 
     def run(self, block: Block) -> None:
-        if block.mark == "skip":
+        if block.mark == "skip" or (block.mark == "needs" and not _importable(block.arg)):
+            self.skipped = True
             return
         if block.mark == "output":
+            if self.skipped:
+                return
             if self.last_output is None:
                 raise AssertionError(f"{self.where(block)}: an output block follows nothing run")
             assert_output(block.code, self.last_output, self.where(block))
@@ -193,6 +205,7 @@ class PageRunner:
             target.write_text(block.code)
             return
         if block.mark == "run":
+            self.skipped = False
             first, _, shown = block.code.partition("\n")
             out = _run_command(first.removeprefix("$").strip(), self.scratch)
             assert_output(shown, out, self.where(block))
@@ -204,6 +217,7 @@ class PageRunner:
             self.run_python(block)
 
     def run_python(self, block: Block) -> None:
+        self.skipped = False
         code = compile(block.code, self.where(block), "exec", dont_inherit=True)
         stdout = io.StringIO()
         message = ""
@@ -221,6 +235,7 @@ class PageRunner:
         self.last_output = stdout.getvalue() + message
 
     def run_doctest(self, block: Block) -> None:
+        self.skipped = False
         parser = doctest.DocTestParser()
         test = parser.get_doctest(block.code, self.ns, self.where(block), str(self.page), 0)
         runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
