@@ -1,20 +1,25 @@
 """Run every code example of the documentation site, so the guides cannot drift from the code.
 
 Each page under ``docs/`` (but ``interop.md``, which its own module's tests cover) runs top to
-bottom in one namespace, in a clean default RuleSet (restored afterwards):
+bottom in one namespace (a module named ``__main__``, as a script would), in a clean default
+RuleSet that is restored afterwards. A ``python`` block is executed; a ``pycon`` block is run as
+a doctest (its output checked exactly); a ``toml`` block is parsed. An HTML comment on the line
+before a block changes what is done with it:
 
-- a ``python`` block is executed; a ``pycon`` block is run as a doctest (output checked exactly);
-- an HTML comment on the line before a block changes what is done with it:
-  ``<!-- fails: NAME -->`` the block must raise the exception ``NAME`` (a name exported by
-  ``rruletest`` or ``rruletest.rules``, or a builtin); ``<!-- warns: NAME -->`` it must emit that warning;
-  ``<!-- file: PATH -->`` the block is written to ``PATH`` in a scratch directory (on
-  ``sys.path`` and the working directory of commands) instead of being run;
-  ``<!-- run -->`` a ``console`` block whose first line is ``$ COMMAND`` runs ``COMMAND``
-  (``rruletest ...`` or ``pytest ...``) in the scratch directory; the rest of the block is its
-  output; ``<!-- output -->`` the block is the output of the previous block (its standard
-  output, then the exception or warning message);
-- shown output matches the real one line by line as a subsequence: a line ``...`` skips any
-  number of lines, ``...`` inside a line matches any text.
+- ``<!-- fails: NAME -->``: the block must raise ``NAME`` (an exception exported by
+  ``rruletest`` or ``rruletest.rules``, or a builtin one);
+- ``<!-- warns: NAME -->``: the block must emit that warning;
+- ``<!-- output -->``: the block is the output of the block before it (its standard output,
+  then the exception or warning message);
+- ``<!-- file: PATH -->``: the block is written to ``PATH`` in a scratch directory (on
+  ``sys.path``, and the working directory of commands) instead of being run;
+- ``<!-- run -->``: a ``console`` block whose first line is ``$ COMMAND`` runs ``COMMAND``
+  (``rruletest ...`` or ``pytest ...``) in the scratch directory; the rest is its output;
+- ``<!-- needs: MODULE -->``: the block runs only where ``MODULE`` is installed (an optional
+  framework); ``<!-- skip -->``: the block never runs.
+
+Shown output matches the real one line by line: a line ``...`` skips any number of real lines,
+``...`` inside a line matches any text, and blank real lines may be left out.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tomllib
 import types
 import warnings
 from dataclasses import dataclass
@@ -44,12 +50,12 @@ from rruletest.rules import default_ruleset
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 SKIP_PAGES = {"interop.md"}  # owned and tested with rruletest.interop (needs the frameworks)
-PAGES = sorted(
-    p for p in DOCS.rglob("*.md") if p.relative_to(DOCS).as_posix() not in SKIP_PAGES
-)
+PAGES = sorted(p for p in DOCS.rglob("*.md") if p.relative_to(DOCS).as_posix() not in SKIP_PAGES)
 
 _FENCE = re.compile(r"^(\s*)(`{3,})\s*([\w+-]*)")
-_MARK = re.compile(r"^\s*<!--\s*(fails|warns|file|run|output|skip|needs)\s*(?::\s*(.*?))?\s*-->\s*$")
+_MARK = re.compile(
+    r"^\s*<!--\s*(fails|warns|file|run|output|skip|needs)\s*(?::\s*(.*?))?\s*-->\s*$"
+)
 
 
 @dataclass
@@ -129,9 +135,7 @@ def _importable(modules: str) -> bool:
 
 
 def _exception_type(name: str) -> type[BaseException]:
-    value = next(
-        (getattr(m, name) for m in (rruletest, rules, builtins) if hasattr(m, name)), None
-    )
+    value = next((getattr(m, name) for m in (rruletest, rules, builtins) if hasattr(m, name)), None)
     if not (isinstance(value, type) and issubclass(value, BaseException)):
         raise LookupError(f"unknown exception or warning {name!r} in a docs marker")
     return value
@@ -211,7 +215,9 @@ class PageRunner:
             assert_output(shown, out, self.where(block))
             self.last_output = out
             return
-        if block.lang == "pycon":
+        if block.lang == "toml":
+            tomllib.loads(block.code)
+        elif block.lang == "pycon":
             self.run_doctest(block)
         elif block.lang == "python":
             self.run_python(block)
@@ -268,13 +274,24 @@ def test_getting_started_has_a_passing_and_a_failing_example() -> None:
 
 def test_every_public_module_has_an_api_page() -> None:
     pages = {p.read_text(encoding="utf-8").strip() for p in (DOCS / "api").glob("*.md")}
-    documented = {line[4:].strip() for page in pages for line in page.splitlines()
-                  if line.startswith("::: ")}
+    documented = {
+        line[4:].strip() for page in pages for line in page.splitlines() if line.startswith("::: ")
+    }
     public = {
-        "rruletest.tangents", "rruletest.rules", "rruletest.domains", "rruletest.broadcast",
-        "rruletest.projection", "rruletest.finite_differences", "rruletest.approx",
-        "rruletest.tolerances", "rruletest.errors", "rruletest.testers", "rruletest.strategies",
-        "rruletest.pytest_plugin", "rruletest.cli", "rruletest.rulesets.numpy",
+        "rruletest.tangents",
+        "rruletest.rules",
+        "rruletest.domains",
+        "rruletest.broadcast",
+        "rruletest.projection",
+        "rruletest.finite_differences",
+        "rruletest.approx",
+        "rruletest.tolerances",
+        "rruletest.errors",
+        "rruletest.testers",
+        "rruletest.strategies",
+        "rruletest.pytest_plugin",
+        "rruletest.cli",
+        "rruletest.rulesets.numpy",
     }
     assert public <= documented
 
@@ -306,6 +323,7 @@ def test_assert_output_matches_in_order_with_ellipses() -> None:
 
 
 def test_doctest_fences_extension() -> None:
+    pytest.importorskip("griffe")  # installed with the docs extra
     sys.path.insert(0, str(DOCS / "_ext"))
     try:
         from griffe_doctests import fence_doctests  # type: ignore[import-not-found]
@@ -315,3 +333,4 @@ def test_doctest_fences_extension() -> None:
     assert fence_doctests(text) == (
         "Say:\n\n    ```pycon\n    >>> 1 + 1\n    2\n    ```\n\nDone.\n```\n>>> not a doctest\n```"
     )
+    assert fence_doctests("So::\n\n    code\n") == "So:\n\n    code"

@@ -3,7 +3,9 @@
 rruletest's docstrings hold doctests (``>>>`` lines and their expected output) in their
 description, where Markdown would read ``>>>`` as nested block quotes. This extension wraps
 every doctest block (from a ``>>>`` line to the next blank line) in a ``pycon`` code fence
-before mkdocstrings parses the docstring. The docstrings themselves stay plain doctests.
+before mkdocstrings parses the docstring, and turns the reStructuredText literal-block marker
+(a paragraph ending in ``::`` before an indented block) into a plain colon, since Markdown
+already reads the indented block as code. The docstrings themselves are left unchanged.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ def fence_doctests(text: str) -> str:
         if stripped.startswith("```"):
             in_fence = not in_fence
         if in_fence or not stripped.startswith(">>>"):
+            if not in_fence and line.endswith("::") and _literal_follows(lines, i):
+                line = line[:-1]
             out.append(line)
             i += 1
             continue
@@ -37,6 +41,15 @@ def fence_doctests(text: str) -> str:
         out.extend(block)
         out.append(f"{indent}```")
     return "\n".join(out)
+
+
+def _literal_follows(lines: list[str], i: int) -> bool:
+    """Whether line ``i`` is followed by a blank line and a more indented block."""
+    if i + 2 >= len(lines) or lines[i + 1].strip():
+        return False
+    indent = len(lines[i]) - len(lines[i].lstrip())
+    nxt = lines[i + 2]
+    return bool(nxt.strip()) and len(nxt) - len(nxt.lstrip()) > indent
 
 
 class DoctestFences(griffe.Extension):
