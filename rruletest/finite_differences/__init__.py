@@ -1,0 +1,56 @@
+"""Finite differences: the numerical oracle rules are checked against.
+
+- methods: ``FiniteDifferenceMethod`` and ``central_fdm``/``forward_fdm``/``backward_fdm``, with
+  stencil weights from findiff (exact rationals, imported on first use, cached);
+- steps: a step per element balancing truncation against round-off, adapted to the function,
+  kept inside its domain, with an error estimate (``Estimate(value, error, step)``);
+- ``extrapolate_fdm``: Richardson extrapolation;
+- ``to_vec`` and ``jvp``/``vjp``/``jacobian`` (and ``*_estimate``) on structured values;
+- ``broadcast_vjp``/``broadcast_jvp``: for elementwise functions, at a cost independent of size.
+
+>>> import math
+>>> abs(central_fdm(5, 1)(np.sin, 1.0) - math.cos(1.0)) < 1e-13
+True
+"""
+
+from __future__ import annotations
+
+from rruletest.finite_differences.broadcast import broadcast_jvp, broadcast_vjp
+from rruletest.finite_differences.calculus import (
+    jacobian,
+    jacobian_estimate,
+    jvp,
+    jvp_estimate,
+    vjp,
+    vjp_estimate,
+)
+from rruletest.finite_differences.extrapolation import extrapolate_fdm
+from rruletest.finite_differences.methods import (
+    FiniteDifferenceMethod,
+    backward_fdm,
+    central_fdm,
+    default_fdm,
+    forward_fdm,
+)
+from rruletest.finite_differences.problem import Estimate
+from rruletest.finite_differences.to_vec import FromVec, to_vec
+
+__all__ = [
+    "Estimate",
+    "FiniteDifferenceMethod",
+    "FromVec",
+    "backward_fdm",
+    "broadcast_jvp",
+    "broadcast_vjp",
+    "central_fdm",
+    "default_fdm",
+    "extrapolate_fdm",
+    "forward_fdm",
+    "jacobian",
+    "jacobian_estimate",
+    "jvp",
+    "jvp_estimate",
+    "to_vec",
+    "vjp",
+    "vjp_estimate",
+]

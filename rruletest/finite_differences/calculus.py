@@ -1,0 +1,240 @@
+"""Directional derivatives, adjoints and Jacobians of functions of structured values.
+
+Values are flattened with ``to_vec``; every real coordinate of the inputs is perturbed with its
+own adapted step (``jacobian``, ``vjp``), or all of them together along a tangent (``jvp``). The
+``*_estimate`` variants return ``Estimate``s whose ``error`` has the structure of the value, so a
+tester can widen its tolerance element by element. Inputs are never mutated: ``f`` always
+receives rebuilt copies.
+
+The adjoint is taken under ``<a, b> = Re(sum(conj(a) * b))``, which on real coordinates is the
+plain dot product, so ``vjp`` of a holomorphic ``f`` gives ``ybar * conj(f'(x))``:
+
+>>> import numpy as np
+>>> from rruletest.finite_differences import central_fdm
+>>> fdm = central_fdm(5, 1)
+>>> import math
+>>> bool(abs(jvp(fdm, np.sin, (1.0, 2.0)) - 2 * math.cos(1.0)) < 1e-12)
+True
+>>> (xbar,) = vjp(fdm, lambda z: z * z, 1.0, 1j)
+>>> abs(xbar - (-2j)) < 1e-10
+True
+>>> jacobian(fdm, lambda x: x[:2] * x[1:], np.array([1.0, 2.0, 3.0]))[0].round(8)
+array([[2., 1., 0.],
+       [0., 3., 2.]])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rruletest.finite_differences.estimation import run
+from rruletest.finite_differences.methods import FiniteDifferenceMethod, default_fdm
+from rruletest.finite_differences.problem import Estimate, OutputError, Problem
+from rruletest.finite_differences.to_vec import FromVec, to_vec
+from rruletest.tangents import NO_TANGENT
+
+__all__ = [
+    "jacobian",
+    "jacobian_estimate",
+    "jvp",
+    "jvp_estimate",
+    "vjp",
+    "vjp_estimate",
+]
+
+F64 = npt.NDArray[np.float64]
+
+
+def check_fdm(fdm: Any) -> FiniteDifferenceMethod:
+    """``fdm``, or the default method for ``None``; it must estimate first derivatives."""
+    if fdm is None:
+        return default_fdm()
+    if not isinstance(fdm, FiniteDifferenceMethod):
+        raise TypeError(f"fdm must be a FiniteDifferenceMethod or None, got fdm={fdm!r}")
+    if fdm.q != 1:
+        raise ValueError(f"jvp/vjp/jacobian need a first-derivative method, got fdm={fdm!r}")
+    return fdm
+
+
+def _working_dtype(dtypes: Sequence[np.dtype[Any]]) -> np.dtype[Any]:
+    """The least precise of ``dtypes`` (float64 if empty): steps must suit it."""
+    if not dtypes:
+        return np.dtype(np.float64)
+    return max(dtypes, key=lambda d: float(np.finfo(d).eps))
+
+
+def _output_vec(y: Any) -> F64:
+    """``to_vec(y)[0]``, quickly for the common outputs (numbers and float arrays)."""
+    if isinstance(y, float | np.floating):
+        return np.array([y], dtype=np.float64)
+    if isinstance(y, np.ndarray) and y.dtype.kind == "f":
+        return y.astype(np.float64).ravel()
+    return to_vec(y, path="output")[0]
+
+
+def _call_vec(f: Callable[..., Any], back: FromVec, v: F64, size: int) -> F64:
+    y = f(*back(v))
+    yv = _output_vec(y)
+    if yv.shape != (size,):
+        raise OutputError(
+            f"the function's output changed size under perturbation: {size} coordinates at the "
+            f"primal point, {yv.size} at a perturbed one"
+        )
+    return yv
+
+
+def _pairs(pairs: Sequence[Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    xs, dxs = [], []
+    for i, pair in enumerate(pairs):
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise TypeError(f"jvp takes (x, xdot) pairs, got pairs[{i}]={pair!r}")
+        xs.append(pair[0])
+        dxs.append(pair[1])
+    return tuple(xs), tuple(dxs)
+
+
+def jvp_estimate(fdm: Any, f: Callable[..., Any], *pairs: tuple[Any, Any]) -> Estimate:
+    """The directional derivative of ``f`` at ``xs`` along ``xdots`` (one stencil run).
+
+    Args:
+        fdm: a first-derivative method (``None`` for ``default_fdm()``).
+        f: the function, called as ``f(*xs)``.
+        pairs: ``(x, xdot)`` per argument; ``xdot`` may be a ``Tangent``, zero or ``NoTangent``.
+
+    Returns:
+        ``Estimate(value, error, step)``: ``value`` is a tangent of the output (``NoTangent()``
+        where the output has no coordinates), ``error`` has its structure.
+    """
+    fdm = check_fdm(fdm)
+    xs, dxs = _pairs(pairs)
+    v, back = to_vec(xs, path="args")
+    vdot = back.tangent_vec(dxs, "tangents")
+    y0 = f(*back(v))
+    yv0, yback = to_vec(y0, path="output")
+    moving = [d for d, t in zip(back.coord_dtypes, vdot, strict=True) if t != 0]
+    if not np.any(vdot) or yv0.size == 0:
+        zeros = np.zeros(yv0.size)
+        return Estimate(yback.tangent(zeros), yback.error(zeros), 0.0)
+    m = yv0.size
+
+    def phi(t: npt.NDArray[Any]) -> F64:
+        return _call_vec(f, back, v + float(t) * vdot, m)
+
+    prob = Problem(
+        phi,
+        np.zeros((), dtype=_working_dtype(moving)),
+        centre=yv0,
+        out_dtype=_working_dtype(yback.coord_dtypes),
+    )
+    est = run(fdm, prob, check_all=True)
+    return Estimate(yback.tangent(est.value), yback.error(est.error), float(est.step))
+
+
+def jvp(fdm: Any, f: Callable[..., Any], *pairs: tuple[Any, Any]) -> Any:
+    """The directional derivative of ``f`` along the tangents (see ``jvp_estimate``)."""
+    return jvp_estimate(fdm, f, *pairs).value
+
+
+class _Jacobian:
+    """The Jacobian of ``f`` at ``xs`` on real coordinates, column by column, with errors."""
+
+    def __init__(self, fdm: Any, f: Callable[..., Any], xs: Sequence[Any]) -> None:
+        fdm = check_fdm(fdm)
+        self.backs: list[FromVec] = []
+        vecs = []
+        for i, x in enumerate(xs):
+            vi, bi = to_vec(x, path=f"args[{i}]")
+            vecs.append(vi)
+            self.backs.append(bi)
+        v = np.concatenate(vecs) if vecs else np.zeros(0)
+        _, back = to_vec(tuple(xs), path="args")
+        y0 = f(*back(v))
+        yv0, self.yback = to_vec(y0, path="output")
+        n, m = v.size, yv0.size
+        self.value = np.zeros((n, m))
+        self.error = np.zeros((n, m))
+        self.step = np.zeros(n)
+        dtypes = back.coord_dtypes
+        out_dtype = _working_dtype(self.yback.coord_dtypes)
+        for dt in sorted(set(dtypes), key=str):
+            idx = np.array([i for i, d in enumerate(dtypes) if d == dt], dtype=np.intp)
+            if m == 0:
+                continue
+
+            def phi(t: npt.NDArray[Any], idx: npt.NDArray[np.intp] = idx) -> F64:
+                rows = np.empty((idx.size, m))
+                for r, i in enumerate(idx):
+                    vi = v.copy()
+                    vi[i] = float(t[r, 0])
+                    try:
+                        rows[r] = _call_vec(f, back, vi, m)
+                    except OutputError:
+                        raise
+                    except (ArithmeticError, ValueError):
+                        rows[r] = np.nan
+                return rows
+
+            prob = Problem(
+                phi,
+                v[idx].astype(dt).reshape(-1, 1),
+                centre=np.broadcast_to(yv0, (idx.size, m)),
+                out_dtype=out_dtype,
+            )
+            est = run(fdm, prob, check_all=True)
+            self.value[idx] = est.value.real
+            self.error[idx] = est.error
+            self.step[idx] = est.step[:, 0]
+        self.sizes = [b.size for b in self.backs]
+
+    def split(self, arr: npt.NDArray[Any]) -> list[npt.NDArray[Any]]:
+        return np.split(arr, np.cumsum(self.sizes)[:-1]) if self.sizes else []
+
+
+def jacobian_estimate(fdm: Any, f: Callable[..., Any], *xs: Any) -> tuple[Estimate, ...]:
+    """Per argument, the Jacobian (``len(to_vec(y)) x len(to_vec(x))``) with errors and steps."""
+    jac = _Jacobian(fdm, f, xs)
+    out = []
+    for val, err, st in zip(
+        jac.split(jac.value), jac.split(jac.error), jac.split(jac.step), strict=True
+    ):
+        out.append(Estimate(val.T.copy(), err.T.copy(), st.copy()))
+    return tuple(out)
+
+
+def jacobian(fdm: Any, f: Callable[..., Any], *xs: Any) -> tuple[F64, ...]:
+    """Per argument, the Jacobian of ``f`` on real coordinates (rows: outputs, columns: inputs)."""
+    return tuple(e.value for e in jacobian_estimate(fdm, f, *xs))
+
+
+def vjp_estimate(fdm: Any, f: Callable[..., Any], ybar: Any, *xs: Any) -> tuple[Estimate, ...]:
+    """The numerical adjoint ``J^T ybar``, one ``Estimate`` per argument.
+
+    Each value is a cotangent structured like its ``x`` (``NoTangent()`` where ``x`` has no
+    coordinates, e.g. an integer); ``error`` has the same structure, ``step`` gives the step used
+    for each coordinate (structured like ``x``).
+    """
+    jac = _Jacobian(fdm, f, xs)
+    ybar_vec = jac.yback.tangent_vec(ybar, "ybar")
+    weight = np.abs(ybar_vec)
+    used = weight > 0
+    with np.errstate(all="ignore"):
+        value = np.where(used, jac.value * ybar_vec, 0.0).sum(axis=1)
+        error = np.where(used, jac.error * weight, 0.0).sum(axis=1)
+    out = []
+    for back, val, err, st in zip(
+        jac.backs, jac.split(value), jac.split(error), jac.split(jac.step), strict=True
+    ):
+        if back.size == 0:
+            out.append(Estimate(back.tangent(val), back.tangent(val), NO_TANGENT))
+        else:
+            out.append(Estimate(back.tangent(val), back.error(err), back.error(st)))
+    return tuple(out)
+
+
+def vjp(fdm: Any, f: Callable[..., Any], ybar: Any, *xs: Any) -> tuple[Any, ...]:
+    """The numerical adjoint of ``f`` at ``xs`` applied to ``ybar``: one cotangent per ``x``."""
+    return tuple(e.value for e in vjp_estimate(fdm, f, ybar, *xs))

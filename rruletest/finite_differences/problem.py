@@ -1,0 +1,260 @@
+"""What the engine differentiates: a function of a real array ``t``, elementwise in ``t``.
+
+A ``Problem`` wraps ``phi(t)`` around ``t0``. Its output (shape ``S_y``) depends elementwise on
+``t`` (shape ``S_t``, which broadcasts into ``S_y``): output element ``k`` depends only on the
+element of ``t`` it broadcasts from. A scalar ``t`` covers a directional derivative of any
+function; ``S_t == S_y`` covers elementwise functions, where every element gets its own step in
+one vectorised stencil run, and where work on a few elements can be done on a ``subset``.
+
+>>> p = Problem(np.sin, np.array([0.0, 1.0]))
+>>> p.at(1, np.array([0.5, 0.5])).round(6)
+array([0.479426, 0.997495])
+>>> p.evaluations
+2
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "CHUNK",
+    "Estimate",
+    "OutputError",
+    "Problem",
+    "chunked",
+    "eps",
+    "reduce_to",
+    "tiny",
+]
+
+Arr = npt.NDArray[Any]
+F64 = npt.NDArray[np.float64]
+
+
+class OutputError(ValueError):
+    """The function's output does not fit finite differences (shape changed, not numeric).
+
+    Raised through the engine's handling of domain errors, which only catches the function's own
+    ``ValueError``/``ArithmeticError`` at perturbed points.
+    """
+
+
+class Estimate(NamedTuple):
+    """A finite-difference estimate: ``value``, its estimated absolute ``error``, the ``step``.
+
+    ``error`` has the shape (and structure) of ``value``; an element that could not be
+    estimated reliably (its stencil left the function's domain, or it is singular there) has an
+    infinite error.
+    """
+
+    value: Any
+    error: Any
+    step: Any
+
+
+@functools.cache
+def eps(dtype: np.dtype[Any]) -> float:
+    """Machine epsilon of a floating dtype (cached: ``np.finfo`` is slow)."""
+    return float(np.finfo(dtype).eps)
+
+
+@functools.cache
+def tiny(dtype: np.dtype[Any]) -> float:
+    """The smallest normal number of a floating dtype (cached)."""
+    return float(np.finfo(dtype).tiny)
+
+
+def reduce_to(arr: Arr, shape: tuple[int, ...], op: Callable[..., Any]) -> Arr:
+    """Reduce ``arr`` (shape ``S_y``) to ``shape`` (``S_t``) with ``op`` over broadcast axes."""
+    arr = np.asarray(arr)
+    if arr.shape == shape:
+        return arr
+    lead = arr.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and arr.shape[lead + i] != 1
+    )
+    out = op(arr, axis=axes) if axes else arr
+    return np.asarray(out).reshape(shape)
+
+
+#: Builds the problem restricted to some flat indices of ``t``: ``(phi, t0, centre)``.
+Restrict = Callable[[npt.NDArray[np.intp]], tuple[Callable[[Arr], Any], Arr, Arr]]
+
+
+class Problem:
+    """``phi`` around ``t0``: evaluations, with the centre cached and failures contained.
+
+    ``centre`` may be given when the value at ``t0`` is already known (a broadcast's primal);
+    ``out_dtype`` fixes the dtype whose round-off the values carry (else the least precise
+    output seen); ``restrict`` lets the engine work on a subset of elements. ``evaluations``
+    counts calls of ``phi``.
+    """
+
+    def __init__(
+        self,
+        phi: Callable[[Arr], Any],
+        t0: Arr,
+        *,
+        centre: Any = None,
+        out_dtype: Any = None,
+        restrict: Restrict | None = None,
+    ) -> None:
+        t0 = np.asarray(t0)
+        if t0.dtype.kind != "f":
+            raise TypeError(f"t0 must be a real floating array, got dtype {t0.dtype}")
+        self.phi = phi
+        self.t0 = t0
+        self.dtype = t0.dtype
+        self.in_eps = eps(t0.dtype)
+        self.t_shape: tuple[int, ...] = t0.shape
+        self.abs_t0: F64 = np.abs(t0).astype(np.float64)
+        self.y_shape: tuple[int, ...] | None = None
+        self.out_dtype: np.dtype[Any] = np.dtype(np.float64 if out_dtype is None else out_dtype)
+        self._fixed_out = out_dtype is not None
+        self._seen_out = False
+        self.complex_out = False
+        self.evaluations = 0
+        self._restrict = restrict
+        self._dead: Arr | None = None
+        self._centre: Arr | None = None if centre is None else self._convert(centre)
+
+    def _see(self, dtype: np.dtype[Any]) -> None:
+        """Round-off is judged in the least precise output dtype seen."""
+        if self._fixed_out:
+            return
+        if not self._seen_out or eps(dtype) > eps(self.out_dtype):
+            self.out_dtype = dtype
+        self._seen_out = True
+
+    def _convert(self, y: Any) -> Arr:
+        arr = np.asarray(y)
+        kind = arr.dtype.kind
+        if kind in "biu":
+            arr = arr.astype(np.float64)
+        elif kind == "f":
+            self._see(arr.dtype)
+            arr = arr.astype(np.float64, copy=False)
+        elif kind == "c":
+            self._see(np.dtype(arr.real.dtype))
+            self.complex_out = True
+            arr = arr.astype(np.complex128, copy=False)
+        else:
+            raise OutputError(
+                f"finite differences need numeric function values, got dtype {arr.dtype} "
+                f"({type(y).__name__})"
+            )
+        if arr.shape == self.y_shape:
+            return arr
+        try:
+            ok = np.broadcast_shapes(self.t_shape, arr.shape) == arr.shape
+        except ValueError:
+            ok = False
+        if not ok:
+            raise OutputError(
+                f"the function's output (shape {arr.shape}) must depend elementwise on the "
+                f"perturbed input (shape {self.t_shape}); use jacobian/vjp for other functions"
+            )
+        if self.y_shape is None:
+            self.y_shape = arr.shape
+        elif arr.shape != self.y_shape:
+            raise OutputError(
+                f"the function returned shape {arr.shape} at one point and {self.y_shape} at "
+                "another"
+            )
+        return arr
+
+    def centre(self) -> Arr:
+        """The value at ``t0`` (exceptions propagate: the primal point must work)."""
+        if self._centre is None:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                y = self.phi(self.t0.copy())  # outside the engine's own context
+            self.evaluations += 1
+            self._centre = self._convert(y)
+        return self._centre
+
+    def dead(self) -> Arr:
+        """Elements of ``t`` where the value at ``t0`` is not finite: nothing to estimate."""
+        if self._dead is None:
+            self._dead = reduce_to(~np.isfinite(self.centre()), self.t_shape, np.any)
+        return self._dead
+
+    def at(self, g: int, h: Arr) -> Arr:
+        """The value at ``t0 + g * h``; NaN everywhere if ``phi`` raises a domain-type error."""
+        if g == 0:
+            return self.centre()
+        self.centre()
+        t = np.multiply(h, g, dtype=self.dtype)
+        t += self.t0
+        try:
+            y = self.phi(t)  # the engine (``run``) ignores floating-point warnings
+        except OutputError:
+            raise
+        except (ArithmeticError, ValueError):
+            assert self.y_shape is not None
+            dt = np.complex128 if self.complex_out else np.float64
+            self.evaluations += 1
+            return np.full(self.y_shape, np.nan, dtype=dt)
+        self.evaluations += 1
+        return self._convert(y)
+
+    @property
+    def elementwise(self) -> bool:
+        """Whether ``t`` and the output have the same shape (every element on its own)."""
+        return self.centre().shape == self.t_shape
+
+    def subset(self, index: npt.NDArray[np.intp]) -> Problem | None:
+        """The problem on the flat ``index``es of ``t`` (1-D), or None when not possible."""
+        if self._restrict is None or self.centre().shape != self.t_shape:
+            return None
+        phi, t0, centre = self._restrict(index)
+        sub = Problem(phi, t0, centre=centre, out_dtype=self.out_dtype)
+        return sub
+
+
+#: Elementwise work on large arrays runs in blocks of this many elements, which stay in cache.
+CHUNK = 1 << 14
+
+
+def chunked(shape: tuple[int, ...], kernel: Callable[..., tuple[Any, ...]], *args: Any) -> Any:
+    """``kernel(*args)``, computed block by block over arrays of ``shape``.
+
+    Each argument is an array of ``shape`` (sliced), a list of such arrays (each sliced), or
+    anything else (passed as is). ``kernel`` must be elementwise and return a tuple of arrays of
+    the block's length (or scalars); the results come back with ``shape``. Small arrays are
+    passed whole.
+    """
+    n = math.prod(shape)
+    if n <= 2 * CHUNK:
+        return kernel(*args)
+    kinds: list[tuple[str, Any]] = []
+    for a in args:
+        if isinstance(a, np.ndarray) and a.shape == shape:
+            kinds.append(("a", a.reshape(-1)))
+        elif (
+            isinstance(a, list)
+            and a
+            and all(isinstance(r, np.ndarray) and r.shape == shape for r in a)
+        ):
+            kinds.append(("l", [r.reshape(-1) for r in a]))
+        else:
+            kinds.append(("c", a))
+    outs: list[Arr] | None = None
+    for start in range(0, n, CHUNK):
+        sl = slice(start, start + CHUNK)
+        part = [a[sl] if k == "a" else [r[sl] for r in a] if k == "l" else a for k, a in kinds]
+        res = kernel(*part)
+        if outs is None:
+            outs = [np.empty(n, dtype=np.result_type(r)) for r in res]
+        for o, r in zip(outs, res, strict=True):
+            o[sl] = r
+    assert outs is not None
+    return tuple(o.reshape(shape) for o in outs)
