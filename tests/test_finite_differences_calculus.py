@@ -7,6 +7,8 @@ from collections import namedtuple
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rruletest.finite_differences import (
     central_fdm,
@@ -229,3 +231,34 @@ def test_jvp_cost_is_one_checked_stencil_run():
     jvp(FDM, f, (np.array([0.5, 1.0, 2.0]), np.ones(3)))
     # primal + 6 bound points + 4 stencil points + 4 for the check at half the step
     assert len(calls) == 15
+
+
+@given(
+    data=st.data(),
+    n=st.integers(1, 4),
+    m=st.integers(1, 3),
+    scale=st.sampled_from([1e-6, 1.0, 1e6]),
+)
+def test_vjp_and_jvp_errors_cover_actual_errors(data, n, m, scale):
+    floats = st.floats(-3, 3)
+    a = np.array(data.draw(st.lists(floats, min_size=n * m, max_size=n * m))).reshape(m, n)
+    x = np.array(data.draw(st.lists(floats, min_size=n, max_size=n))) * scale
+    ybar = np.array(data.draw(st.lists(floats, min_size=m, max_size=m)))
+    xdot = np.array(data.draw(st.lists(floats, min_size=n, max_size=n)))
+
+    def f(x):
+        return np.tanh(a @ (x / scale))
+
+    inner = 1 - np.tanh(a @ (x / scale)) ** 2
+    jac = inner[:, None] * a / scale
+    # ``a @ x`` cancels inside f, so its round-off exceeds what |f| suggests; the half-step
+    # check widens the error from what it sees, which bounds the actual error up to a small
+    # factor, and up to round-off relative to the size of the Jacobian (when the computed f
+    # itself has a slope of round-off size, or its rounding pattern repeats at half the step,
+    # no difference quotient can tell): below the 1e-9 a tester uses for float64.
+    (xbar,) = vjp_estimate(FDM, f, ybar, x)
+    slack = 1e-9 * (np.abs(jac).T @ np.abs(ybar))
+    assert np.all(np.abs(xbar.value - jac.T @ ybar) <= 2 * xbar.error + slack)
+    ydot = jvp_estimate(FDM, f, (x, xdot))
+    slack = 1e-9 * (np.abs(jac) @ np.abs(xdot))
+    assert np.all(np.abs(ydot.value - jac @ xdot) <= 2 * ydot.error + slack)

@@ -1,12 +1,15 @@
 """Estimation: evaluate the stencil, estimate the error, check and fall back per element.
 
-Values are combined after subtracting one of them, so cancellation costs nothing. Estimates
-near a domain edge, across 0 (where ``1/x`` is singular) or limited by the input's precision are
-re-checked at another step (``run(..., check_all=True)`` checks every element, which also
-catches round-off that cancellation inside ``f`` hides from the model). Where two estimates
-disagree beyond their error, the element retries: with the round-off model scaled by what the
-check saw, with its stencil kept on its side of 0, then with one-sided stencils; if nothing
-works its value is NaN and its error infinite, never a silently wrong number.
+Values are combined after subtracting one of them, so cancellation costs nothing; points
+rounded across a binade get a first-order correction. Suspect estimates are re-checked at
+another step: near a domain edge, across 0 (where ``1/x`` is singular), with a grown step
+(aliasing), with a step far below the bound estimator's (the function varies on a smaller
+scale), or at the input's resolution; ``run(..., check_all=True)`` checks every element, which
+also catches round-off that cancellation inside ``f`` hides from the model. Where two estimates
+disagree beyond their error, the element retries: without step growth; with ever smaller steps
+until the estimates converge; with the round-off model scaled by what the check saw; with its
+stencil kept on its side of 0; with one-sided stencils. If nothing works its value is NaN and
+its error infinite, never a silently wrong number.
 
 Only suspect elements are re-worked, on a subset when the problem allows it, so the common case
 costs one centre, ``p + 1`` bound points and the non-zero stencil points (11 evaluations for
@@ -67,6 +70,7 @@ class _Result(NamedTuple):
     retried: Arr  # S_t: some step had to shrink near a domain edge, or reached across 0
     coarse: Arr  # S_t: some step was limited by the input's precision
     grown: Arr  # S_t: the bound estimator's step grew (the function looked flat)
+    unresolved: Arr  # S_t: the step is far below the bound estimator's (magnitudes suspect)
 
 
 def _estimate(
@@ -80,12 +84,12 @@ def _estimate(
     if step is None:
         st = choose_step(m, prob, h_cap, c1_scale, grow)
         h, c1, c2, retried, coarse = st.h, st.c1, st.c2, st.retried.copy(), st.coarse
-        grown = st.grown
+        grown, unresolved = st.grown, st.unresolved
     else:
         h = _snap(prob, np.broadcast_to(np.asarray(step, dtype=np.float64), prob.t_shape))
         c1 = c2 = None
         retried = np.zeros(prob.t_shape, dtype=bool)
-        coarse = grown = retried
+        coarse = grown = unresolved = retried
     value: Arr | None = None
     fmag: Arr | None = None
     used: Arr | None = None
@@ -115,11 +119,11 @@ def _estimate(
     (error,) = _ew(prob, kernel_e, used, fmag, c1, c2, c1_scale)
     good = done & ~dead
     if good.all():
-        return _Result(value, error, used, done, retried, coarse, grown)
+        return _Result(value, error, used, done, retried, coarse, grown, unresolved)
     good_y = np.broadcast_to(good, value.shape)
     error = np.where(good_y, error, np.inf)
     value = np.where(good_y, value, np.nan)
-    return _Result(value, error, used, done, retried, coarse, grown)
+    return _Result(value, error, used, done, retried, coarse, grown, unresolved)
 
 
 def _position_correction(m: FiniteDifferenceMethod, prob: Problem, h: Arr, est: Arr) -> Arr:
@@ -206,7 +210,8 @@ def _checked(
     m: FiniteDifferenceMethod, prob: Problem, res: _Result, mask: Arr
 ) -> tuple[_Result, Arr]:
     ratio = np.zeros(prob.t_shape)
-    near_edge = mask & res.done & (res.retried | res.grown | _straddles(m, prob, res))
+    suspect = res.retried | res.grown | res.unresolved | _straddles(m, prob, res)
+    near_edge = mask & res.done & suspect
     if near_edge.any():
         res, r = _check(m, prob, res, near_edge, 0.5)
         ratio = np.maximum(ratio, r)
@@ -227,6 +232,7 @@ def _merge(res: _Result, alt: _Result, take: Arr) -> _Result:
         res.retried | take,
         np.where(take, alt.coarse, res.coarse),
         np.where(take, alt.grown, res.grown),
+        np.where(take, alt.unresolved, res.unresolved),
     )
 
 
@@ -240,7 +246,10 @@ def _careful(
 ) -> _Result:
     """Check the ``mask``ed elements, and retry those found unreliable.
 
-    In order: where nothing points at a domain edge (``noisy_ok``), with the round-off model
+    In order: without step growth where it grew; with ever smaller steps until successive
+    estimates converge (the function varies on a scale far below the chosen step, such as
+    ``tanh(x / 1e-6)`` at 0); where nothing points at a domain edge (``noisy_ok``), with the
+    round-off model
     scaled up by what the check saw (cancellation inside ``f``); with the stencil kept on its
     side of 0; with forward, then backward stencils. Each retry is checked in turn, and only a
     consistent estimate replaces an unreliable one.
@@ -252,6 +261,13 @@ def _careful(
         alt = _estimate(m, prob, None, grow=False)
         alt, _ = _checked(m, prob, alt._replace(retried=alt.retried | retry), retry)
         res = _merge(res, alt, retry & ~_unreliable(prob, alt))
+    retry = _unreliable(prob, res) & mask & res.done
+    if retry.any():
+        res = _converge(m, prob, res, retry)
+        # A change that shrank by chance (round-off) must also pass the half-step check.
+        converged = retry & ~_unreliable(prob, res)
+        if converged.any():
+            res, _ = _check(m, prob, res, converged, 0.5)
     retry = _unreliable(prob, res) & mask & noisy_ok & np.isfinite(ratio) & (ratio > 0)
     if retry.any():
         scale = np.where(retry, 2.0 * ratio, 1.0)
@@ -291,6 +307,39 @@ def _careful(
     return res
 
 
+#: Levels of the convergence retry, and the step ratio between levels.
+CONVERGE_LEVELS = 4
+CONVERGE_RATIO = 8.0
+
+
+def _converge(m: FiniteDifferenceMethod, prob: Problem, res: _Result, retry: Arr) -> _Result:
+    """Estimates at steps ``h / 8, h / 64, ...`` for the ``retry`` elements; accept the first
+    whose change from the previous level is below 1/64 of the change before (the truncation
+    error is shrinking as it should, ``8**-(p-q)`` per level), with twice that change as its
+    error. Round-off-dominated and singular elements never converge and stay unreliable."""
+    h = res.step.astype(np.float64)
+    prev_value = res.value
+    prev_diff: Arr | None = None
+    pending = retry.copy()
+    for level in range(1, CONVERGE_LEVELS + 1):
+        step = np.where(pending, h / CONVERGE_RATIO**level, h)
+        alt = _estimate(m, prob, step)
+        diff = np.abs(alt.value - prev_value)
+        if prev_diff is not None:
+            # Converging: the change shrank by 64, or is already within the round-off model.
+            settled = (diff * 64.0 <= prev_diff) | (diff <= alt.error)
+            ok = reduce_to(np.isfinite(diff) & settled, prob.t_shape, np.all)
+            take = pending & ok & alt.done
+            if take.any():
+                accepted = alt._replace(error=np.maximum(alt.error, 2.0 * diff))
+                res = _merge(res, accepted, take)
+                pending &= ~take
+        if not pending.any():
+            break
+        prev_value, prev_diff = alt.value, diff
+    return res
+
+
 def _take(res: _Result, index: npt.NDArray[np.intp]) -> _Result:
     return _Result(*(np.asarray(a).reshape(-1)[index] for a in res))
 
@@ -305,32 +354,43 @@ def _put(res: _Result, index: npt.NDArray[np.intp], part: _Result) -> _Result:
 
 
 def run(
-    m: FiniteDifferenceMethod, prob: Problem, step: Any = None, *, check_all: bool = False
+    m: FiniteDifferenceMethod,
+    prob: Problem,
+    step: Any = None,
+    *,
+    check_all: bool = False,
+    c1_scale: Any = None,
 ) -> Estimate:
     """Estimate the ``q``-th derivative of ``prob`` with ``m``, falling back per element.
 
     ``check_all`` re-checks every element at half its step (4 more evaluations for
     ``central_fdm(5, 1)``), which also catches round-off hidden by cancellation inside ``f``;
     otherwise only elements near a domain edge, across 0 or at the input's resolution are.
+    ``c1_scale`` multiplies the round-off model (for errors that behave like it).
     Returns arrays: ``value`` and ``error`` of shape ``S_y`` (float64 or complex128; error
     float64), ``step`` of shape ``S_t``. Floating-point warnings (of ``f`` outside its domain,
     and of the engine) are silenced for the duration.
     """
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return _run(m, prob, step, check_all=check_all)
+        return _run(m, prob, step, check_all=check_all, c1_scale=c1_scale)
 
 
 def _run(
-    m: FiniteDifferenceMethod, prob: Problem, step: Any = None, *, check_all: bool = False
+    m: FiniteDifferenceMethod,
+    prob: Problem,
+    step: Any = None,
+    *,
+    check_all: bool = False,
+    c1_scale: Any = None,
 ) -> Estimate:
     """``run`` without its floating-point context."""
-    res = _estimate(m, prob, step)
+    res = _estimate(m, prob, step, math.inf, c1_scale)
     if step is not None:
         return Estimate(res.value, res.error, res.step)
     edge = res.retried | res.grown | _straddles(m, prob, res)
     noisy_ok = np.full(prob.t_shape, check_all) & ~edge & ~res.coarse & res.done
-    suspect = (~res.done | edge | res.coarse | noisy_ok) & ~prob.dead()
+    suspect = (~res.done | edge | res.coarse | res.unresolved | noisy_ok) & ~prob.dead()
     if suspect.any():
         index = np.flatnonzero(suspect)
         sub = prob.subset(index) if index.size < suspect.size else None

@@ -49,6 +49,11 @@ GROW = 1e4
 #: worst case round-off could produce. Growing a step on that evidence can alias an oscillating
 #: function, so every grown estimate is checked, and redone without growth if it fails.
 FLAT = 1.0
+#: Round-off assumed for float32/float16 function values, in ulps (numpy's SIMD float32
+#: transcendental functions are accurate to a few ulps, not half of one).
+LOW_PRECISION_ULPS = 4.0
+#: A step this many times below the bound estimator's marks the element's magnitudes suspect.
+UNRESOLVED = 64.0
 #: Steps are at least this many ulps of the point (where the input's precision runs out).
 RESOLUTION = 4.0
 #: An estimate re-checked at another step is unreliable if the two differ by more than this
@@ -83,8 +88,11 @@ def _absmax(ys: Arr) -> Arr:
 
 
 def _ulp(mag: Arr, dtype: np.dtype[Any]) -> F64:
-    """The spacing of floats of ``dtype`` at ``mag`` (as float64)."""
+    """The round-off of a value of ``dtype`` and size ``mag`` (as float64): its spacing, times
+    ``LOW_PRECISION_ULPS`` below float64 (numpy's float32 kernels err by up to a few ulps)."""
     out: F64 = np.spacing(np.asarray(mag).astype(dtype, copy=False)).astype(np.float64, copy=False)
+    if np.dtype(dtype).itemsize < 8:
+        out = out * LOW_PRECISION_ULPS
     return out
 
 
@@ -252,6 +260,7 @@ class _Step(NamedTuple):
     retried: Arr  # S_t: a step had to shrink (a domain edge is near) or reached across 0
     coarse: Arr  # S_t: a step was raised to what the input's precision resolves
     grown: Arr  # S_t: the bound estimator's step grew (the function looked flat)
+    unresolved: Arr  # S_t: the step is far below the bound estimator's (magnitudes suspect)
 
 
 def _h_from_constants(
@@ -302,7 +311,7 @@ def choose_step(
     if bound is None:
         h, coarse = _finish_step(m, prob, _default_step(m, prob.in_eps), h_cap)
         no = np.zeros(prob.t_shape, dtype=bool)
-        return _Step(h, None, None, no, coarse, no)
+        return _Step(h, None, None, no, coarse, no, no)
     mags = _magnitudes(bound, prob, h_cap, grow)
     default = _default_step(m, prob.in_eps)
     if prob.elementwise:
@@ -331,7 +340,11 @@ def choose_step(
             m, prob, _h_from_constants(c1_t, c2_t, mags.span, m, default), h_cap
         )
     coarse = np.asarray(coarse) | mags.coarse
-    return _Step(np.asarray(h), c1, c2, mags.retried, coarse, mags.grown)
+    h = np.asarray(h)
+    # A step far below the bound estimator's means the function varies on a scale that
+    # estimator did not resolve (tanh(x / 1e-6) at 0): its magnitudes are suspect.
+    unresolved = h.astype(np.float64) * (UNRESOLVED * bound.max_offset) < mags.span
+    return _Step(h, c1, c2, mags.retried, coarse, mags.grown, unresolved)
 
 
 class _Magnitudes(NamedTuple):

@@ -115,7 +115,7 @@ class _Leaf(_Node):
             arr = seg.reshape(self.shape)
             arr = arr.astype(np.float64 if mode == "error" else self.dtype, copy=True)
         if self.is_array:
-            return arr
+            return np.asarray(arr)
         python_number = issubclass(self.pytype, float | complex) and not issubclass(
             self.pytype, np.generic
         )

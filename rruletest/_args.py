@@ -1,0 +1,221 @@
+"""Tester arguments: ``with_tangent``, which arguments are differentiable, short descriptions.
+
+Each positional argument of a tester becomes an ``Arg``: its primal, the tangent the user gave
+(``with_tangent(x, dx)``) if any, and whether the finite-difference check covers it. Integers,
+booleans, strings, functions and anything else without float coordinates are not differentiable
+automatically; ``with_tangent(x, NoTangent())`` marks any argument so.
+
+>>> import numpy as np
+>>> a = classify_args((np.ones((2, 3), np.float32), 3, with_tangent(1.0, NoTangent())))
+>>> [(x.path, x.numeric, x.reason) for x in a]  # doctest: +NORMALIZE_WHITESPACE
+[('args[0]', True, ''), ('args[1]', False, 'int: not differentiable'),
+ ('args[2]', False, 'marked with_tangent(x, NoTangent())')]
+>>> describe(np.ones((2, 3), np.float32)), describe(0.5), describe(np.float32(2))
+('float32[2, 3]', '0.5', 'float32(2.0)')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rruletest.tangents import AbstractZero, NoTangent, Tangent, Thunk
+
+__all__ = ["Arg", "WithTangent", "classify_args", "describe", "has_coordinates", "with_tangent"]
+
+
+@dataclass(frozen=True)
+class WithTangent:
+    """A primal paired with its tangent, built by ``with_tangent``."""
+
+    primal: Any
+    tangent: Any
+
+    def __repr__(self) -> str:
+        return f"with_tangent({describe(self.primal)}, {describe(self.tangent)})"
+
+
+def with_tangent(x: Any, dx: Any) -> WithTangent:
+    """Pair the primal ``x`` with the tangent ``dx`` for a tester.
+
+    ``test_frule`` pushes ``dx`` forward; ``with_tangent(x, NoTangent())`` marks ``x`` as not
+    differentiable, so ``test_rrule`` requires ``NoTangent()`` back for it and neither tester
+    checks it numerically. Without ``with_tangent`` an argument gets ``rand_tangent``.
+
+    Raises:
+        TypeError / ValueError: ``dx`` cannot be a tangent of ``x`` (wrong type, shape, dtype).
+
+    >>> import numpy as np
+    >>> with_tangent(np.ones(10), np.zeros(10))
+    with_tangent(float64[10], float64[10])
+    >>> with_tangent(np.ones(3), np.zeros(4))
+    Traceback (most recent call last):
+    ...
+    ValueError: with_tangent(x, dx): dx does not fit x: shape (4,) for a primal of shape (3,)
+    """
+    if isinstance(x, WithTangent) or isinstance(dx, WithTangent):
+        raise TypeError(
+            "with_tangent(x, dx) takes a primal and a tangent, not another with_tangent"
+        )
+    if not isinstance(dx, AbstractZero | Thunk):
+        from rruletest._fit import fit_problems
+
+        problems = fit_problems(x, dx, "dx", kind="tangent")
+        if problems:
+            first = problems[0].message.split("\n")[0].removeprefix("dx: ")
+            raise ValueError(f"with_tangent(x, dx): dx does not fit x: {first}")
+    return WithTangent(x, dx)
+
+
+def has_coordinates(x: Any, _seen: set[int] | None = None) -> bool:
+    """Whether ``x`` contains a float or complex number anywhere (so it has a tangent space)."""
+    if isinstance(x, bool | int | str | bytes | np.bool_ | np.integer | AbstractZero) or x is None:
+        return False
+    if isinstance(x, float | complex | np.floating | np.complexfloating):
+        return True
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind in "fc":
+            return True
+        if x.dtype.kind != "O":
+            return False
+    if callable(x) and not isinstance(x, Tangent):
+        return False
+    seen = set() if _seen is None else _seen
+    if id(x) in seen:
+        return False
+    seen.add(id(x))
+    return any(has_coordinates(v, seen) for v in _children(x))
+
+
+def _children(x: Any) -> list[Any]:
+    if isinstance(x, np.ndarray):
+        return list(x.flat)
+    if isinstance(x, Tangent):
+        return [v for _, v in x.items()]
+    if isinstance(x, tuple | list):
+        return list(x)
+    if isinstance(x, Mapping):
+        return list(x.values())
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return [getattr(x, f.name) for f in dataclasses.fields(x)]
+    return []
+
+
+def _kind(x: Any) -> str:
+    if isinstance(x, bool | np.bool_):
+        return "bool"
+    if isinstance(x, int | np.integer):
+        return "int"
+    if isinstance(x, np.ndarray):
+        return f"{x.dtype} array"
+    if isinstance(x, str):
+        return "str"
+    if callable(x):
+        return "function"
+    return type(x).__name__
+
+
+@dataclass(frozen=True, eq=False)
+class Arg:
+    """One tester argument. ``numeric``: checked against finite differences. ``strict``: its
+    tangent must be exactly ``NoTangent()`` (marked, or an int/bool/str-like value).
+    """
+
+    index: int
+    primal: Any
+    tangent: Any  # the tangent given with with_tangent, or None
+    numeric: bool
+    strict: bool
+    reason: str
+
+    @property
+    def path(self) -> str:
+        return f"args[{self.index}]"
+
+
+def classify_args(args: tuple[Any, ...]) -> list[Arg]:
+    """Unwrap ``with_tangent`` pairs and decide which arguments are checked numerically."""
+    out: list[Arg] = []
+    for i, a in enumerate(args):
+        if isinstance(a, WithTangent):
+            primal, tangent = a.primal, a.tangent
+            if isinstance(tangent, NoTangent):
+                out.append(
+                    Arg(i, primal, tangent, False, True, "marked with_tangent(x, NoTangent())")
+                )
+                continue
+        else:
+            primal, tangent = a, None
+        if has_coordinates(primal):
+            out.append(Arg(i, primal, tangent, True, False, ""))
+            continue
+        strict = _is_plain_nondiff(primal)
+        out.append(Arg(i, primal, tangent, False, strict, f"{_kind(primal)}: not differentiable"))
+    return out
+
+
+def _is_plain_nondiff(x: Any) -> bool:
+    """Values whose only valid tangent is NoTangent(): ints, bools, strings, int arrays, None."""
+    if isinstance(x, bool | int | str | bytes | np.bool_ | np.integer) or x is None:
+        return True
+    return isinstance(x, np.ndarray) and x.dtype.kind in "biuSUM"
+
+
+def describe(x: Any, limit: int = 6) -> str:
+    """A short description of a value for report headers: shapes and dtypes, not huge arrays.
+
+    >>> describe(np.arange(3.0)), describe(np.zeros((1000, 2))), describe((1, "a"))
+    ('array([0.0, 1.0, 2.0])', 'float64[1000, 2]', "(1, 'a')")
+    """
+    if isinstance(x, WithTangent):
+        return repr(x)
+    if isinstance(x, np.ndarray):
+        shape = ", ".join(str(n) for n in x.shape)
+        if 0 < x.size <= limit and x.dtype.kind in "biufc" and x.ndim == 1:
+            text = ", ".join(str(v) for v in x)
+            plain = x.dtype in (np.float64, np.int64, np.complex128, np.bool_)
+            return f"array([{text}])" if plain else f"array([{text}], dtype={x.dtype})"
+        return f"{x.dtype}[{shape}]"
+    if isinstance(x, np.generic):
+        return f"{type(x).__name__}({x.item()!r})"
+    if isinstance(x, float | int | complex | bool | str | AbstractZero) or x is None:
+        text = repr(x)
+        return text if len(text) <= 40 else text[:37] + "..."
+    if isinstance(x, tuple) and hasattr(type(x), "_fields") and len(x) <= limit:
+        inner = ", ".join(
+            f"{k}={describe(v, limit)}" for k, v in zip(getattr(x, "_fields", ()), x, strict=True)
+        )
+        return f"{type(x).__name__}({inner})"
+    if isinstance(x, dict) and len(x) <= limit:
+        return "{" + ", ".join(f"{k!r}: {describe(v, limit)}" for k, v in x.items()) + "}"
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        fields = dataclasses.fields(x)
+        if len(fields) <= limit:
+            inner = ", ".join(f"{fl.name}={describe(getattr(x, fl.name), limit)}" for fl in fields)
+            return f"{type(x).__name__}({inner})"
+    if isinstance(x, tuple | list) and len(x) <= limit:
+        inner = ", ".join(describe(v, limit) for v in x)
+        if isinstance(x, list):
+            return f"[{inner}]"
+        return f"({inner},)" if len(x) == 1 else f"({inner})"
+    if callable(x):
+        return _fname(x)
+    return type(x).__name__ + "(...)"
+
+
+def _fname(f: Callable[..., Any] | Any) -> str:
+    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
+    if name is not None and "<locals>" in str(name):
+        name = getattr(f, "__name__", name)
+    if name is None:
+        return type(f).__name__ + "(...)"
+    module = getattr(f, "__module__", None)
+    if isinstance(f, np.ufunc):
+        return f"np.{f.__name__}"
+    if module and module.startswith("numpy"):
+        return f"np.{name}"
+    return str(name)

@@ -1,0 +1,327 @@
+"""Does a tangent fit its primal? Type, shape and dtype, walked through structures.
+
+This is the Python counterpart of Julia's inference check: a pullback that returns a float64
+cotangent for a float32 argument, a broadcast-shaped cotangent, a complex cotangent for a real
+input or a list where a tuple belongs is a failure with a path, never an exception.
+
+>>> import numpy as np
+>>> [m.message for m in fit_problems(np.ones((3, 1)), np.ones((3, 4)), "args[1]")]
+['args[1]: shape (3, 4) for a primal of shape (3, 1)']
+>>> fit_problems(np.ones(2, np.float32), np.ones(2, np.float32), "args[0]")
+[]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from rruletest.errors import Mismatch
+from rruletest.tangents import AbstractZero, Tangent, Thunk, unthunk
+
+__all__ = ["fit_problems", "precision_of"]
+
+_UNBROADCAST_HINT = (
+    "a cotangent must have its argument's shape: sum the broadcast dimensions back with "
+    "unbroadcast(x, xbar)"
+)
+
+
+def precision_of(x: Any) -> int | None:
+    """Bits per real component of a numeric value's dtype; None for Python scalars (weak)."""
+    if isinstance(x, np.ndarray | np.generic):
+        dt = x.dtype
+        if dt.kind == "f":
+            return int(dt.itemsize * 8)
+        if dt.kind == "c":
+            return int(dt.itemsize * 4)
+    return None
+
+
+def _primal_precision(x: Any) -> int:
+    p = precision_of(x)
+    return 64 if p is None else p
+
+
+def _problem(path: str, text: str, actual: Any, expected: Any, hint: str | None = None) -> Mismatch:
+    return Mismatch(
+        check="type",
+        path=path,
+        actual=actual,
+        expected=expected,
+        message=f"{path}: {text}",
+        hint=hint,
+    )
+
+
+def _tname(t: Any) -> str:
+    if isinstance(t, np.ndarray):
+        return f"ndarray {t.dtype}{list(t.shape)}"
+    if isinstance(t, Tangent):
+        return f"Tangent({t.primal_type.__name__}, ...)"
+    return type(t).__name__
+
+
+def fit_problems(
+    primal: Any, tangent: Any, path: str, *, kind: str = "cotangent"
+) -> list[Mismatch]:
+    """Every way ``tangent`` fails to be a (co)tangent of ``primal``; empty if it fits."""
+    out: list[Mismatch] = []
+    _fit(primal, tangent, path, kind, out, set())
+    return out
+
+
+def _fit(
+    primal: Any, tangent: Any, path: str, kind: str, out: list[Mismatch], seen: set[int]
+) -> None:
+    if isinstance(tangent, Thunk):
+        try:
+            tangent = unthunk(tangent)
+        except Exception as exc:  # reported as a problem of the rule, never leaked
+            out.append(_problem(path, f"unthunking the {kind} raised {exc!r}", exc, "a value"))
+            return
+    if isinstance(tangent, AbstractZero):
+        return
+    if isinstance(primal, bool | int | str | bytes | np.bool_ | np.integer) or primal is None:
+        out.append(
+            _problem(
+                path,
+                f"{_tname(tangent)} for a non-differentiable {type(primal).__name__} "
+                "(its tangent must be NoTangent())",
+                tangent,
+                "NoTangent()",
+            )
+        )
+        return
+    if isinstance(primal, float | np.floating | complex | np.complexfloating):
+        _fit_scalar(primal, tangent, path, kind, out)
+        return
+    if isinstance(primal, np.ndarray) and primal.dtype.kind in "fc":
+        _fit_array(primal, tangent, path, kind, out)
+        return
+    if isinstance(primal, np.ndarray) and primal.dtype.kind != "O":
+        out.append(
+            _problem(
+                path,
+                f"{_tname(tangent)} for a {primal.dtype} array (use NoTangent())",
+                tangent,
+                "NoTangent()",
+            )
+        )
+        return
+    if id(primal) in seen:
+        return
+    seen.add(id(primal))
+    try:
+        _fit_structure(primal, tangent, path, kind, out, seen)
+    finally:
+        seen.discard(id(primal))
+
+
+def _fit_scalar(primal: Any, t: Any, path: str, kind: str, out: list[Mismatch]) -> None:
+    real = not isinstance(primal, complex | np.complexfloating)
+    if isinstance(t, np.ndarray):
+        out.append(
+            _problem(
+                path,
+                f"ndarray of shape {t.shape} for a scalar primal (return a scalar)",
+                t,
+                "a scalar",
+            )
+        )
+        return
+    if isinstance(t, bool | np.bool_) or not isinstance(t, int | float | complex | np.number):
+        out.append(
+            _problem(
+                path,
+                f"{_tname(t)} for a {type(primal).__name__} primal (return a number)",
+                t,
+                "a number",
+            )
+        )
+        return
+    if real and isinstance(t, complex | np.complexfloating):
+        out.append(
+            _problem(
+                path,
+                f"complex {kind} {t!r} for a real primal (the {kind} of a real input "
+                "is real: take .real)",
+                t,
+                "a real number",
+            )
+        )
+        return
+    _check_precision(primal, t, path, kind, out)
+
+
+def _check_precision(primal: Any, t: Any, path: str, kind: str, out: list[Mismatch]) -> None:
+    tp = precision_of(t)
+    if tp is None:
+        return
+    if isinstance(t, np.ndarray | np.generic) and t.dtype.kind not in "fc":
+        out.append(
+            _problem(
+                path,
+                f"dtype {t.dtype} for a {np.result_type(primal)} primal "
+                f"(a {kind} of floats is floats)",
+                t.dtype,
+                np.result_type(primal),
+            )
+        )
+        return
+    pp = _primal_precision(primal)
+    if tp != pp:
+        want = np.result_type(primal)
+        real_dtype = np.dtype(f"f{pp // 8}")
+        out.append(
+            _problem(
+                path,
+                f"dtype {t.dtype} for a {want} primal (a {kind} keeps its primal's precision: "
+                f"cast with .astype(np.{real_dtype if t.dtype.kind == 'f' else want}))",
+                t.dtype,
+                want,
+            )
+        )
+
+
+def _fit_array(primal: np.ndarray, t: Any, path: str, kind: str, out: list[Mismatch]) -> None:
+    real = primal.dtype.kind == "f"
+    if isinstance(t, np.generic) and primal.ndim == 0:
+        t = np.asarray(t)
+    if not isinstance(t, np.ndarray):
+        out.append(
+            _problem(
+                path,
+                f"{_tname(t)} for an ndarray primal of shape {primal.shape} "
+                f"(return an ndarray of that shape)",
+                t,
+                "an ndarray",
+            )
+        )
+        return
+    if t.shape != primal.shape:
+        hint = None
+        try:
+            if np.broadcast_shapes(t.shape, primal.shape) == t.shape:
+                hint = _UNBROADCAST_HINT
+        except ValueError:
+            pass
+        out.append(
+            _problem(
+                path,
+                f"shape {t.shape} for a primal of shape {primal.shape}",
+                t.shape,
+                primal.shape,
+                hint,
+            )
+        )
+        return
+    if t.dtype.kind == "O":  # an array of tangents, element by element (at most 5 reported)
+        for idx in np.ndindex(t.shape):
+            elem = unthunk(t[idx])
+            if not isinstance(elem, AbstractZero):
+                _fit_scalar(primal[idx], elem, f"{path}[{', '.join(map(str, idx))}]", kind, out)
+            if len(out) >= 5:
+                return
+        return
+    if real and t.dtype.kind == "c":
+        out.append(
+            _problem(
+                path,
+                f"complex dtype {t.dtype} for a real {primal.dtype} primal (the "
+                f"{kind} of a real input is real: take .real)",
+                t.dtype,
+                primal.dtype,
+            )
+        )
+        return
+    _check_precision(primal, t, path, kind, out)
+
+
+def _fields_of(primal: Any) -> dict[Any, Any] | None:
+    """The primal's fields as {key: value}, or None when it is not a structure we know."""
+    if isinstance(primal, Tangent):
+        return dict(primal.items())
+    if isinstance(primal, tuple) and hasattr(type(primal), "_fields"):
+        return {f: getattr(primal, f) for f in getattr(primal, "_fields", ())}
+    if isinstance(primal, tuple | list):
+        return dict(enumerate(primal))
+    if isinstance(primal, Mapping):
+        return dict(primal)
+    if isinstance(primal, np.ndarray):
+        return {idx: primal[idx] for idx in np.ndindex(primal.shape)}
+    if dataclasses.is_dataclass(primal) and not isinstance(primal, type):
+        return {f.name: getattr(primal, f.name) for f in dataclasses.fields(primal)}
+    return None
+
+
+def _sub(path: str, primal: Any, key: Any) -> str:
+    if isinstance(key, tuple):
+        return f"{path}[{', '.join(map(str, key))}]"
+    if isinstance(key, int) and not isinstance(primal, Mapping):
+        return f"{path}[{key}]"
+    if isinstance(primal, Mapping):
+        return f"{path}[{key!r}]"
+    return f"{path}.{key}"
+
+
+def _natural_fields(primal: Any, t: Any) -> dict[Any, Any] | None:
+    """The fields of a natural (non-Tangent) tangent ``t`` of ``primal``, None if unfit."""
+    if isinstance(primal, np.ndarray):
+        if isinstance(t, np.ndarray) and t.shape == primal.shape:
+            return {idx: t[idx] for idx in np.ndindex(t.shape)}
+        return None
+    if isinstance(primal, tuple | list) and type(t) is type(primal) and len(t) == len(primal):
+        return _fields_of(t)
+    if isinstance(primal, Mapping) and isinstance(t, Mapping):
+        return dict(t)
+    if dataclasses.is_dataclass(primal) and type(t) is type(primal):
+        return _fields_of(t)
+    return None
+
+
+def _fit_structure(
+    primal: Any, t: Any, path: str, kind: str, out: list[Mismatch], seen: set[int]
+) -> None:
+    pfields = _fields_of(primal)
+    if pfields is None:  # a function or an object we do not look into: anything goes
+        return
+    if isinstance(t, Tangent):
+        ptype = type(primal) if not isinstance(primal, Tangent) else primal.primal_type
+        if not issubclass(ptype, t.primal_type):
+            out.append(
+                _problem(
+                    path,
+                    f"{_tname(t)} for a primal of type {ptype.__name__}",
+                    t,
+                    f"Tangent({ptype.__name__}, ...)",
+                )
+            )
+            return
+        tfields = dict(t.items())
+    else:
+        nat = _natural_fields(primal, t)
+        if nat is None:
+            name = type(primal).__name__
+            out.append(
+                _problem(
+                    path,
+                    f"{_tname(t)} for a primal of type {name} (return "
+                    f"Tangent({name}, ...), a zero, or a {name} of tangents)",
+                    t,
+                    f"Tangent({name}, ...)",
+                )
+            )
+            return
+        tfields = nat
+    for key, value in tfields.items():
+        where = _sub(path, primal, key)
+        if key not in pfields:
+            out.append(
+                _problem(where, f"a {kind} for a field the primal does not have", value, "no field")
+            )
+            continue
+        _fit(pfields[key], value, where, kind, out, seen)

@@ -1,0 +1,142 @@
+"""Tests of rand_tangent and resolve_rng: structure, dtype, readable values, cycles, seeds."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from rruletest import NoTangent, Tangent, rand_tangent
+from rruletest._rand_tangent import resolve_rng
+
+
+@given(
+    hnp.arrays(
+        st.sampled_from([np.float16, np.float32, np.float64, np.complex64, np.complex128]),
+        hnp.array_shapes(min_dims=0, max_dims=3, max_side=4),
+    ),
+    st.integers(0, 2**32 - 1),
+)
+def test_arrays_keep_shape_dtype_and_are_short_nonzero_decimals(x: np.ndarray, seed: int) -> None:
+    t = rand_tangent(seed, x)
+    assert isinstance(t, np.ndarray)
+    assert t.shape == x.shape
+    assert t.dtype == x.dtype
+    parts = [t.real, t.imag] if t.dtype.kind == "c" else [t]
+    for p in parts:
+        p64 = p.astype(np.float64)
+        assert np.all(p64 != 0)
+        assert np.all(np.abs(p64) <= 9.0)
+        tol = 1e-6 if p.dtype == np.float64 else 1e-2
+        assert np.allclose(np.round(p64 * 100), p64 * 100, atol=tol * 100)
+
+
+def test_scalars() -> None:
+    rng = np.random.default_rng(0)
+    assert isinstance(rand_tangent(rng, 1.0), float)
+    assert isinstance(rand_tangent(rng, 1j), complex)
+    t32 = rand_tangent(rng, np.float32(1))
+    assert type(t32) is np.float32
+    assert type(rand_tangent(rng, np.complex64(1))) is np.complex64
+    assert all(rand_tangent(rng, 0.0) != 0 for _ in range(200))
+
+
+@pytest.mark.parametrize(
+    "x",
+    [
+        pytest.param(3, id="int"),
+        pytest.param(True, id="bool"),
+        pytest.param("s", id="str"),
+        pytest.param(None, id="none"),
+        pytest.param(np.sin, id="ufunc"),
+        pytest.param(len, id="builtin"),
+        pytest.param(lambda v: v, id="lambda"),
+        pytest.param(np.arange(3), id="int-array"),
+        pytest.param(np.array([True]), id="bool-array"),
+        pytest.param(np.int32(4), id="np-int"),
+        pytest.param((1, "a"), id="tuple-of-ints"),
+        pytest.param(NoTangent(), id="notangent"),
+    ],
+)
+def test_non_differentiable_values_get_notangent(x: Any) -> None:
+    assert rand_tangent(0, x) is NoTangent()
+
+
+def test_structures_get_tangents() -> None:
+    Point = namedtuple("Point", "x y")
+
+    @dataclasses.dataclass
+    class Layer:
+        w: np.ndarray
+        n: int
+
+    t = rand_tangent(1, (1.0, 2, np.ones(2, np.float32)))
+    assert isinstance(t, Tangent)
+    assert t.primal_type is tuple
+    assert isinstance(t[0], float)
+    assert t[1] is NoTangent()
+    assert t[2].dtype == np.float32
+    p = rand_tangent(1, Point(1.0, 2.0))
+    assert p.primal_type is Point
+    assert isinstance(p.x, float)
+    d = rand_tangent(1, {"a": 1.0, "b": "x"})
+    assert d.primal_type is dict
+    assert d["b"] is NoTangent()
+    layer = rand_tangent(1, Layer(np.ones((2, 2)), 3))
+    assert layer.primal_type is Layer
+    assert layer.w.shape == (2, 2)
+    assert layer.n is NoTangent()
+    lst = rand_tangent(1, [1.0, 2.0])
+    assert lst.primal_type is list
+    obj = rand_tangent(1, np.array([1.0, 2], dtype=object))
+    assert obj.dtype == object
+    assert isinstance(obj[0], float)
+
+
+def test_cycles_raise_a_clear_error() -> None:
+    x: list[Any] = [1.0]
+    x.append(x)
+    with pytest.raises(ValueError, match=r"rand_tangent: x\[1\] contains itself \(it is x again\)"):
+        rand_tangent(0, x)
+    d: dict[str, Any] = {"a": 1.0}
+    d["self"] = {"inner": d}
+    with pytest.raises(ValueError, match="cyclic structure"):
+        rand_tangent(0, d)
+
+
+def test_shared_but_acyclic_values_are_fine() -> None:
+    shared = np.ones(2)
+    t = rand_tangent(0, (shared, shared))
+    assert t[0].shape == (2,)
+
+
+def test_seeds_reproduce_and_generators_advance() -> None:
+    x = np.ones(5)
+    assert np.array_equal(rand_tangent(7, x), rand_tangent(7, x))
+    gen = np.random.default_rng(7)
+    assert not np.array_equal(rand_tangent(gen, x), rand_tangent(gen, x))
+
+
+def test_resolve_rng() -> None:
+    gen, seed = resolve_rng(None)
+    assert isinstance(seed, int)
+    assert np.array_equal(gen.random(3), np.random.default_rng(seed).random(3))
+    g = np.random.default_rng(1)
+    assert resolve_rng(g) == (g, None)
+    with pytest.raises(TypeError, match="rng=True"):
+        resolve_rng(True)
+    with pytest.raises(ValueError, match="rng=-1"):
+        resolve_rng(-1)
+
+
+def test_public_name_is_the_function() -> None:
+    import rruletest
+
+    assert callable(rruletest.rand_tangent)
+    assert rruletest.rand_tangent is rand_tangent

@@ -1,0 +1,439 @@
+"""Tests of the testers: correct rules pass (float64 and float32), the seed scenario, test_frule,
+test_scalar, misuse, seeds and reports. Each check's own wrong rule is in test_testers_checks.py.
+
+Every rule lives in a fresh RuleSet (``rrule_f=rules.rrule``), never in the default one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+import pytest
+from testers_helpers import NT, failure, rrule_of, sin_rules
+
+from rruletest import RuleSet, Tangent, ZeroTangent, unthunk
+from rruletest.broadcast import broadcasted, unbroadcast
+from rruletest.tangents import AbstractZero
+from rruletest.testers import rand_tangent, test_frule, test_rrule, test_scalar, with_tangent
+
+# -- passing rules -------------------------------------------------------------------------
+
+
+def test_correct_rules_pass_float64_and_float32() -> None:
+    rules = sin_rules()
+    for dtype in (np.float64, np.float32):
+        x = np.linspace(-1, 1, 7).astype(dtype)
+        test_rrule(np.sin, x, rrule_f=rules.rrule, rng=0)
+        test_frule(np.sin, x, frule_f=rules.frule, rng=0)
+        test_rrule(np.sin, dtype(0.25), rrule_f=rules.rrule, rng=0)
+    test_rrule(np.sin, 0.25, rrule_f=rules.rrule, rng=0)
+
+
+def test_float32_rule_wrong_by_one_percent_fails() -> None:
+    rules = rrule_of(np.sin, lambda x: lambda ybar: (NT, ybar * (np.cos(x) * np.float32(1.01))))
+    x = np.linspace(-1, 1, 5).astype(np.float32)
+    err = failure(lambda: test_rrule(np.sin, x, rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["numeric"]
+
+
+def test_matrix_rule_float32_and_float64() -> None:
+    rules = RuleSet()
+
+    @rules.register_rrule(np.matmul)
+    def _matmul(a: Any, b: Any) -> Any:
+        return a @ b, lambda ybar: (NT, unthunk(ybar) @ b.T, a.T @ unthunk(ybar))
+
+    rng = np.random.default_rng(1)
+    for dtype in (np.float64, np.float32):
+        a, b = rng.standard_normal((3, 4)).astype(dtype), rng.standard_normal((4, 2)).astype(dtype)
+        test_rrule(np.matmul, a, b, rrule_f=rules.rrule, rng=0)
+
+
+def test_structured_arguments_and_outputs() -> None:
+    Point = namedtuple("Point", "x y")
+
+    def norm2(p: Any, scale: float) -> float:
+        return scale * (p.x**2 + p.y**2)
+
+    def pullback_of(p: Any, scale: float) -> Any:
+        def pullback(ybar: Any) -> Any:
+            return (
+                NT,
+                Tangent(Point, x=2 * scale * p.x * ybar, y=2 * scale * p.y * ybar),
+                (p.x**2 + p.y**2) * ybar,
+            )
+
+        return pullback
+
+    rules = rrule_of(norm2, pullback_of)
+    test_rrule(norm2, Point(1.5, -0.5), 2.0, rrule_f=rules.rrule, rng=0)
+
+
+def test_dict_argument_with_natural_tangent() -> None:
+    def f(d: dict[str, Any]) -> Any:
+        return d["a"] * d["b"]
+
+    rules = rrule_of(
+        f, lambda d: lambda ybar: (NT, {"a": np.sum(ybar * d["b"]), "b": ybar * d["a"]})
+    )
+    test_rrule(f, {"a": 1.5, "b": np.array([1.0, 2.0])}, rrule_f=rules.rrule, rng=0)
+
+
+def test_complex_holomorphic_rule_passes_and_conj_error_is_caught() -> None:
+    good = rrule_of(np.exp, lambda z: lambda ybar: (NT, ybar * np.conj(np.exp(z))))
+    z = np.array([0.5 + 0.25j, -1.0 + 2.0j])
+    test_rrule(np.exp, z, rrule_f=good.rrule, rng=0)
+    bad = rrule_of(np.exp, lambda z: lambda ybar: (NT, ybar * np.exp(z)))
+    assert failure(lambda: test_rrule(np.exp, z, rrule_f=bad.rrule, rng=0)).checks == ["numeric"]
+
+
+# -- misuse -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "text"),
+    [
+        pytest.param({"vjp_mode": "fast"}, ValueError, "vjp_mode='fast'", id="vjp_mode"),
+        pytest.param({"rtol": -1.0}, ValueError, "rtol=-1.0", id="rtol"),
+        pytest.param({"atol": "x"}, TypeError, "atol='x'", id="atol"),
+        pytest.param({"fkwargs": [1]}, TypeError, "fkwargs=[1]", id="fkwargs"),
+        pytest.param({"rng": 1.5}, TypeError, "rng=1.5", id="rng"),
+        pytest.param({"fdm": 3}, TypeError, "fdm=3", id="fdm"),
+        pytest.param({"rrule_f": 3}, TypeError, "rrule_f=3", id="rrule_f"),
+        pytest.param(
+            {"output_tangent": np.ones(3)},
+            ValueError,
+            "output_tangent does not fit the output: shape (3,) for a primal of shape (2,)",
+            id="output_tangent",
+        ),
+    ],
+)
+def test_misuse_raises_type_or_value_error(kwargs: dict[str, Any], exc: type, text: str) -> None:
+    rules = sin_rules()
+    kwargs = {"rrule_f": rules.rrule, **kwargs}
+    with pytest.raises(exc, match=re.escape(text)):
+        test_rrule(np.sin, np.ones(2), **kwargs)
+
+
+def test_with_tangent_rejects_unfit_tangent() -> None:
+    with pytest.raises(ValueError, match=re.escape("dx does not fit x: complex dtype")):
+        with_tangent(np.ones(2), np.ones(2, complex))
+
+
+# -- seeds and reports ----------------------------------------------------------------------
+
+
+def test_seed_is_reported_and_reproduces() -> None:
+    bad = rrule_of(np.sin, lambda x: lambda ybar: (NT, ybar * np.cos(x) * 1.01))
+    first = failure(lambda: test_rrule(np.sin, np.ones(3), rrule_f=bad.rrule))
+    seed = int(re.search(r"rng=(\d+)\)$", str(first)).group(1))  # type: ignore[union-attr]
+    again = failure(lambda: test_rrule(np.sin, np.ones(3), rrule_f=bad.rrule, rng=seed))
+    assert str(again) == str(first)
+
+
+def test_header_summarises_big_arrays_and_api_only_mode() -> None:
+    bad = rrule_of(np.sin, lambda x: lambda ybar: (NT, ybar * np.cos(x)), primal=np.cos)
+    err = failure(
+        lambda: test_rrule(
+            np.sin,
+            np.ones((50, 60)),
+            rrule_f=bad.rrule,
+            rng=0,
+            check_fd=False,
+            check_thunked_output_tangent=False,
+        )
+    )
+    assert str(err).startswith(
+        "test_rrule(np.sin, float64[50, 60]) failed\n"
+        "  numerical check: off (check_fd=False): structural checks only\n"
+        "  pullback called 3 times: with ybar, ybar again, ZeroTangent()\n"
+        "[primal] y: the rule's output differs from f(*args)"
+    )
+
+
+def test_testers_are_not_collected() -> None:
+    for f in (test_rrule, test_frule, test_scalar, with_tangent, rand_tangent):
+        assert f.__test__ is False  # type: ignore[attr-defined]
+
+
+# -- the seed scenario: broadcasting -------------------------------------------------------------
+
+
+def scalar_rules() -> RuleSet:
+    rules = RuleSet("scalars")
+    rules.scalar_rule(np.sin, lambda x, y: np.cos(x), complex=True)
+    rules.scalar_rule(np.multiply, lambda x, y, z: (y, x), complex=True)
+    return rules
+
+
+def test_generic_broadcast_rule_passes() -> None:
+    rules = scalar_rules()
+    for dtype in (np.float64, np.float32):
+        x = np.linspace(-2, 2, 11).astype(dtype)
+        test_rrule(broadcasted, np.sin, x, rrule_f=rules.rrule, rng=0)
+        test_frule(broadcasted, np.sin, x, frule_f=rules.frule, rng=0)
+
+
+def user_broadcast_rules(wrong: bool) -> RuleSet:
+    """The seed thread's generic rule, in Python: for any ``f`` and any number of same-shape
+    arguments, one ``rrule(f, ...)`` per element; the pullback unzips the per-element cotangents
+    into object arrays, and an argument whose cotangents are all ``NoTangent()`` gets one.
+    """
+    rules = scalar_rules()
+
+    @rules.register_rrule(broadcasted)
+    def _bcast(f: Any, *args: Any) -> Any:
+        shape = np.broadcast_shapes(*(np.shape(a) for a in args))
+        pairs = [rules.rrule(f, *(np.asarray(a)[i] for a in args)) for i in np.ndindex(shape)]
+        y = np.array([p[0] for p in pairs]).reshape(shape)
+
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            if isinstance(ybar, AbstractZero):
+                return (NT, NT, *(ybar for _ in args))
+            ybar = np.broadcast_to(ybar, shape)
+            per_element = [
+                pb(1.0 if wrong else ybar[i])[1:]
+                for (_, pb), i in zip(pairs, np.ndindex(shape), strict=True)
+            ]
+            dxs = []
+            for j in range(len(args)):
+                dx = np.empty(shape, dtype=object)
+                for i, parts in zip(np.ndindex(shape), per_element, strict=True):
+                    dx[i] = parts[j]
+                dxs.append(NT if all(d is NT for d in dx.flat) else dx)
+            return (NT, NT, *dxs)
+
+        return y, pullback
+
+    return rules
+
+
+def test_user_generic_broadcast_rule_with_object_array() -> None:
+    x = np.linspace(-1, 1, 6)
+    right, wrong = user_broadcast_rules(False), user_broadcast_rules(True)
+    test_rrule(broadcasted, np.sin, x, rrule_f=right.rrule, rng=0)
+    a, b = np.linspace(1, 2, 6).reshape(2, 3), np.linspace(-1, 1, 6).reshape(2, 3)
+    test_rrule(broadcasted, np.multiply, a, b, rrule_f=right.rrule, rng=0)
+    err = failure(lambda: test_rrule(broadcasted, np.sin, x, rrule_f=wrong.rrule, rng=0))
+    assert err.checks == ["numeric"]
+    text = str(err)
+    assert (
+        "[numeric] args[1]: the cotangent differs from the numerical vjp (structured "
+        "broadcast vjp)\n  args[1]: 6 of 6 elements differ"
+    ) in text
+    err = failure(lambda: test_rrule(broadcasted, np.multiply, a, b, rrule_f=wrong.rrule, rng=0))
+    assert err.checks == ["numeric"]
+    assert "[numeric] args[2]: the cotangent differs" in str(err)
+
+
+def binary_rules(with_unbroadcast: bool) -> RuleSet:
+    rules = RuleSet("binary")
+
+    @rules.register_rrule(broadcasted, np.multiply)
+    def _mul(f: Any, a: Any, b: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            da, db = ybar * b, ybar * a
+            if with_unbroadcast:
+                da, db = unbroadcast(a, da), unbroadcast(b, db)
+            return NT, NT, da, db
+
+        return a * b, pullback
+
+    return rules
+
+
+def test_binary_broadcast_rule_and_missing_unbroadcast() -> None:
+    a, b = np.linspace(1, 2, 3).reshape(3, 1), np.linspace(-1, 1, 4).reshape(1, 4)
+    for dtype in (np.float64, np.float32):
+        test_rrule(
+            broadcasted,
+            np.multiply,
+            a.astype(dtype),
+            b.astype(dtype),
+            rrule_f=binary_rules(True).rrule,
+            rng=0,
+        )
+    err = failure(
+        lambda: test_rrule(broadcasted, np.multiply, a, b, rrule_f=binary_rules(False).rrule, rng=0)
+    )
+    assert err.checks == ["type"]
+    text = str(err)
+    assert (
+        "[type] args[1]: shape (3, 4) for a primal of shape (3, 1)\n  hint: a cotangent must "
+        "have its argument's shape: sum the broadcast dimensions back with unbroadcast(x, xbar)"
+        in text
+    )
+    assert "[type] args[2]: shape (3, 4) for a primal of shape (1, 4)" in text
+    assert "test_rrule(broadcasted, np.multiply, float64[3, 1], float64[1, 4]) failed" in text
+
+
+# -- test_frule ------------------------------------------------------------------------------
+
+
+def test_frule_wrong_and_right() -> None:
+    good = sin_rules()
+    test_frule(
+        np.sin, with_tangent(np.array([0.1, 0.2]), np.array([1.0, -2.0])), frule_f=good.frule, rng=0
+    )
+    bad = RuleSet()
+    bad.register_frule(np.sin)(lambda dots, x: (np.sin(x), -np.cos(x) * dots[1]))
+    err = failure(lambda: test_frule(np.sin, np.array([0.1, 0.2]), frule_f=bad.frule, rng=0))
+    assert err.checks == ["numeric"]
+    assert "[numeric] ydot: the output tangent differs from the numerical jvp" in str(err)
+
+
+def test_frule_dtype_and_missing_rule() -> None:
+    bad = RuleSet()
+    bad.register_frule(np.sin)(lambda dots, x: (np.sin(x), np.cos(x).astype(float) * dots[1]))
+    x = np.array([0.1, 0.2], np.float32)
+    err = failure(lambda: test_frule(np.sin, x, frule_f=bad.frule, rng=0))
+    assert err.checks == ["type"]
+    assert "[type] ydot: dtype float64 for a float32 primal" in str(err)
+    err = failure(lambda: test_frule(np.sin, x, frule_f=RuleSet().frule, rng=0))
+    assert err.checks == ["rule"]
+
+
+# -- test_scalar ----------------------------------------------------------------------------
+
+
+def test_scalar_real_and_complex() -> None:
+    rules = scalar_rules()
+    test_scalar(np.sin, 0.5, rrule_f=rules.rrule, frule_f=rules.frule, rng=0)
+    test_scalar(np.sin, np.float32(0.5), rrule_f=rules.rrule, frule_f=rules.frule, rng=0)
+
+
+def test_scalar_catches_missing_conj() -> None:
+    rules = RuleSet()
+
+    @rules.register_rrule(np.exp)
+    def _exp(z: Any) -> Any:
+        y = np.exp(z)
+        return y, lambda ybar: (NT, unthunk(ybar) * y)  # should be conj(y)
+
+    rules.register_frule(np.exp)(lambda dots, z: (np.exp(z), np.exp(z) * dots[1]))
+    err = failure(lambda: test_scalar(np.exp, 0.5, rrule_f=rules.rrule, frule_f=rules.frule, rng=0))
+    text = str(err)
+    assert text.startswith("test_scalar(np.exp, 0.5) failed (tested at x = 0.5, (0.5+0.5j))")
+    assert "[numeric] test_rrule(np.exp, (0.5+0.5j)): args[0]" in text
+    assert "the cotangent convention is xbar = ybar * conj(f'(z))" in text
+    assert text.endswith("reproduce: test_scalar(np.exp, 0.5, rng=0)")
+
+
+# -- scale, modes, structured outputs -----------------------------------------------------------
+
+
+def test_one_wrong_element_in_a_large_broadcast_is_caught() -> None:
+    rules = RuleSet()
+
+    @rules.register_rrule(broadcasted, np.sin)
+    def _rule(f: Any, x: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            if isinstance(ybar, AbstractZero):
+                return NT, NT, ybar
+            d = np.cos(x)
+            d[12345] *= 1.001
+            return NT, NT, ybar * d
+
+        return np.sin(x), pullback
+
+    x = np.random.default_rng(0).uniform(-3, 3, 100_000)
+    err = failure(lambda: test_rrule(broadcasted, np.sin, x, rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["numeric"]
+    assert "args[1]: 1 of 100000 elements differ" in str(err)
+    assert "at [12345]" in str(err)
+
+
+def test_auto_mode_switches_to_the_adjoint_identity_beyond_the_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rruletest import _reference
+
+    monkeypatch.setattr(_reference, "DENSE_LIMIT", 10)
+    bad = rrule_of(np.sin, lambda x: lambda ybar: (NT, ybar * np.cos(x) * 1.001))
+    x = np.linspace(0, 1, 20)
+    err = failure(lambda: test_rrule(np.sin, x, rrule_f=bad.rrule, rng=0))
+    assert "(20 input coordinates > 10; vjp_mode='full' forces dense)" in str(err)
+    err = failure(lambda: test_rrule(np.sin, x, rrule_f=bad.rrule, rng=0, vjp_mode="full"))
+    assert "dense finite-difference vjp (20 coordinates)" in str(err)
+
+
+def test_tuple_output_rule() -> None:
+    def sincos(x: Any) -> Any:
+        return np.sin(x), np.cos(x)
+
+    def pullback_of(x: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            a, b = unthunk(ybar)
+            return NT, unthunk(a) * np.cos(x) - unthunk(b) * np.sin(x)
+
+        return pullback
+
+    rules = rrule_of(sincos, pullback_of)
+    test_rrule(sincos, np.array([0.1, 0.7]), rrule_f=rules.rrule, rng=0)
+    test_rrule(sincos, 0.3, rrule_f=rules.rrule, rng=0)
+
+
+def test_complex_broadcast_and_float32_wrong_broadcast() -> None:
+    rules = scalar_rules()
+    z = np.array([0.5 + 0.5j, -1.0 + 0.25j], dtype=np.complex64)
+    test_rrule(broadcasted, np.sin, z, rrule_f=rules.rrule, rng=0)
+    test_frule(broadcasted, np.sin, z, frule_f=rules.frule, rng=0)
+    wrong = RuleSet()
+    wrong.scalar_rule(np.sin, lambda x, y: np.cos(x) * np.float32(1.01))
+    x = np.linspace(-1, 1, 9, dtype=np.float32)
+    err = failure(lambda: test_rrule(broadcasted, np.sin, x, rrule_f=wrong.rrule, rng=0))
+    assert err.checks == ["numeric"]
+    err = failure(lambda: test_frule(broadcasted, np.sin, x, frule_f=wrong.frule, rng=0))
+    assert err.checks == ["numeric"]
+
+
+def test_scalar_skips_complex_when_f_rejects_it_or_the_domain_says_real() -> None:
+    wrong = RuleSet()
+    wrong.register_rrule(np.cbrt)(lambda x: (np.cbrt(x), lambda ybar: (NT, unthunk(ybar) * 2.0)))
+    wrong.register_frule(np.cbrt)(lambda dots, x: (np.cbrt(x), dots[1] / (3 * np.cbrt(x) ** 2)))
+    err = failure(
+        lambda: test_scalar(np.cbrt, 0.5, rrule_f=wrong.rrule, frule_f=wrong.frule, rng=0)
+    )
+    assert str(err).startswith("test_scalar(np.cbrt, 0.5) failed (tested at x = 0.5)\n")
+    real = RuleSet()
+    real.scalar_rule(np.exp, lambda x, y: y * 1.01)  # wrong, and declared real-only
+    err = failure(lambda: test_scalar(np.exp, 0.5, rrule_f=real.rrule, frule_f=real.frule, rng=0))
+    assert "(tested at x = 0.5)" in str(err)
+    assert err.checks == ["numeric"]
+
+
+def test_scalar_misuse() -> None:
+    with pytest.raises(TypeError, match=re.escape("x must be a real or complex number, got x='a'")):
+        test_scalar(np.sin, "a")
+    with pytest.raises(TypeError, match="check_complex=1"):
+        test_scalar(np.sin, 0.5, check_complex=1)  # type: ignore[arg-type]
+
+
+def test_output_tangent_and_with_tangent_for_frule() -> None:
+    rules = sin_rules()
+    x = np.array([0.2, 0.4])
+    test_rrule(np.sin, x, output_tangent=np.array([1.0, -1.0]), rrule_f=rules.rrule, rng=0)
+    test_rrule(np.sin, x, output_tangent=ZeroTangent(), rrule_f=rules.rrule, rng=0)
+    test_frule(np.sin, with_tangent(x, ZeroTangent()), frule_f=rules.frule, rng=0)
+
+
+def test_dense_rule_with_a_declared_domain_near_its_edge() -> None:
+    def logsum(x: Any) -> Any:
+        return np.sum(np.log(x))
+
+    for domain in (None, "(0, inf)"):
+        rules = RuleSet()
+        rules.register_rrule(logsum, domain=domain)(
+            lambda x: (logsum(x), lambda ybar: (NT, unthunk(ybar) / x))
+        )
+        rules.register_frule(logsum, domain=domain)(lambda d, x: (logsum(x), np.sum(d[1] / x)))
+        for dtype in (np.float64, np.float32):
+            x = np.array([1e-8, 1.0, 3e4], dtype)
+            test_rrule(logsum, x, rrule_f=rules.rrule, rng=0)
+            test_frule(logsum, x, frule_f=rules.frule, rng=0)
