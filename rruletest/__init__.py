@@ -38,7 +38,7 @@ from rruletest.tangents import (
 )
 
 if TYPE_CHECKING:
-    from rruletest import strategies
+    from rruletest import interop, strategies
     from rruletest.approx import collect_mismatches, test_approx
     from rruletest.broadcast import (
         NoBroadcastRuleError,
@@ -60,6 +60,7 @@ __version__ = "0.1.0"
 # Public names that load their module on first access.
 _LAZY: dict[str, str] = {
     "strategies": "rruletest.strategies",
+    "interop": "rruletest.interop",
     "test_approx": "rruletest.approx",
     "collect_mismatches": "rruletest.approx",
     "broadcasted": "rruletest.broadcast",
@@ -102,6 +103,7 @@ __all__ = [
     "extrapolate_fdm",
     "forward_fdm",
     "frule",
+    "interop",
     "non_differentiable",
     "rand_tangent",
     "register_frule",

@@ -15,7 +15,7 @@ import pytest
 
 import rruletest
 
-HEAVY = ("findiff", "scipy", "sympy", "hypothesis")
+HEAVY = ("findiff", "scipy", "sympy", "hypothesis", "torch", "jax", "autograd")
 
 # The public API contract of DESIGN.md: these names must stay importable from rruletest.
 DESIGN_NAMES = [
@@ -61,6 +61,7 @@ LIGHT_MODULES = (
     "rruletest.finite_differences",
     "rruletest.testers",
     "rruletest.strategies",
+    "rruletest.interop",
 )
 
 

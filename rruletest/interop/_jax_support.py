@@ -1,0 +1,152 @@
+"""The jax side of ``rruletest.interop.jax``: dtype policy and pytree conversions.
+
+Cotangents cross in jax's convention on one side and rruletest's on the other (conjugated:
+see ``rruletest.interop.jax``). Importing this module does not import jax.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from rruletest.interop._base import (
+    InteropError,
+    as_cotangent,
+    conj_leaf,
+    cotangent_leaves,
+    leaf_out,
+    natural_tangent,
+    require,
+)
+from rruletest.tangents import NO_TANGENT
+
+__all__ = [
+    "PrecisionError",
+    "cotangent_out",
+    "cotangent_tree",
+    "find_custom",
+    "jax_module",
+    "needs_x64",
+    "same_integers",
+    "tangent_in",
+    "tangent_tree_out",
+    "to_numpy",
+]
+
+
+def jax_module() -> Any:
+    return require("jax", "jax")
+
+
+class PrecisionError(InteropError, ValueError):
+    """jax would change an argument's dtype (float64 to float32) in the 64-bit mode asked for."""
+
+
+_WIDE = ("float64", "complex128")
+
+
+def needs_x64(args: tuple[Any, ...], diff: Iterable[int]) -> bool:
+    diff = set(diff)
+    leaves = jax_module().tree_util.tree_leaves
+    for i, a in enumerate(args):
+        for leaf in leaves(a):
+            if isinstance(leaf, np.ndarray | np.generic) and leaf.dtype.name in _WIDE:
+                return True
+            if i in diff and isinstance(leaf, float | complex) and not isinstance(leaf, np.generic):
+                return True
+    return False
+
+
+def same_integers(a: Any, j: Any) -> bool:
+    """An integer or boolean argument jax narrowed (int64 to int32) without changing a value:
+    it carries no tangent, so that is harmless, unlike a float64 turned float32."""
+    return a.dtype.kind in "biu" and bool(np.array_equal(np.asarray(j), a))
+
+
+def to_numpy(tree: Any) -> Any:
+    jax = jax_module()
+
+    def leaf(x: Any) -> Any:
+        if isinstance(x, jax.Array):
+            return leaf_out(np.asarray(x))
+        return x
+
+    return jax.tree_util.tree_map(leaf, tree)
+
+
+def cotangent_tree(ybar: Any, out: Any) -> Any:
+    """ybar (rruletest's convention) as a jax cotangent for ``out`` (conjugated)."""
+    if isinstance(out, tuple | list):
+        leaves = cotangent_leaves(ybar, len(out))
+        return type(out)(cotangent_leaf(g, o) for g, o in zip(leaves, out, strict=True))
+    return cotangent_leaf(cotangent_leaves(ybar, None)[0], out)
+
+
+def cotangent_leaf(g: Any, out: Any) -> Any:
+    jax = jax_module()
+    jnp = jax.numpy
+    dtype = np.dtype(out.dtype)
+    if dtype.kind not in "fc":
+        return np.zeros(np.shape(out), dtype=jax.dtypes.float0)
+    if g is None:
+        return jnp.zeros_like(out)
+    return conj_leaf(jnp.asarray(g))
+
+
+def cotangent_out(raw: Any, primal: Any) -> Any:
+    """A jax cotangent as rruletest's (conjugated back), shape and dtype untouched."""
+    jax = jax_module()
+    if raw is None:
+        return NO_TANGENT
+
+    def leaf(x: Any) -> Any:
+        if isinstance(x, jax.Array):
+            return conj_leaf(np.asarray(x))
+        return conj_leaf(x)
+
+    return as_cotangent(jax.tree_util.tree_map(leaf, raw), primal)
+
+
+def tangent_in(xdot: Any, primal: Any) -> Any:
+    """An input tangent as jax takes it: the primal's pytree structure, zeros made concrete
+    (``float0`` zeros for integer leaves), numpy leaves as jax arrays."""
+    jax = jax_module()
+    jnp = jax.numpy
+
+    def zeros(p: Any) -> Any:
+        kind = np.dtype(p.dtype if hasattr(p, "dtype") else type(p)).kind
+        if kind not in "fc":
+            return np.zeros(np.shape(p), dtype=jax.dtypes.float0)
+        return jnp.zeros_like(p)
+
+    def leaf(t: Any) -> Any:
+        if isinstance(t, np.ndarray | np.generic) and t.dtype != jax.dtypes.float0:
+            return jnp.asarray(t)
+        return t
+
+    return jax.tree_util.tree_map(leaf, natural_tangent(xdot, primal, zeros))
+
+
+def tangent_tree_out(tout: Any, out: Any) -> Any:
+    if isinstance(out, tuple | list):
+        return type(out)(tangent_leaf(t, o) for t, o in zip(tout, out, strict=True))
+    return tangent_leaf(tout, out)
+
+
+def tangent_leaf(t: Any, out: Any) -> Any:
+    if np.dtype(out.dtype).kind not in "fc":
+        return NO_TANGENT
+    return as_cotangent(np.asarray(t), None)
+
+
+def find_custom(fn: Any, kind: str) -> Any:
+    """``fn`` itself when it is a jax ``custom_vjp``/``custom_jvp`` object, else what it wraps."""
+    for _ in range(8):
+        if type(fn).__name__ == kind and type(fn).__module__.startswith("jax"):
+            return fn
+        fn = getattr(fn, "__wrapped__", None)
+        if fn is None:
+            return None
+    return None

@@ -1,0 +1,431 @@
+"""Check JAX derivative rules with rruletest.
+
+- ``from_custom_vjp(f)`` for a function decorated with ``jax.custom_vjp``: the rrule calls the
+  rule's own ``fwd`` and ``bwd`` (``f.fwd``, ``f.bwd``) directly, outside any transformation,
+  so the pullback returns exactly what ``bwd`` returned (shape, dtype, ``None`` read as
+  ``NoTangent()``). ``jax.vjp`` would pass a float32 cotangent for a float64 input unnoticed.
+- ``from_custom_jvp(f)`` for ``jax.custom_jvp``: the frule calls ``f.jvp`` directly; the rrule
+  is ``jax.vjp`` (jax transposes the rule).
+- ``from_function(f)`` for any jax-differentiable function: ``jax.vjp`` and ``jax.jvp``.
+
+**64-bit values.** With jax's default configuration a float64 array becomes float32 on the way
+in, silently. An adapter never lets that happen: ``x64=None`` (the default) runs each call inside
+``jax.enable_x64(True)`` when any argument is float64 or complex128 (or a differentiable Python
+float or complex) and inside ``jax.enable_x64(False)`` otherwise; ``x64=True``/``False`` forces
+the mode, and an argument jax would then change the dtype of raises ``PrecisionError``. The
+scope is entered around each call of the primal, the rule and the pullback, so the rest of the
+program keeps its own setting.
+
+**Complex numbers.** ``jax.vjp`` transposes the derivative under the bilinear pairing
+``Re(sum(a * b))``, so for holomorphic ``f`` it returns ``ybar * f'(z)``. rruletest's pairing is
+``Re(sum(conj(a) * b))``, whose pullback is ``conj(vjp(conj(ybar)))``: the adapter conjugates on
+the way in and out, and a correct complex rule passes. Forward rules need no mapping.
+
+>>> import pytest; jax = pytest.importorskip("jax")
+>>> @jax.custom_vjp
+... def square(x):
+...     return x * x
+>>> square.defvjp(lambda x: (x * x, x), lambda x, g: (2 * x * g,))
+>>> f = from_custom_vjp(square)
+>>> y, pullback = f.rrule(f, np.array([1.0, 3.0]))
+>>> y, y.dtype, pullback(np.ones(2))
+(array([1., 9.]), dtype('float64'), (NoTangent(), array([2., 6.])))
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+from rruletest.interop._base import Adapted, InteropError, Pullback, differentiable_argnums
+from rruletest.interop._jax_support import (
+    PrecisionError,
+    cotangent_out,
+    cotangent_tree,
+    find_custom,
+    jax_module,
+    needs_x64,
+    same_integers,
+    tangent_in,
+    tangent_tree_out,
+    to_numpy,
+)
+from rruletest.tangents import NO_TANGENT
+
+__all__ = [
+    "JaxCustomJVP",
+    "JaxCustomVJP",
+    "JaxFunction",
+    "PrecisionError",
+    "from_custom_jvp",
+    "from_custom_vjp",
+    "from_function",
+    "wrap",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Shared machinery
+# --------------------------------------------------------------------------------------------
+
+
+_NOT_JITTED = object()
+
+
+class _JaxAdapter(Adapted):
+    framework = "jax"
+
+    def __init__(
+        self,
+        fn: Any,
+        *,
+        x64: bool | None = None,
+        nondiff_argnums: Iterable[int] = (),
+        name: str | None = None,
+        elementwise: bool = False,
+    ) -> None:
+        if x64 not in (None, True, False):
+            raise InteropError(f"x64 is None (automatic), True or False, got x64={x64!r}")
+        super().__init__(fn, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
+        self.x64 = x64
+        self._jitted: dict[tuple[int, ...], Any] = {}
+        self._jit_ok = True
+
+    @contextlib.contextmanager
+    def _scope(self, args: tuple[Any, ...]) -> Iterator[bool]:
+        jax = jax_module()
+        x64 = self.x64
+        if x64 is None:
+            x64 = needs_x64(
+                args, differentiable_argnums(args, self.nondiff_argnums, structured=True)
+            )
+        with jax.enable_x64(x64):
+            yield x64
+
+    def _to_jax(self, args: tuple[Any, ...], x64: bool) -> tuple[Any, ...]:
+        """numpy arrays and scalars (also inside tuples, lists and dicts) as jax arrays of the
+        same dtype; ``PrecisionError`` where jax would change a float dtype."""
+        jax = jax_module()
+
+        def convert(a: Any, i: int) -> Any:
+            if not isinstance(a, np.ndarray | np.generic):
+                return a
+            j = jax.numpy.asarray(a)
+            if j.dtype != a.dtype and not same_integers(a, j):
+                raise PrecisionError(
+                    f"jax would turn args[{i}] from {a.dtype} into {j.dtype} with "
+                    f"x64={x64}; pass x64=True (or leave x64=None) to keep {a.dtype}, or "
+                    f"pass {j.dtype} values"
+                )
+            return j
+
+        return tuple(
+            jax.tree_util.tree_map(lambda leaf, i=i: convert(leaf, i), a)
+            for i, a in enumerate(args)
+        )
+
+    def _primal(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        with self._scope(args) as x64:
+            out = self._jitted_call(args, kwargs)
+            if out is _NOT_JITTED:
+                out = self.wrapped(*self._to_jax(args, x64), **kwargs)
+            return to_numpy(out)
+
+    def _jitted_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The primal through ``jax.jit``, numpy arguments passed as they are (the finite
+        differences call it thousands of times: eager dispatch of a ``custom_vjp`` costs about a
+        millisecond, converting arguments one by one a good part of that).
+
+        Integers, booleans, strings and None are static arguments. Returns ``_NOT_JITTED`` when
+        the call is not for jit: keyword arguments, a leaf jit would not take as it is, a dtype
+        jax would change (the converting path then checks it), or a function jit cannot trace
+        (evaluated eagerly from then on). Rules are always called eagerly.
+        """
+        if kwargs or not self._jit_ok:
+            return _NOT_JITTED
+        jax = jax_module()
+        static = tuple(
+            i for i, a in enumerate(args) if isinstance(a, bool | int | str) or a is None
+        )
+        for i, a in enumerate(args):
+            if i in static:
+                continue
+            for leaf in jax.tree_util.tree_leaves(a):
+                if isinstance(leaf, np.ndarray | np.generic):
+                    if jax.dtypes.canonicalize_dtype(leaf.dtype) != leaf.dtype:
+                        return _NOT_JITTED
+                elif isinstance(leaf, bool) or not isinstance(leaf, float | complex | jax.Array):
+                    return _NOT_JITTED
+        jitted = self._jitted.get(static)
+        if jitted is None:
+            jitted = self._jitted[static] = jax.jit(self.wrapped, static_argnums=static)
+        try:
+            return jitted(*args)
+        except Exception:
+            self._jit_ok = False  # not traceable (value-dependent Python code): stay eager
+        return _NOT_JITTED
+
+    def _vjp_rrule(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> tuple[Any, Pullback]:
+        """The rrule of ``fn`` through ``jax.vjp`` over its differentiable arguments."""
+        jax = jax_module()
+        diff = differentiable_argnums(args, self.nondiff_argnums, structured=True)
+        with self._scope(args) as x64:
+            jargs = self._to_jax(args, x64)
+
+            def fn_diff(*d: Any) -> Any:
+                full = list(jargs)
+                for i, v in zip(diff, d, strict=True):
+                    full[i] = v
+                return fn(*full, **kwargs)
+
+            out, vjp_fn = jax.vjp(fn_diff, *(jargs[i] for i in diff))
+
+        def pullback(ybar: Any) -> tuple[Any, ...]:
+            with self._scope(args):
+                raw = vjp_fn(cotangent_tree(ybar, out))
+                xbars: list[Any] = [NO_TANGENT] * len(args)
+                for i, r in zip(diff, raw, strict=True):
+                    xbars[i] = cotangent_out(r, args[i])
+            return (NO_TANGENT, *xbars)
+
+        return to_numpy(out), pullback
+
+    def _jvp_frule(
+        self,
+        fn: Callable[..., Any],
+        xdots: tuple[Any, ...],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> tuple[Any, Any]:
+        jax = jax_module()
+        diff = differentiable_argnums(args, self.nondiff_argnums, structured=True)
+        with self._scope(args) as x64:
+            jargs = self._to_jax(args, x64)
+
+            def fn_diff(*d: Any) -> Any:
+                full = list(jargs)
+                for i, v in zip(diff, d, strict=True):
+                    full[i] = v
+                return fn(*full, **kwargs)
+
+            primals = tuple(jargs[i] for i in diff)
+            tangents = tuple(tangent_in(xdots[i], jargs[i]) for i in diff)
+            out, tout = jax.jvp(fn_diff, primals, tangents)
+            return to_numpy(out), tangent_tree_out(tout, out)
+
+
+# --------------------------------------------------------------------------------------------
+# The adapters
+# --------------------------------------------------------------------------------------------
+
+
+class JaxFunction(_JaxAdapter):
+    """Any jax-differentiable function: ``jax.vjp`` and ``jax.jvp``. Built by ``from_function``."""
+
+    mode = "jax.vjp/jax.jvp"
+
+    def _rrule(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Pullback]:
+        return self._vjp_rrule(self.wrapped, args, kwargs)
+
+    def _frule(
+        self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Any, Any]:
+        return self._jvp_frule(self.wrapped, xdots, args, kwargs)
+
+
+class JaxCustomVJP(_JaxAdapter):
+    """A ``jax.custom_vjp`` function whose ``fwd``/``bwd`` are called directly (raw)."""
+
+    mode = "raw custom_vjp"
+
+    def __init__(self, fn: Any, **options: Any) -> None:
+        super().__init__(fn, **options)
+        self.custom = find_custom(fn, "custom_vjp")
+        if self.custom is None:
+            raise InteropError(
+                f"from_custom_vjp takes a function decorated with jax.custom_vjp, got fn={fn!r}; "
+                f"for any other jax function use from_function"
+            )
+        if getattr(self.custom, "fwd", None) is None or getattr(self.custom, "bwd", None) is None:
+            raise InteropError(f"{self.__qualname__} has no rule yet: call its defvjp(fwd, bwd)")
+        # jax.custom_vjp's own nondiff_argnums are never differentiated.
+        self.nondiff_argnums = tuple(
+            sorted(set(self.nondiff_argnums) | set(self.custom.nondiff_argnums))
+        )
+
+    def _rrule(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Pullback]:
+        custom = self.custom
+        if kwargs:
+            raise InteropError(
+                f"{self.__qualname__}: a custom_vjp rule is called with positional arguments "
+                f"only; got keyword arguments {sorted(kwargs)}"
+            )
+        if custom.symbolic_zeros:
+            # fwd expects CustomVJPPrimal wrappers; let jax drive it.
+            return self._vjp_rrule(self.wrapped, args, kwargs)
+        nd = tuple(custom.nondiff_argnums)
+        with self._scope(args) as x64:
+            jargs = self._to_jax(args, x64)
+            out, res = custom.fwd(*jargs)
+        positions = [i for i in range(len(args)) if i not in nd]
+
+        def pullback(ybar: Any) -> tuple[Any, ...]:
+            with self._scope(args):
+                raw = custom.bwd(*(jargs[i] for i in nd), res, cotangent_tree(ybar, out))
+                if not isinstance(raw, tuple | list):
+                    raise InteropError(
+                        f"{self.__qualname__}'s bwd must return a tuple (one cotangent per "
+                        f"differentiable argument), got {type(raw).__name__}"
+                    )
+                if len(raw) != len(positions):
+                    # Report what bwd returned; the tester names the wrong count.
+                    return (NO_TANGENT, *(cotangent_out(r, None) for r in raw))
+                xbars: list[Any] = [NO_TANGENT] * len(args)
+                for i, r in zip(positions, raw, strict=True):
+                    xbars[i] = cotangent_out(r, args[i])
+            return (NO_TANGENT, *xbars)
+
+        return to_numpy(out), pullback
+
+    def _frule(
+        self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Any, Any]:
+        raise InteropError(
+            f"{self.__qualname__} is a jax.custom_vjp function, which jax cannot differentiate "
+            f"in forward mode; test its rrule, or give it a jax.custom_jvp rule"
+        )
+
+
+class JaxCustomJVP(_JaxAdapter):
+    """A ``jax.custom_jvp`` function: its ``jvp`` rule called directly, ``jax.vjp`` for rrules."""
+
+    mode = "raw custom_jvp"
+
+    def __init__(self, fn: Any, **options: Any) -> None:
+        super().__init__(fn, **options)
+        self.custom = find_custom(fn, "custom_jvp")
+        if self.custom is None:
+            raise InteropError(
+                f"from_custom_jvp takes a function decorated with jax.custom_jvp, got fn={fn!r}"
+            )
+        if getattr(self.custom, "jvp", None) is None:
+            raise InteropError(f"{self.__qualname__} has no rule yet: call its defjvp(jvp)")
+        self.nondiff_argnums = tuple(
+            sorted(set(self.nondiff_argnums) | set(self.custom.nondiff_argnums))
+        )
+
+    def _rrule(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Pullback]:
+        return self._vjp_rrule(self.wrapped, args, kwargs)
+
+    def _frule(
+        self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Any, Any]:
+        custom = self.custom
+        if kwargs or custom.symbolic_zeros:
+            return self._jvp_frule(self.wrapped, xdots, args, kwargs)
+        nd = tuple(custom.nondiff_argnums)
+        skip = set(self.nondiff_argnums)
+        with self._scope(args) as x64:
+            jargs = self._to_jax(args, x64)
+            primals, tangents = [], []
+            for i, (a, xd) in enumerate(zip(jargs, xdots, strict=True)):
+                if i in nd:
+                    continue
+                primals.append(a)
+                tangents.append(tangent_in(None if i in skip else xd, a))
+            out, tout = custom.jvp(*(jargs[i] for i in nd), tuple(primals), tuple(tangents))
+            return to_numpy(out), tangent_tree_out(tout, out)
+
+
+# --------------------------------------------------------------------------------------------
+# Constructors
+# --------------------------------------------------------------------------------------------
+
+
+def from_custom_vjp(
+    f: Any,
+    *,
+    x64: bool | None = None,
+    nondiff_argnums: Iterable[int] = (),
+    name: str | None = None,
+    elementwise: bool = False,
+) -> JaxCustomVJP:
+    """Adapt a ``jax.custom_vjp`` function; its ``fwd``/``bwd`` are called directly.
+
+    Args:
+        f: the ``custom_vjp`` function (a ``jax.jit`` around it is looked through).
+        x64: 64-bit mode; None picks it from the arguments (see the module docstring).
+        nondiff_argnums: further float arguments not to differentiate (the rule's own
+            ``nondiff_argnums`` never are).
+        name: the name failure messages use.
+
+    Raises:
+        FrameworkNotInstalledError: jax is not installed.
+        InteropError: ``f`` is not a ``custom_vjp`` function or has no rule.
+    """
+    jax_module()
+    return JaxCustomVJP(
+        f, x64=x64, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise
+    )
+
+
+def from_custom_jvp(
+    f: Any,
+    *,
+    x64: bool | None = None,
+    nondiff_argnums: Iterable[int] = (),
+    name: str | None = None,
+    elementwise: bool = False,
+) -> JaxCustomJVP:
+    """Adapt a ``jax.custom_jvp`` function; its ``jvp`` rule gives the frule directly."""
+    jax_module()
+    return JaxCustomJVP(
+        f, x64=x64, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise
+    )
+
+
+def from_function(
+    f: Any,
+    *,
+    x64: bool | None = None,
+    nondiff_argnums: Iterable[int] = (),
+    name: str | None = None,
+    elementwise: bool = False,
+) -> JaxFunction:
+    """Adapt any jax-differentiable function (``jax.vjp`` for the rrule, ``jax.jvp`` frule)."""
+    if not callable(f):
+        raise InteropError(f"from_function takes a function, got f={f!r}")
+    jax_module()
+    return JaxFunction(
+        f, x64=x64, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise
+    )
+
+
+def wrap(
+    f: Any,
+    *,
+    x64: bool | None = None,
+    nondiff_argnums: Iterable[int] = (),
+    name: str | None = None,
+    elementwise: bool = False,
+) -> JaxCustomVJP | JaxCustomJVP | JaxFunction:
+    """The raw adapter for a ``custom_vjp``/``custom_jvp`` function, else ``from_function``."""
+    options: dict[str, Any] = {
+        "x64": x64,
+        "nondiff_argnums": nondiff_argnums,
+        "name": name,
+        "elementwise": elementwise,
+    }
+    if find_custom(f, "custom_vjp") is not None:
+        return from_custom_vjp(f, **options)
+    if find_custom(f, "custom_jvp") is not None:
+        return from_custom_jvp(f, **options)
+    return from_function(f, **options)

@@ -1,0 +1,357 @@
+"""Check PyTorch derivative rules with rruletest.
+
+Two adapters, both numpy in and numpy out:
+
+- ``from_function(MyFunction)`` for a ``torch.autograd.Function`` subclass. It calls the
+  class's own ``forward``/``setup_context``/``backward``/``jvp`` with a context object of its
+  own, never through torch's autograd engine, so the pullback returns exactly what
+  ``backward`` returned: its shape, its dtype, ``None`` (read as ``NoTangent()``) where the rule
+  gave no gradient. torch's engine would sum a broadcast-shaped gradient back to the input's
+  shape and cast it to the input's dtype, hiding both bugs from ``gradcheck``.
+- ``from_callable(fn)`` for any differentiable torch function (including ``MyFunction.apply``),
+  through the engine: ``torch.autograd.grad`` for the rrule, forward-mode dual numbers
+  (``torch.autograd.forward_ad``) for the frule. It checks what a user of the function gets.
+
+torch's complex gradients already follow rruletest's convention (``xbar = ybar * conj(f'(x))``
+for holomorphic ``f``), so cotangents cross unchanged. Arrays and numpy scalars become tensors
+(sharing memory when writable, so a rule that mutates its inputs is caught). For
+``from_function`` Python numbers stay Python numbers, as torch passes them to ``forward`` (and
+never differentiates them); ``from_callable`` makes Python floats float64 tensors. Only float
+and complex tensors require grad; ``nondiff_argnums`` switches that off for chosen arguments.
+
+>>> import pytest; torch = pytest.importorskip("torch")
+>>> class Cube(torch.autograd.Function):
+...     @staticmethod
+...     def forward(ctx, x):
+...         ctx.save_for_backward(x)
+...         return x**3
+...     @staticmethod
+...     def backward(ctx, g):
+...         (x,) = ctx.saved_tensors
+...         return 3 * x**2 * g
+>>> cube = from_function(Cube)
+>>> y, pullback = cube.rrule(cube, np.array([1.0, 2.0]))
+>>> y, pullback(np.ones(2))
+(array([1., 8.]), (NoTangent(), array([ 3., 12.])))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from rruletest.interop._base import (
+    Adapted,
+    InteropError,
+    Pullback,
+    as_cotangent,
+    cotangent_leaves,
+    differentiable_argnums,
+)
+from rruletest.interop._torch_context import (
+    FunctionContext,
+    SavedTensorModifiedError,
+    is_diff_tensor,
+    output_to_numpy,
+    outputs,
+    quiet_torch_internals,
+    tangent_leaf,
+    tangent_out,
+    to_numpy,
+    to_tensor,
+    torch_module,
+)
+from rruletest.tangents import NO_TANGENT, AbstractZero
+
+__all__ = [
+    "FunctionContext",
+    "SavedTensorModifiedError",
+    "TorchCallable",
+    "TorchFunction",
+    "from_callable",
+    "from_function",
+    "wrap",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# torch.autograd.Function, called directly
+# --------------------------------------------------------------------------------------------
+
+
+class TorchFunction(Adapted):
+    """A ``torch.autograd.Function`` subclass whose own methods give the rrule and frule.
+
+    Built by ``from_function``; see the module docstring for what it does and why.
+    """
+
+    framework = "torch"
+    mode = "raw autograd.Function"
+
+    def __init__(
+        self,
+        cls: Any,
+        *,
+        nondiff_argnums: Iterable[int] = (),
+        name: str | None = None,
+        elementwise: bool = False,
+    ) -> None:
+        torch = torch_module()
+        base = torch.autograd.Function
+        if not (isinstance(cls, type) and issubclass(cls, base)):
+            raise InteropError(
+                f"from_function takes a torch.autograd.Function subclass, got cls={cls!r}; "
+                f"for any other torch function use from_callable"
+            )
+        super().__init__(cls, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
+        cls = self.wrapped  # typed Any again
+        self._uses_setup_context = cls.setup_context is not base.setup_context
+        if cls.vjp is not base.vjp:
+            self._backward = cls.vjp
+        elif cls.backward is not base.backward:
+            self._backward = cls.backward
+        else:
+            self._backward = None
+        self._jvp = cls.jvp if cls.jvp is not base.jvp else None
+
+    def _forward(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, list[int]]:
+        torch = torch_module()
+        cls = self.wrapped
+        diff = differentiable_argnums(args, self.nondiff_argnums)
+        targs = tuple(to_tensor(torch, a, requires_grad=i in diff) for i, a in enumerate(args))
+        ctx = FunctionContext(tuple(isinstance(t, torch.Tensor) and t.requires_grad for t in targs))
+        with torch.no_grad():
+            if self._uses_setup_context:
+                out = cls.forward(*targs, **kwargs)
+                cls.setup_context(ctx, targs, out)
+            else:
+                out = cls.forward(ctx, *targs, **kwargs)
+        return ctx, out, diff
+
+    def _primal(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        _, out, _ = self._forward(args, kwargs)
+        return output_to_numpy(torch_module(), out)
+
+    def _rrule(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Pullback]:
+        torch = torch_module()
+        backward = self._backward
+        if backward is None:
+            raise InteropError(f"{self.__qualname__} defines neither backward nor vjp")
+        ctx, out, _ = self._forward(args, kwargs)
+        outs, n = outputs(out)
+        nargs = len(args)
+        # torch's engine discards what backward returns for a tensor that does not require
+        # grad (integers, nondiff_argnums): so does the adapter.
+        discarded = {
+            i
+            for i, a in enumerate(args)
+            if isinstance(a, np.ndarray | np.generic) and not ctx.needs_input_grad[i]
+        }
+
+        def pullback(ybar: Any) -> tuple[Any, ...]:
+            grads: list[Any] = []
+            for g, o in zip(cotangent_leaves(ybar, n), outs, strict=True):
+                if not isinstance(o, torch.Tensor):
+                    grads.append(None)
+                elif g is None or not is_diff_tensor(torch, o) or ctx._marked_non_differentiable(o):
+                    grads.append(torch.zeros_like(o) if ctx.materialize_grads else None)
+                else:
+                    grads.append(to_tensor(torch, g, dtype=o.dtype))
+            ctx._phase = "backward"
+            with torch.no_grad():
+                raw = backward(ctx, *grads)
+            raw = raw if isinstance(raw, tuple) else (raw,)
+            if len(raw) > nargs and all(r is None for r in raw[nargs:]):
+                raw = raw[:nargs]  # torch accepts trailing Nones
+            primals = list(args) + [None] * (len(raw) - nargs)
+            return (
+                NO_TANGENT,
+                *(
+                    NO_TANGENT if i in discarded else as_cotangent(to_numpy(torch, r), p)
+                    for i, (r, p) in enumerate(zip(raw, primals, strict=False))
+                ),
+            )
+
+        return output_to_numpy(torch, out), pullback
+
+    def _frule(
+        self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Any, Any]:
+        torch = torch_module()
+        if self._jvp is None:
+            raise InteropError(
+                f"{self.__qualname__} defines no jvp staticmethod, so torch's forward mode cannot "
+                f"differentiate it; test its rrule, or add jvp(ctx, *input_tangents)"
+            )
+        ctx, out, diff = self._forward(args, kwargs)
+        ctx._phase = "jvp"
+        tangents: list[Any] = []
+        for i, (a, xd) in enumerate(zip(args, xdots, strict=True)):
+            ta = to_tensor(torch, a)
+            if not isinstance(ta, torch.Tensor):
+                tangents.append(None)
+            elif i not in diff or xd is None or isinstance(xd, AbstractZero):
+                tangents.append(torch.zeros_like(ta) if ctx.materialize_grads else None)
+            else:
+                tangents.append(to_tensor(torch, xd, dtype=ta.dtype))
+        with torch.no_grad():
+            raw = self._jvp(ctx, *tangents)
+        return output_to_numpy(torch, out), tangent_out(torch, raw, out)
+
+
+# --------------------------------------------------------------------------------------------
+# Any differentiable torch callable, through the engine
+# --------------------------------------------------------------------------------------------
+
+
+class TorchCallable(Adapted):
+    """Any torch function, differentiated by torch's engine. Built by ``from_callable``."""
+
+    framework = "torch"
+    mode = "engine"
+
+    def _tensors(self, args: tuple[Any, ...], diff: list[int], grad: bool) -> tuple[Any, ...]:
+        """Arrays, numpy scalars and differentiable Python floats/complexes as tensors (torch
+        functions take no Python float where they take a tensor); other values as they are."""
+        torch = torch_module()
+        out = []
+        for i, a in enumerate(args):
+            if i in diff and isinstance(a, float | complex) and not isinstance(a, np.generic):
+                a = np.float64(a) if isinstance(a, float) else np.complex128(a)
+            out.append(to_tensor(torch, a, requires_grad=grad and i in diff))
+        return tuple(out)
+
+    def _prepare(self, args: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...], list[int]]:
+        diff = differentiable_argnums(args, self.nondiff_argnums)
+        return torch_module(), self._tensors(args, diff, grad=True), diff
+
+    def _primal(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        torch = torch_module()
+        targs = self._tensors(args, differentiable_argnums(args, self.nondiff_argnums), False)
+        with torch.no_grad():
+            out = self.wrapped(*targs, **kwargs)
+        return output_to_numpy(torch, out)
+
+    def _rrule(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Pullback]:
+        torch, targs, diff = self._prepare(args)
+        with torch.enable_grad():
+            out = self.wrapped(*targs, **kwargs)
+        outs, n = outputs(out)
+        inputs = [targs[i] for i in diff]
+
+        def pullback(ybar: Any) -> tuple[Any, ...]:
+            pairs = [
+                (o, to_tensor(torch, g, dtype=o.dtype))
+                for g, o in zip(cotangent_leaves(ybar, n), outs, strict=True)
+                if g is not None and isinstance(o, torch.Tensor) and o.requires_grad
+            ]
+            if pairs and inputs:
+                grads = torch.autograd.grad(
+                    [o for o, _ in pairs],
+                    inputs,
+                    grad_outputs=[g for _, g in pairs],
+                    retain_graph=True,
+                    allow_unused=True,
+                    materialize_grads=True,
+                )
+            else:
+                grads = tuple(torch.zeros_like(t) for t in inputs)
+            xbars: list[Any] = [NO_TANGENT] * len(args)
+            for i, g in zip(diff, grads, strict=True):
+                xbars[i] = as_cotangent(to_numpy(torch, g), args[i])
+            return (NO_TANGENT, *xbars)
+
+        return output_to_numpy(torch, out), pullback
+
+    def _frule(
+        self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Any, Any]:
+        torch = torch_module()
+        fwad = torch.autograd.forward_ad
+        diff = differentiable_argnums(args, self.nondiff_argnums)
+        plain = self._tensors(args, diff, grad=False)
+        with quiet_torch_internals(), fwad.dual_level(), torch.no_grad():
+            targs = []
+            for i, (ta, xd) in enumerate(zip(plain, xdots, strict=True)):
+                if i in diff and xd is not None and not isinstance(xd, AbstractZero):
+                    ta = fwad.make_dual(ta, to_tensor(torch, xd, dtype=ta.dtype))
+                targs.append(ta)
+            out = self.wrapped(*targs, **kwargs)
+            outs, _ = outputs(out)
+            pairs = [
+                fwad.unpack_dual(o) if isinstance(o, torch.Tensor) else (o, None) for o in outs
+            ]
+            primal = [p for p, _ in pairs]
+            tang = [t for _, t in pairs]
+        if isinstance(out, tuple | list):
+            y = output_to_numpy(torch, type(out)(primal))
+            ydot = type(out)(tangent_leaf(torch, t, p) for t, p in zip(tang, primal, strict=True))
+        else:
+            y = output_to_numpy(torch, primal[0])
+            ydot = tangent_leaf(torch, tang[0], primal[0])
+        return y, ydot
+
+
+# --------------------------------------------------------------------------------------------
+# Constructors
+# --------------------------------------------------------------------------------------------
+
+
+def from_function(
+    cls: Any,
+    *,
+    nondiff_argnums: Iterable[int] = (),
+    name: str | None = None,
+    elementwise: bool = False,
+) -> TorchFunction:
+    """Adapt a ``torch.autograd.Function`` subclass; its rules are called directly (raw).
+
+    Args:
+        cls: the Function subclass (``forward(ctx, ...)`` or ``forward(...)`` plus
+            ``setup_context``; ``backward`` or ``vjp``; optionally ``jvp``).
+        nondiff_argnums: positions of float arguments to pass as tensors that do not require
+            grad (``ctx.needs_input_grad`` is False there; mark them
+            ``with_tangent(x, NoTangent())`` in the test).
+        name: the name failure messages use (default: the class's).
+
+    Raises:
+        FrameworkNotInstalledError: torch is not installed.
+        InteropError: ``cls`` is not a Function subclass.
+    """
+    return TorchFunction(cls, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
+
+
+def from_callable(
+    fn: Any,
+    *,
+    nondiff_argnums: Iterable[int] = (),
+    name: str | None = None,
+    elementwise: bool = False,
+) -> TorchCallable:
+    """Adapt any differentiable torch function; torch's engine differentiates it.
+
+    Use it for functions built from torch operations, or for ``MyFunction.apply`` to test
+    what the engine makes of a Function's rules (compare with ``from_function``).
+    """
+    if not callable(fn):
+        raise InteropError(f"from_callable takes a function, got fn={fn!r}")
+    torch_module()
+    return TorchCallable(fn, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
+
+
+def wrap(
+    obj: Any,
+    *,
+    nondiff_argnums: Iterable[int] = (),
+    name: str | None = None,
+    elementwise: bool = False,
+) -> TorchFunction | TorchCallable:
+    """``from_function`` for a Function subclass, ``from_callable`` for anything else."""
+    torch = torch_module()
+    if isinstance(obj, type) and issubclass(obj, torch.autograd.Function):
+        return from_function(
+            obj, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise
+        )
+    return from_callable(obj, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)

@@ -1,0 +1,271 @@
+"""The autograd adapters: raw ``defvjp``/``defjvp`` makers, ``make_vjp``/``make_jvp``, complex."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+from rruletest import NoTangent, ZeroTangent
+from rruletest.interop import InteropError
+from rruletest.interop import autograd as rautograd
+
+from ._numeric import complex_arrays, numeric_jvp, numeric_vjp, pair
+
+autograd = pytest.importorskip("autograd")
+anp = pytest.importorskip("autograd.numpy")
+extend = pytest.importorskip("autograd.extend")
+
+RNG = np.random.default_rng(2)
+X = RNG.uniform(-2, 2, (3, 2))
+W = RNG.uniform(-2, 2, (1, 2))
+
+
+def close(actual: Any, expected: Any) -> None:
+    np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-8)
+
+
+def make_scaled_sin(vjp_x: Any = None, vjp_w: Any = None, with_jvp: bool = True) -> Any:
+    """``sin(x) * w`` as an autograd primitive; either VJP can be swapped for a wrong one."""
+
+    @extend.primitive
+    def scaled_sin(x: Any, w: Any) -> Any:
+        return np.sin(x) * w
+
+    def right_x(ans: Any, x: Any, w: Any) -> Any:
+        return lambda g: g * np.cos(x) * w
+
+    def right_w(ans: Any, x: Any, w: Any) -> Any:
+        return lambda g: np.sum(g * np.sin(x), axis=0, keepdims=True)
+
+    extend.defvjp(scaled_sin, vjp_x or right_x, vjp_w or right_w)
+    if with_jvp:
+        extend.defjvp(
+            scaled_sin,
+            lambda g, ans, x, w: g * np.cos(x) * w,
+            lambda g, ans, x, w: np.sin(x) * g,
+        )
+    return scaled_sin
+
+
+def test_primitive_pullback_matches_finite_differences() -> None:
+    f = rautograd.from_primitive(make_scaled_sin())
+    ybar = RNG.uniform(-1, 1, X.shape)
+    y, pullback = f.rrule(f, X, W)
+    np.testing.assert_allclose(y, np.sin(X) * W, rtol=1e-15)
+    fbar, xbar, wbar = pullback(ybar)
+    assert fbar == NoTangent()
+    close(xbar, numeric_vjp(f, (X, W), ybar, 0))
+    close(wbar, numeric_vjp(f, (X, W), ybar, 1))
+    assert (wbar.shape, wbar.dtype) == ((1, 2), np.float64)
+
+
+def test_raw_vjp_output_is_not_fixed_up() -> None:
+    no_sum = rautograd.from_primitive(
+        make_scaled_sin(vjp_w=lambda ans, x, w: lambda g: g * np.sin(x))
+    )
+    assert no_sum.rrule(no_sum, X, W)[1](np.ones_like(X))[2].shape == (3, 2)
+    f32 = rautograd.from_primitive(
+        make_scaled_sin(vjp_x=lambda ans, x, w: lambda g: (g * np.cos(x) * w).astype(np.float32))
+    )
+    assert f32.rrule(f32, X, W)[1](np.ones_like(X))[1].dtype == np.float32
+
+
+def test_vjp_is_called_on_every_pullback_call() -> None:
+    calls = []
+
+    def accumulating(ans: Any, x: Any, w: Any) -> Any:
+        def vjp(g: Any) -> Any:
+            calls.append(1)
+            return g * np.cos(x) * w * len(calls)
+
+        return vjp
+
+    f = rautograd.from_primitive(make_scaled_sin(vjp_x=accumulating))
+    _, pullback = f.rrule(f, X, W)
+    first, second = pullback(np.ones_like(X))[1], pullback(np.ones_like(X))[1]
+    np.testing.assert_allclose(second, 2 * first)
+
+
+def test_argument_without_a_vjp_maker_gets_notangent() -> None:
+    @extend.primitive
+    def shift(x: Any, s: Any) -> Any:
+        return x + s
+
+    extend.defvjp(shift, lambda ans, x, s: lambda g: g)
+    f = rautograd.from_primitive(shift)
+    _, xbar, sbar = f.rrule(f, X, 0.5)[1](np.ones_like(X))
+    np.testing.assert_array_equal(xbar, np.ones_like(X))
+    assert sbar == NoTangent()
+    with pytest.raises(InteropError, match="has no JVP"):
+        f.frule((NoTangent(), X, 0.1), f, X, 0.5)
+
+
+def test_primitive_frule_calls_the_jvp_makers() -> None:
+    f = rautograd.from_primitive(make_scaled_sin())
+    dx, dw = RNG.uniform(-1, 1, X.shape), RNG.uniform(-1, 1, W.shape)
+    _, ydot = f.frule((NoTangent(), dx, dw), f, X, W)
+    close(ydot, numeric_jvp(f, (X, W), (dx, dw)))
+    _, ydot_x = f.frule((NoTangent(), dx, ZeroTangent()), f, X, W)
+    close(ydot_x, dx * np.cos(X) * W)
+    _, zero = f.frule((NoTangent(), ZeroTangent(), NoTangent()), f, X, W)
+    np.testing.assert_array_equal(zero, np.zeros_like(X))
+
+
+def test_function_rrule_frule_and_integers() -> None:
+    def fn(x: Any, w: Any, n: Any) -> Any:
+        return anp.tanh(x) * w * n
+
+    f = rautograd.from_function(fn)
+    n = np.array([2, 3])
+    ybar = RNG.uniform(-1, 1, X.shape)
+    _, xbar, wbar, nbar = f.rrule(f, X, W, n)[1](ybar)
+    assert nbar == NoTangent()
+    close(xbar, numeric_vjp(f, (X, W, n), ybar, 0))
+    close(wbar, numeric_vjp(f, (X, W, n), ybar, 1))
+    dx = RNG.uniform(-1, 1, X.shape)
+    _, ydot = f.frule((NoTangent(), dx, None, NoTangent()), f, X, W, n)
+    close(ydot, numeric_jvp(f, (X, W, n), (dx, None, None)))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [anp.sin, lambda z: anp.abs(z) ** 2, lambda z: anp.exp(anp.conj(z))],
+    ids=["sin", "abs2", "exp-conj"],
+)
+@pytest.mark.parametrize("how", ["wrap", "function"])
+def test_complex_rules_in_autograd_convention_match_rruletest_convention(fn: Any, how: str) -> None:
+    z = RNG.uniform(-1, 1, 4) + 1j * RNG.uniform(-1, 1, 4)
+    f = rautograd.wrap(fn) if how == "wrap" else rautograd.from_function(fn)
+    y = f(z)
+    ybar = RNG.uniform(-1, 1, y.shape) + (
+        1j * RNG.uniform(-1, 1, y.shape) if y.dtype.kind == "c" else 0
+    )
+    (zbar,) = f.rrule(f, z)[1](ybar)[1:]
+    close(zbar, numeric_vjp(f, (z,), ybar, 0))
+
+
+def test_wrap_and_misuse() -> None:
+    assert isinstance(rautograd.wrap(anp.sin), rautograd.AutogradPrimitive)
+    assert isinstance(rautograd.wrap(lambda x: x), rautograd.AutogradFunction)
+    with pytest.raises(InteropError, match=r"made with autograd\.extend\.primitive"):
+        rautograd.from_primitive(np.sin)
+    with pytest.raises(InteropError, match="has no rule yet"):
+        rautograd.from_primitive(extend.primitive(lambda x: x))
+
+
+@functools.cache
+def adjoint_adapter() -> Any:
+    return rautograd.from_function(lambda z: anp.sin(z) * anp.conj(z) + anp.abs(z))
+
+
+@settings(max_examples=25)
+@given(complex_arrays())
+def test_pullback_is_the_adjoint_of_the_pushforward_for_complex_inputs(zs: Any) -> None:
+    """<pullback(ybar), dz> == <ybar, jvp(dz)> under rruletest's inner product, for all inputs:
+    the conjugations the adapter applies make the framework's vjp the adjoint of its jvp."""
+    z, dz, ybar = zs
+    f = adjoint_adapter()
+    (zbar,) = f.rrule(f, z)[1](ybar)[1:]
+    _, ydot = f.frule((NoTangent(), dz), f, z)
+    np.testing.assert_allclose(pair(zbar, dz), pair(ybar, ydot), rtol=1e-9, atol=1e-9)
+
+
+# -- acceptance: rruletest's testers on autograd rules ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def testers() -> Any:
+    import rruletest.testers
+
+    return rruletest.testers
+
+
+def one_element_off(ans: Any, x: Any, w: Any) -> Any:
+    def vjp(g: Any) -> Any:
+        out = g * np.cos(x) * w
+        out[617, 0] *= 1.001
+        return out
+
+    return vjp
+
+
+def accumulating() -> Any:
+    calls = []
+
+    def maker(ans: Any, x: Any, w: Any) -> Any:
+        def vjp(g: Any) -> Any:
+            calls.append(1)
+            return g * np.cos(x) * w * len(calls)
+
+        return vjp
+
+    return maker
+
+
+def test_correct_rules_pass_test_rrule_and_test_frule(testers: Any) -> None:
+    f = rautograd.from_primitive(make_scaled_sin())
+    testers.test_rrule(f, X, W, rrule_f=f.rrule, rng=0)
+    testers.test_frule(f, X, W, frule_f=f.frule, rng=0)
+    z = RNG.uniform(-1, 1, 3) + 1j * RNG.uniform(-1, 1, 3)
+    for fn in (anp.sin, lambda z: anp.abs(z) ** 2):
+        rautograd.wrap(fn).test_rrule(z, rng=0)
+    g = rautograd.from_function(lambda x, w: anp.tanh(x) * w)
+    g.test_rrule(X, W, rng=0)
+    g.test_frule(X, W, rng=0)
+    s = rautograd.from_function(anp.sin)
+    testers.test_scalar(s, 0.5, rrule_f=s.rrule, frule_f=s.frule, rng=0)
+
+
+@pytest.mark.parametrize(
+    ("rule", "lines"),
+    [
+        (
+            {"vjp_w": lambda ans, x, w: lambda g: g * np.sin(x)},
+            ["[type] args[1]: shape (3, 2) for a primal of shape (1, 2)", "unbroadcast"],
+        ),
+        (
+            {"vjp_x": lambda ans, x, w: lambda g: (g * np.cos(x) * w).astype(np.float32)},
+            ["[type] args[0]: dtype float32 for a float64 primal"],
+        ),
+        (
+            {"vjp_x": accumulating()},
+            ["[repeat] args[0]: calling the pullback a second time gave a different"],
+        ),
+    ],
+    ids=["no-unbroadcast", "float32", "accumulates"],
+)
+def test_wrong_rules_fail_with_rruletest_messages(
+    testers: Any, rule: dict[str, Any], lines: list[str]
+) -> None:
+    f = rautograd.from_primitive(make_scaled_sin(**rule))
+    with pytest.raises(AssertionError) as info:
+        testers.test_rrule(f, X, W, rrule_f=f.rrule, rng=0)
+    message = str(info.value)
+    assert message.startswith("test_rrule(scaled_sin, float64[3, 2], float64[1, 2]) failed")
+    for line in lines:
+        assert line in message
+
+
+def test_one_element_off_by_a_thousandth_in_ten_thousand_is_caught(testers: Any) -> None:
+    x = RNG.uniform(-2, 2, (5000, 2))
+    wrong = make_scaled_sin(vjp_x=one_element_off)
+    with pytest.raises(AssertionError, match=r"\[numeric\] args: adjoint identity fails"):
+        rautograd.from_primitive(wrong).test_rrule(x, W, rng=0)
+    with pytest.raises(AssertionError, match=r"\[numeric\] args\[1\]") as info:
+        rautograd.from_primitive(wrong, elementwise=True).test_rrule(x, W, rng=0)
+    assert "617, 0" in str(info.value)
+    rautograd.from_primitive(make_scaled_sin(), elementwise=True).test_rrule(x, W, rng=0)
+
+
+def test_tuple_arguments_are_differentiated() -> None:
+    f = rautograd.from_function(lambda p, x: p[0] * x + p[1])
+    p, x = (2.0, 1.0), np.linspace(0, 1, 4)
+    _, pbar, xbar = f.rrule(f, p, x)[1](np.ones(4))
+    assert (float(pbar[0]), float(pbar[1])) == pytest.approx((x.sum(), 4.0))
+    np.testing.assert_allclose(xbar, np.full(4, 2.0))
+    _, ydot = f.frule((NoTangent(), (1.0, ZeroTangent()), None), f, p, x)
+    np.testing.assert_allclose(ydot, x)

@@ -1,0 +1,424 @@
+"""The jax adapters: raw ``custom_vjp``/``custom_jvp`` rules, ``jax.vjp``/``jvp``, x64, complex."""
+
+from __future__ import annotations
+
+import functools
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+from rruletest import NoTangent, Tangent, ZeroTangent
+from rruletest.interop import InteropError
+from rruletest.interop import jax as rjax
+
+from ._numeric import complex_arrays, numeric_jvp, numeric_vjp, pair
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+
+RNG = np.random.default_rng(1)
+X = RNG.uniform(-2, 2, (3, 2))
+W = RNG.uniform(-2, 2, (1, 2))
+
+
+def close(actual: Any, expected: Any) -> None:
+    np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-8)
+
+
+# -- rules under test ---------------------------------------------------------------------------
+
+
+def make_scaled_sin(bwd_x: Any = None, bwd_w: Any = None) -> Any:
+    """``sin(x) * w`` with a custom_vjp; each half of bwd can be swapped for a wrong one."""
+
+    @jax.custom_vjp
+    def scaled_sin(x: Any, w: Any) -> Any:
+        return jnp.sin(x) * w
+
+    def fwd(x: Any, w: Any) -> Any:
+        return scaled_sin(x, w), (x, w)
+
+    def bwd(res: Any, g: Any) -> Any:
+        x, w = res
+        gx = g * jnp.cos(x) * w if bwd_x is None else bwd_x(x, w, g)
+        gw = jnp.sum(g * jnp.sin(x), axis=0, keepdims=True) if bwd_w is None else bwd_w(x, w, g)
+        return gx, gw
+
+    scaled_sin.defvjp(fwd, bwd)
+    return scaled_sin
+
+
+# -- custom_vjp, raw ---------------------------------------------------------------------------
+
+
+def test_custom_vjp_pullback_matches_finite_differences() -> None:
+    f = rjax.from_custom_vjp(make_scaled_sin())
+    ybar = RNG.uniform(-1, 1, X.shape)
+    y, pullback = f.rrule(f, X, W)
+    assert y.dtype == np.float64
+    np.testing.assert_allclose(y, np.sin(X) * W, rtol=1e-15)
+    fbar, xbar, wbar = pullback(ybar)
+    assert fbar == NoTangent()
+    close(xbar, numeric_vjp(f, (X, W), ybar, 0))
+    close(wbar, numeric_vjp(f, (X, W), ybar, 1))
+    assert (wbar.shape, wbar.dtype) == ((1, 2), np.float64)
+
+
+def test_raw_bwd_output_is_not_fixed_up() -> None:
+    no_sum = rjax.from_custom_vjp(make_scaled_sin(bwd_w=lambda x, w, g: g * jnp.sin(x)))
+    assert no_sum.rrule(no_sum, X, W)[1](np.ones_like(X))[2].shape == (3, 2)
+    f32 = rjax.from_custom_vjp(
+        make_scaled_sin(bwd_x=lambda x, w, g: (g * jnp.cos(x) * w).astype(jnp.float32))
+    )
+    assert f32.rrule(f32, X, W)[1](np.ones_like(X))[1].dtype == np.float32
+
+
+def test_bwd_is_called_on_every_pullback_call() -> None:
+    calls = []
+
+    def accumulating(x: Any, w: Any, g: Any) -> Any:
+        calls.append(1)
+        return g * jnp.cos(x) * w * len(calls)
+
+    f = rjax.from_custom_vjp(make_scaled_sin(bwd_x=accumulating))
+    _, pullback = f.rrule(f, X, W)
+    first, second = pullback(np.ones_like(X))[1], pullback(np.ones_like(X))[1]
+    np.testing.assert_allclose(second, 2 * first)
+
+
+def test_nondiff_argnums_integers_and_tuple_outputs() -> None:
+    @partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def power_and_double(x: Any, n: int, k: Any) -> Any:
+        return x**n, k * 2
+
+    def fwd(x: Any, n: int, k: Any) -> Any:
+        return power_and_double(x, n, k), x
+
+    def bwd(n: int, x: Any, g: Any) -> Any:
+        gp, _ = g
+        return n * x ** (n - 1) * gp, None
+
+    power_and_double.defvjp(fwd, bwd)
+    f = rjax.from_custom_vjp(power_and_double)
+    assert f.nondiff_argnums == (1,)
+    x, k = np.array([1.0, 2.0]), np.array([3, 4])
+    (p, d), pullback = f.rrule(f, x, 3, k)
+    np.testing.assert_array_equal(p, [1.0, 8.0])
+    np.testing.assert_array_equal(d, [6, 8])
+    _, xbar, nbar, kbar = pullback(Tangent(tuple, np.ones(2), NoTangent()))
+    np.testing.assert_array_equal(xbar, [3.0, 12.0])
+    assert (nbar, kbar) == (NoTangent(), NoTangent())
+    # A zero cotangent for the float output reaches bwd as zeros.
+    np.testing.assert_array_equal(pullback((ZeroTangent(), NoTangent()))[1], [0.0, 0.0])
+
+
+def test_jit_around_custom_vjp_is_looked_through() -> None:
+    f = rjax.wrap(jax.jit(make_scaled_sin()))
+    assert isinstance(f, rjax.JaxCustomVJP)
+    close(f.rrule(f, X, W)[1](np.ones_like(X))[1], np.cos(X) * W)
+
+
+def test_custom_vjp_has_no_frule() -> None:
+    f = rjax.from_custom_vjp(make_scaled_sin())
+    with pytest.raises(InteropError, match="cannot differentiate in forward mode"):
+        f.frule((NoTangent(), X, W), f, X, W)
+
+
+# -- 64-bit mode -------------------------------------------------------------------------------
+
+
+def test_float64_is_never_downcast_and_the_mode_is_scoped() -> None:
+    before = jax.config.jax_enable_x64
+    f = rjax.from_function(lambda x: jnp.sin(x) * 2.0)
+    assert f(X).dtype == np.float64
+    assert f(X.astype(np.float32)).dtype == np.float32
+    assert f(np.complex128(1j)).dtype == np.complex128
+    assert jax.config.jax_enable_x64 == before
+    (xbar,) = f.rrule(f, X)[1](np.ones_like(X))[1:]
+    assert xbar.dtype == np.float64
+    close(xbar, 2 * np.cos(X))
+
+
+def test_x64_false_refuses_float64() -> None:
+    f = rjax.from_function(jnp.sin, x64=False)
+    with pytest.raises(rjax.PrecisionError, match=r"args\[0\] from float64 into float32"):
+        f(X)
+    assert f(X.astype(np.float32)).dtype == np.float32
+    with pytest.raises(InteropError, match="x64='yes'"):
+        rjax.from_function(jnp.sin, x64="yes")  # type: ignore[arg-type]
+
+
+def test_x64_true_keeps_float32_inputs_float32() -> None:
+    f = rjax.from_function(jnp.sin, x64=True)
+    assert f(X.astype(np.float32)).dtype == np.float32
+
+
+# -- complex numbers ---------------------------------------------------------------------------
+
+
+def holomorphic_exp() -> Any:
+    """A holomorphic custom_vjp written the jax way: ``bwd = g * f'(z)``, no conj."""
+
+    @jax.custom_vjp
+    def cexp(z: Any) -> Any:
+        return jnp.exp(z)
+
+    cexp.defvjp(lambda z: (jnp.exp(z), jnp.exp(z)), lambda y, g: (g * y,))
+    return cexp
+
+
+def abs_squared() -> Any:
+    """A real-valued function of z written the jax way: ``bwd = 2 g conj(z)``."""
+
+    @jax.custom_vjp
+    def abs2(z: Any) -> Any:
+        return jnp.real(z * jnp.conj(z))
+
+    abs2.defvjp(lambda z: (abs2(z), z), lambda z, g: (2 * g * jnp.conj(z),))
+    return abs2
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [holomorphic_exp(), abs_squared(), jnp.sin, lambda z: jnp.abs(z) ** 3],
+    ids=["custom-exp", "custom-abs2", "sin", "abs-cubed"],
+)
+def test_complex_rules_in_jax_convention_match_rruletest_convention(fn: Any) -> None:
+    z = RNG.uniform(-1, 1, 4) + 1j * RNG.uniform(-1, 1, 4)
+    f = rjax.wrap(fn)
+    y = f(z)
+    ybar = RNG.uniform(-1, 1, y.shape) + (
+        1j * RNG.uniform(-1, 1, y.shape) if y.dtype.kind == "c" else 0
+    )
+    (zbar,) = f.rrule(f, z)[1](ybar)[1:]
+    assert zbar.dtype == np.complex128
+    close(zbar, numeric_vjp(f, (z,), ybar, 0))
+
+
+def test_complex_output_of_real_input() -> None:
+    f = rjax.from_function(lambda t: jnp.exp(1j * t))
+    t = RNG.uniform(-1, 1, 3)
+    ybar = RNG.uniform(-1, 1, 3) + 1j * RNG.uniform(-1, 1, 3)
+    (tbar,) = f.rrule(f, t)[1](ybar)[1:]
+    assert tbar.dtype == np.float64
+    close(tbar, numeric_vjp(f, (t,), ybar, 0))
+
+
+# -- frules ------------------------------------------------------------------------------------
+
+
+def test_function_frule_and_integer_arguments() -> None:
+    def fn(x: Any, w: Any, n: Any) -> Any:
+        return jnp.tanh(x) * w * n, jnp.sum(n)
+
+    f = rjax.from_function(fn)
+    n = np.array([2, 3])
+    dx = RNG.uniform(-1, 1, X.shape)
+    y, (ydot, ndot) = f.frule((NoTangent(), dx, ZeroTangent(), NoTangent()), f, X, W, n)
+    close(y[0], np.tanh(X) * W * n)
+    close(ydot, numeric_jvp(lambda x: f(x, W, n)[0], (X,), (dx,)))
+    assert ndot == NoTangent()
+    _, _, wbar, nbar = f.rrule(f, X, W, n)[1]((np.ones_like(X), NoTangent()))
+    assert nbar == NoTangent()
+    close(wbar, np.sum(np.tanh(X) * n, axis=0, keepdims=True))
+
+
+def test_custom_jvp_frule_calls_the_rule() -> None:
+    calls = []
+
+    @jax.custom_jvp
+    def softplus(x: Any) -> Any:
+        return jnp.log1p(jnp.exp(x))
+
+    @softplus.defjvp
+    def softplus_jvp(primals: Any, tangents: Any) -> Any:
+        calls.append(1)
+        (x,), (dx,) = primals, tangents
+        return softplus(x), dx / (1 + jnp.exp(-x))
+
+    f = rjax.wrap(softplus)
+    assert isinstance(f, rjax.JaxCustomJVP)
+    dx = RNG.uniform(-1, 1, X.shape)
+    _, ydot = f.frule((NoTangent(), dx), f, X)
+    close(ydot, numeric_jvp(f, (X,), (dx,)))
+    assert calls == [1]
+    close(f.rrule(f, X)[1](np.ones_like(X))[1], 1 / (1 + np.exp(-X)))
+
+
+def test_misuse() -> None:
+    with pytest.raises(InteropError, match=r"decorated with jax\.custom_vjp"):
+        rjax.from_custom_vjp(jnp.sin)
+    with pytest.raises(InteropError, match="has no rule yet"):
+        rjax.from_custom_vjp(jax.custom_vjp(jnp.sin))
+    f = rjax.from_custom_vjp(make_scaled_sin())
+    with pytest.raises(InteropError, match="positional arguments only"):
+        f.rrule(f, X, w=W)
+
+
+@functools.cache
+def adjoint_adapter() -> Any:
+    return rjax.from_function(lambda z: jnp.sin(z) * jnp.conj(z) + jnp.abs(z))
+
+
+@settings(max_examples=25)
+@given(complex_arrays())
+def test_pullback_is_the_adjoint_of_the_pushforward_for_complex_inputs(zs: Any) -> None:
+    """<pullback(ybar), dz> == <ybar, jvp(dz)> under rruletest's inner product, for all inputs:
+    the conjugations the adapter applies make the framework's vjp the adjoint of its jvp."""
+    z, dz, ybar = zs
+    f = adjoint_adapter()
+    (zbar,) = f.rrule(f, z)[1](ybar)[1:]
+    _, ydot = f.frule((NoTangent(), dz), f, z)
+    np.testing.assert_allclose(pair(zbar, dz), pair(ybar, ydot), rtol=1e-9, atol=1e-9)
+
+
+# -- acceptance: rruletest's testers on jax rules -----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def testers() -> Any:
+    import rruletest.testers
+
+    return rruletest.testers
+
+
+def one_element_off(x: Any, w: Any, g: Any) -> Any:
+    return (g * jnp.cos(x) * w).at[617, 0].multiply(1.001)
+
+
+def accumulating() -> Any:
+    calls = []
+
+    def bwd_x(x: Any, w: Any, g: Any) -> Any:
+        calls.append(1)
+        return g * jnp.cos(x) * w * len(calls)
+
+    return bwd_x
+
+
+def test_correct_rules_pass_test_rrule_and_test_frule(testers: Any) -> None:
+    f = rjax.from_custom_vjp(make_scaled_sin())
+    testers.test_rrule(f, X, W, rrule_f=f.rrule, rng=0)
+    f.test_rrule(X.astype(np.float32), W.astype(np.float32), rng=0)
+    z = RNG.uniform(-1, 1, 3) + 1j * RNG.uniform(-1, 1, 3)
+    for fn in (holomorphic_exp(), abs_squared(), jnp.sin):
+        rjax.wrap(fn).test_rrule(z, rng=0)
+    g = rjax.from_function(lambda x, w: jnp.tanh(x) * w)
+    g.test_rrule(X, W, rng=0)
+    g.test_frule(X, W, rng=0)
+    s = rjax.from_function(jnp.sin)
+    testers.test_scalar(s, 0.5, rrule_f=s.rrule, frule_f=s.frule, rng=0)
+
+
+@pytest.mark.parametrize(
+    ("rule", "lines"),
+    [
+        (
+            {"bwd_w": lambda x, w, g: g * jnp.sin(x)},
+            ["[type] args[1]: shape (3, 2) for a primal of shape (1, 2)", "unbroadcast"],
+        ),
+        (
+            {"bwd_x": lambda x, w, g: (g * jnp.cos(x) * w).astype(jnp.float32)},
+            ["[type] args[0]: dtype float32 for a float64 primal"],
+        ),
+        (
+            {"bwd_x": accumulating()},
+            ["[repeat] args[0]: calling the pullback a second time gave a different"],
+        ),
+    ],
+    ids=["no-unbroadcast", "float32", "accumulates"],
+)
+def test_wrong_rules_fail_with_rruletest_messages(
+    testers: Any, rule: dict[str, Any], lines: list[str]
+) -> None:
+    f = rjax.from_custom_vjp(make_scaled_sin(**rule))
+    with pytest.raises(AssertionError) as info:
+        testers.test_rrule(f, X, W, rrule_f=f.rrule, rng=0)
+    message = str(info.value)
+    assert message.startswith("test_rrule(scaled_sin, float64[3, 2], float64[1, 2]) failed")
+    for line in lines:
+        assert line in message
+
+
+def test_one_element_off_by_a_thousandth_in_ten_thousand_is_caught(testers: Any) -> None:
+    x = RNG.uniform(-2, 2, (5000, 2))
+    wrong = make_scaled_sin(bwd_x=one_element_off)
+    with pytest.raises(AssertionError, match=r"\[numeric\] args: adjoint identity fails"):
+        rjax.from_custom_vjp(wrong).test_rrule(x, W, rng=0)
+    with pytest.raises(AssertionError, match=r"\[numeric\] args\[1\]") as info:
+        rjax.from_custom_vjp(wrong, elementwise=True).test_rrule(x, W, rng=0)
+    assert "617, 0" in str(info.value)
+    rjax.from_custom_vjp(make_scaled_sin(), elementwise=True).test_rrule(x, W, rng=0)
+
+
+def test_primal_is_jitted_when_traceable_and_eager_otherwise() -> None:
+    def power(x: Any, n: int) -> Any:
+        return x**n if n > 2 else x  # n is static under jit
+
+    f = rjax.from_function(power)
+    close(f(X, 3), X**3)
+    assert f._jit_ok
+
+    def value_dependent(x: Any) -> Any:
+        return x if float(x[0, 0]) > 0 else -x  # cannot be traced
+
+    g = rjax.from_function(value_dependent)
+    close(g(np.abs(X)), np.abs(X))
+    assert not g._jit_ok
+    close(g(-np.abs(X)), np.abs(X))
+
+
+def test_wrong_custom_jvp_fails_test_frule(testers: Any) -> None:
+    @jax.custom_jvp
+    def softplus(x: Any) -> Any:
+        return jnp.log1p(jnp.exp(x))
+
+    @softplus.defjvp
+    def softplus_jvp(primals: Any, tangents: Any) -> Any:
+        (x,), (dx,) = primals, tangents
+        return softplus(x), dx / (1 + jnp.exp(x))  # sign of x is wrong
+
+    rjax.from_custom_jvp(make_softplus()).test_frule(X, rng=0)
+    with pytest.raises(AssertionError, match=r"\[numeric\]"):
+        rjax.from_custom_jvp(softplus).test_frule(X, rng=0)
+
+
+def make_softplus() -> Any:
+    @jax.custom_jvp
+    def softplus(x: Any) -> Any:
+        return jnp.log1p(jnp.exp(x))
+
+    @softplus.defjvp
+    def softplus_jvp(primals: Any, tangents: Any) -> Any:
+        (x,), (dx,) = primals, tangents
+        return softplus(x), dx / (1 + jnp.exp(-x))
+
+    return softplus
+
+
+def test_integer_arguments_may_narrow_only_without_changing_values() -> None:
+    f = rjax.from_function(lambda x, i: x[i], x64=False)
+    np.testing.assert_array_equal(f(np.arange(4.0, dtype=np.float32), np.array([3, 1])), [3, 1])
+    with pytest.raises(rjax.PrecisionError, match=r"args\[1\] from int64 into int32"):
+        f(np.arange(4.0, dtype=np.float32), np.array([2**40]))
+
+
+def test_tuple_and_dict_arguments_are_differentiated_as_pytrees() -> None:
+    def affine(p: Any, x: Any) -> Any:
+        return p["a"] * x + p["b"][0]
+
+    f = rjax.from_function(affine)
+    p = {"a": np.float64(2.0), "b": (np.array([1.0]), 3)}
+    x = np.linspace(0, 1, 4)
+    assert f(p, x).dtype == np.float64
+    _, pbar, xbar = f.rrule(f, p, x)[1](np.ones(4))
+    assert pbar["a"] == pytest.approx(x.sum())
+    np.testing.assert_allclose(pbar["b"][0], [4.0])
+    assert pbar["b"][1] == NoTangent()
+    np.testing.assert_allclose(xbar, np.full(4, 2.0))
+    dp = Tangent(dict, {"a": np.float64(1.0)})  # b's tangent missing: zero
+    _, ydot = f.frule((NoTangent(), dp, ZeroTangent()), f, p, x)
+    np.testing.assert_allclose(ydot, x)
