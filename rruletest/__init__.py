@@ -1,8 +1,8 @@
 """rruletest: test derivative rules against finite differences.
 
-The light layers (tangents, rules, domains, errors) load with the package; everything else loads
-on first use of one of its names, so ``import rruletest`` stays fast and never pulls in findiff,
-scipy, sympy or hypothesis.
+Every public name loads its module on first use, so ``import rruletest`` (and the pytest plugin,
+which pytest loads at every start) costs next to nothing, and findiff, scipy, sympy and
+hypothesis load only when a finite difference or a strategy is first needed.
 
 >>> import rruletest
 >>> rruletest.ZeroTangent() + 1.0
@@ -14,29 +14,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from rruletest.domains import Domain, Interval
-from rruletest.errors import Mismatch, RuleTestFailure
-from rruletest.rules import (
-    RuleInfo,
-    RuleSet,
-    derivatives_given_output,
-    frule,
-    non_differentiable,
-    register_frule,
-    register_rrule,
-    rrule,
-    scalar_rule,
-)
-from rruletest.tangents import (
-    AbstractZero,
-    InplaceableThunk,
-    NoTangent,
-    Tangent,
-    Thunk,
-    ZeroTangent,
-    unthunk,
-)
-
 if TYPE_CHECKING:
     from rruletest import interop, strategies
     from rruletest.approx import collect_mismatches, test_approx
@@ -46,6 +23,8 @@ if TYPE_CHECKING:
         broadcasted,
         unbroadcast,
     )
+    from rruletest.domains import Domain, Interval
+    from rruletest.errors import Mismatch, RuleTestFailure
     from rruletest.finite_differences import (
         FiniteDifferenceMethod,
         backward_fdm,
@@ -53,12 +32,60 @@ if TYPE_CHECKING:
         extrapolate_fdm,
         forward_fdm,
     )
+    from rruletest.rules import (
+        RuleInfo,
+        RuleSet,
+        derivatives_given_output,
+        frule,
+        non_differentiable,
+        register_frule,
+        register_rrule,
+        rrule,
+        scalar_rule,
+    )
+    from rruletest.tangents import (
+        AbstractZero,
+        InplaceableThunk,
+        NoTangent,
+        Tangent,
+        Thunk,
+        ZeroTangent,
+        unthunk,
+    )
     from rruletest.testers import rand_tangent, test_frule, test_rrule, test_scalar, with_tangent
 
 __version__ = "0.1.0"
 
 # Public names that load their module on first access.
 _LAZY: dict[str, str] = {
+    **dict.fromkeys(["Domain", "Interval"], "rruletest.domains"),
+    **dict.fromkeys(["Mismatch", "RuleTestFailure"], "rruletest.errors"),
+    **dict.fromkeys(
+        [
+            "RuleInfo",
+            "RuleSet",
+            "derivatives_given_output",
+            "frule",
+            "non_differentiable",
+            "register_frule",
+            "register_rrule",
+            "rrule",
+            "scalar_rule",
+        ],
+        "rruletest.rules",
+    ),
+    **dict.fromkeys(
+        [
+            "AbstractZero",
+            "InplaceableThunk",
+            "NoTangent",
+            "Tangent",
+            "Thunk",
+            "ZeroTangent",
+            "unthunk",
+        ],
+        "rruletest.tangents",
+    ),
     "strategies": "rruletest.strategies",
     "interop": "rruletest.interop",
     "test_approx": "rruletest.approx",

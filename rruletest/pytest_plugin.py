@@ -1,7 +1,277 @@
-"""The rruletest pytest plugin (entry point ``pytest11``).
+"""The rruletest pytest plugin (entry point ``pytest11``, name ``rruletest``).
 
-Loaded by pytest at start-up, so it imports nothing heavy: no findiff, scipy, sympy or
-hypothesis. Seeds, options, fixtures and collection of registered rules live here.
+Loaded by pytest at start-up, so beyond ``import rruletest`` it imports only the standard library,
+pytest, ``rruletest._options`` and ``rruletest._pytest_items``: no findiff, scipy, sympy or
+hypothesis until a rule item runs or a fixture is used. It provides:
+
+- a session seed: ``--rruletest-seed=N``, ``--rruletest-seed=last`` (from pytest's cache), else a
+  random one; printed in the header (``rruletest: seed=N``) and in every rruletest failure.
+  Each test derives its own seed from it and its node id, so one command reproduces one failure;
+- fixtures ``rruletest_rng`` (a seeded ``numpy.random.Generator``) and ``rruletest_config``
+  (a ``RuleTestConfig``: seed, tolerance overrides per dtype, fdm, and testers using them);
+  during each test ``rruletest._options.current_test_seed()`` gives the test's seed, and the
+  tolerance overrides are the library's defaults (``rruletest.tolerances``);
+- options and ini keys: ``--rruletest-rtol``/``--rruletest-atol`` (``[DTYPE=]VALUE``, ini
+  ``rruletest_rtol``/``rruletest_atol``), ``--rruletest-fdm`` (``central:5``),
+  ``--rruletest-examples`` and ``--rruletest-dtypes`` (ini ``rruletest_examples``,
+  ``rruletest_dtypes``);
+- collection of registered rules as test items: ``--rruletest-check MODULE`` (repeatable) and the
+  ini key ``rruletest_check`` make one item per rule the module registered, with node ids like
+  ``rruletest::mypkg.rules::sin[scalar]``. Such a node id can be given on the command line to run
+  that rule alone. Modules of the ini key are collected when pytest runs without positional
+  arguments (a plain ``pytest``), so ``pytest tests/test_one.py`` stays focused.
 """
 
 from __future__ import annotations
+
+import argparse
+import shlex
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from rruletest import _options as opts
+from rruletest._pytest_items import (
+    SESSION_KEY,
+    RuleItem,
+    RuleModule,
+    Session,
+    is_rule_failure,
+    plan,
+)
+
+__all__ = [
+    "RuleItem",
+    "RuleModule",
+    "pytest_addoption",
+    "pytest_configure",
+    "rruletest_config",
+    "rruletest_rng",
+]
+
+CACHE_KEY = "rruletest/seed"
+
+
+def _arg(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    convert.__name__ = parse.__name__.removeprefix("parse_")
+    return convert
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rruletest", "rruletest (derivative rules)")
+    group.addoption(
+        "--rruletest-seed",
+        dest="rruletest_seed",
+        metavar="N|last",
+        type=_arg(opts.parse_seed),
+        default=None,
+        help="session seed for rruletest's random inputs; 'last' reuses the previous run's "
+        "(default: random, printed in the header)",
+    )
+    group.addoption(
+        "--rruletest-check",
+        dest="rruletest_check",
+        metavar="MODULE",
+        action="append",
+        default=[],
+        help="collect every rule MODULE registers as a test item (repeatable)",
+    )
+    group.addoption(
+        "--rruletest-examples",
+        dest="rruletest_examples",
+        metavar="N",
+        type=_arg(opts.parse_examples),
+        default=None,
+        help=f"generated examples per rule item (default {opts.DEFAULT_EXAMPLES})",
+    )
+    group.addoption(
+        "--rruletest-dtypes",
+        dest="rruletest_dtypes",
+        metavar="LIST",
+        type=_arg(lambda s: opts.parse_dtypes([s])),
+        default=None,
+        help="real dtypes rule items draw inputs in, comma separated "
+        f"(default {','.join(opts.DEFAULT_DTYPES)})",
+    )
+    for which in ("rtol", "atol"):
+        group.addoption(
+            f"--rruletest-{which}",
+            dest=f"rruletest_{which}",
+            metavar="[DTYPE=]VALUE",
+            action="append",
+            default=[],
+            help=f"default {which} for testers, for one dtype (float32=1e-4) or all (repeatable)",
+        )
+    group.addoption(
+        "--rruletest-fdm",
+        dest="rruletest_fdm",
+        metavar="KIND:POINTS",
+        type=_arg(opts.parse_fdm),
+        default=None,
+        help="finite-difference method: central:5 (default), forward:3, backward:3, ...",
+    )
+    parser.addini("rruletest_check", "modules whose registered rules are test items", "args", [])
+    parser.addini("rruletest_examples", "generated examples per rule item", "string", "")
+    parser.addini("rruletest_dtypes", "real dtypes rule items draw inputs in", "args", [])
+    parser.addini("rruletest_rtol", "default rtol, [DTYPE=]VALUE entries", "args", [])
+    parser.addini("rruletest_atol", "default atol, [DTYPE=]VALUE entries", "args", [])
+    parser.addini("rruletest_fdm", "finite-difference method, KIND:POINTS", "string", "")
+
+
+def _resolve_seed(config: pytest.Config) -> tuple[int, str]:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and "rruletest_seed" in workerinput:
+        return int(workerinput["rruletest_seed"]), ""
+    raw = config.option.rruletest_seed
+    cache = getattr(config, "cache", None)
+    if raw == "last":
+        if cache is None:
+            raise pytest.UsageError(
+                "rruletest: --rruletest-seed=last needs pytest's cache; remove -p no:cacheprovider"
+            )
+        last = cache.get(CACHE_KEY, None)
+        if isinstance(last, int):
+            return last, " (last)"
+        seed, note = opts.new_seed(), " (no previous seed in the cache; a new one)"
+    elif raw is None:
+        seed, note = opts.new_seed(), ""
+    else:
+        seed, note = int(raw), ""
+    if cache is not None:
+        cache.set(CACHE_KEY, seed)
+    return seed, note
+
+
+def _read_session(config: pytest.Config) -> Session:
+    seed, note = _resolve_seed(config)
+    o = config.option
+    repro: list[str] = []
+    try:
+        examples_ini = str(config.getini("rruletest_examples")).strip()
+        examples = o.rruletest_examples or (
+            opts.parse_examples(examples_ini) if examples_ini else opts.DEFAULT_EXAMPLES
+        )
+        dtypes_ini = config.getini("rruletest_dtypes")
+        dtypes = o.rruletest_dtypes or (
+            opts.parse_dtypes(dtypes_ini) if dtypes_ini else opts.DEFAULT_DTYPES
+        )
+        rtol = opts.parse_tolerances(
+            [*config.getini("rruletest_rtol"), *o.rruletest_rtol], name="rtol"
+        )
+        atol = opts.parse_tolerances(
+            [*config.getini("rruletest_atol"), *o.rruletest_atol], name="atol"
+        )
+        fdm_ini = str(config.getini("rruletest_fdm")).strip()
+        fdm = o.rruletest_fdm or (opts.parse_fdm(fdm_ini) if fdm_ini else None)
+    except ValueError as err:
+        raise pytest.UsageError(f"rruletest: {err}") from None
+    if o.rruletest_examples:
+        repro.append(f"--rruletest-examples={examples}")
+    if o.rruletest_dtypes:
+        repro.append(f"--rruletest-dtypes={','.join(dtypes)}")
+    repro += [f"--rruletest-rtol={shlex.quote(v)}" for v in o.rruletest_rtol]
+    repro += [f"--rruletest-atol={shlex.quote(v)}" for v in o.rruletest_atol]
+    if o.rruletest_fdm:
+        repro.append(f"--rruletest-fdm={fdm[0]}:{fdm[1]}")  # type: ignore[index]
+
+    plain, nodes = opts.split_node_args(config.args)
+    if nodes:
+        config.args[:] = plain
+    modules = list(o.rruletest_check)
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        modules += list(config.getini("rruletest_check"))
+    modules = list(dict.fromkeys(m.strip() for m in modules if m.strip()))
+    cfg = opts.RuleTestConfig(
+        seed=seed, examples=examples, rtol=rtol, atol=atol, fdm_spec=fdm, dtypes=dtypes
+    )
+    return Session(cfg, note, tuple(modules), tuple(nodes), tuple(repro))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "rruletest: a registered derivative rule checked by rruletest (rule items)"
+    )
+    config.stash[SESSION_KEY] = _read_session(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist: every worker uses the controller's seed."""
+    node.workerinput["rruletest_seed"] = node.config.stash[SESSION_KEY].seed
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    s = config.stash[SESSION_KEY]
+    line = f"rruletest: seed={s.seed}{s.seed_note}"
+    mods = [*s.modules, *(m for m in map(opts.module_of_node, s.nodes) if m not in s.modules)]
+    if mods:
+        line += f", checking rules of {', '.join(mods)} ({s.config.examples} examples each)"
+    return [line]
+
+
+# -- fixtures ---------------------------------------------------------------------------------
+@pytest.fixture
+def rruletest_config(request: pytest.FixtureRequest) -> opts.RuleTestConfig:
+    """The rruletest settings in force for this test: seed, tolerance overrides, fdm.
+
+    ``rruletest_config.test_rrule(f, x)`` calls the tester with this test's generator and the
+    tolerances and fdm given by options or ini keys.
+    """
+    return request.config.stash[SESSION_KEY].for_test(request.node.nodeid)
+
+
+@pytest.fixture
+def rruletest_rng(rruletest_config: opts.RuleTestConfig) -> Any:
+    """A ``numpy.random.Generator`` seeded from the session seed and this test's node id."""
+    return rruletest_config.rng()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """Around each test: its seed for testers called without ``rng`` (``current_test_seed``),
+    and the tolerance overrides as the library's defaults.
+    """
+    s = item.config.stash[SESSION_KEY]
+    token = opts.TEST_SEED.set(opts.derive_seed(s.seed, item.nodeid))
+    try:
+        with s.config.overriding_defaults():
+            return (yield)
+    finally:
+        opts.TEST_SEED.reset(token)
+
+
+# -- failure reports ----------------------------------------------------------------------------
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.failed and not isinstance(item, RuleItem) and call.excinfo is not None:
+        uses = {"rruletest_rng", "rruletest_config"} & set(getattr(item, "fixturenames", ()))
+        if uses or is_rule_failure(call.excinfo.value):
+            s = item.config.stash[SESSION_KEY]
+            report.sections.append(
+                ("rruletest", f"seed={s.seed}\nreproduce: {s.reproduce(item.nodeid)}")
+            )
+    return report
+
+
+# -- rule items ---------------------------------------------------------------------------------
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    s = config.stash[SESSION_KEY]
+    if not (s.modules or s.nodes):
+        return
+    for module, select in plan(s.modules, s.nodes):
+        col = RuleModule.from_parent(
+            session, name=f"{opts.NODE_PREFIX}::{module}", nodeid=f"{opts.NODE_PREFIX}::{module}"
+        )
+        col.setup_rules(module, select, [m for m in s.modules if m.startswith(module + ".")])
+        items.extend(session.genitems(col))

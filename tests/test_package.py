@@ -89,6 +89,14 @@ def test_import_does_not_load_heavy_dependencies(module: str) -> None:
     assert loaded == [], f"import {module} loaded {', '.join(loaded)}"
 
 
+@pytest.mark.parametrize("module", ["rruletest", "rruletest.pytest_plugin"])
+def test_package_and_plugin_import_without_numpy(module: str) -> None:
+    # pytest loads the plugin at every start: it must cost next to nothing, numpy included.
+    proc = _run(f"import sys; import {module}; print('numpy' in sys.modules)")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "False"
+
+
 def test_all_is_sorted_and_unique() -> None:
     assert rruletest.__all__ == sorted(rruletest.__all__)
     assert len(set(rruletest.__all__)) == len(rruletest.__all__)

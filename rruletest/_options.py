@@ -1,0 +1,342 @@
+"""Options shared by the pytest plugin and ``rruletest check``: parsing, seeds, the run config.
+
+Light on purpose (standard library only at import): the pytest plugin imports it at start-up.
+Every parser raises ``ValueError`` with the offending ``name=value`` so both front ends can turn it
+into a usage error.
+
+>>> parse_seed("42"), parse_seed("last")
+(42, 'last')
+>>> parse_tolerances(["1e-6", "float32=1e-3"], name="rtol")
+{'*': 1e-06, 'float32': 0.001}
+>>> derive_seed(42, "tests/test_a.py::test_b") == derive_seed(42, "tests/test_a.py::test_b")
+True
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import zlib
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "DEFAULT_DTYPES",
+    "DEFAULT_EXAMPLES",
+    "NODE_PREFIX",
+    "RuleTestConfig",
+    "current_test_seed",
+    "derive_seed",
+    "new_seed",
+    "parse_dtypes",
+    "parse_examples",
+    "parse_fdm",
+    "parse_seed",
+    "parse_tolerances",
+    "split_node_args",
+]
+
+#: Examples hypothesis generates per rule item unless told otherwise.
+DEFAULT_EXAMPLES = 20
+#: Floating dtypes the rule items draw inputs in unless told otherwise.
+DEFAULT_DTYPES: tuple[str, ...] = ("float64", "float32")
+#: Node ids of rule items start with this: ``rruletest::mypkg.rules::sin[rrule]``.
+NODE_PREFIX = "rruletest"
+
+_REAL_DTYPES = ("float16", "float32", "float64")
+_DTYPE_ALIASES = {
+    "float16": "float16",
+    "half": "float16",
+    "float32": "float32",
+    "single": "float32",
+    "float64": "float64",
+    "double": "float64",
+    "float": "float64",
+    "complex64": "float32",
+    "complex128": "float64",
+    "complex": "float64",
+}
+_FDM_KINDS = ("central", "forward", "backward")
+
+
+def parse_seed(text: str | int) -> int | Literal["last"]:
+    """A seed option: a non-negative integer or ``"last"`` (the previous run's, from the cache)."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        value = text
+    else:
+        s = str(text).strip()
+        if s == "last":
+            return "last"
+        try:
+            value = int(s)
+        except ValueError:
+            raise ValueError(
+                f"a seed is a non-negative integer or 'last', got seed={text!r}"
+            ) from None
+    if value < 0:
+        raise ValueError(f"a seed is a non-negative integer or 'last', got seed={text!r}")
+    return value
+
+
+def new_seed() -> int:
+    """A fresh random session seed (from the operating system's entropy)."""
+    return int.from_bytes(os.urandom(4), "little")
+
+
+def derive_seed(seed: int, key: str) -> int:
+    """The seed of one test: a stable function of the session seed and the test's node id.
+
+    Stable across processes and machines (no use of Python's randomised ``hash``), so a worker of
+    pytest-xdist and a later single-test run derive the same seed.
+    """
+    return (seed % 2**32) << 32 | zlib.crc32(key.encode("utf-8"))
+
+
+#: The seed of the test pytest is running (set by the plugin around each test), else None.
+TEST_SEED: ContextVar[int | None] = ContextVar("rruletest_test_seed", default=None)
+
+
+def current_test_seed() -> int | None:
+    """The seed of the running test under the rruletest pytest plugin, None outside a test.
+
+    Testers called with ``rng=None`` can seed their generator from it, so a test that never
+    mentions a seed still reproduces from ``pytest --rruletest-seed=N <nodeid>``.
+    """
+    return TEST_SEED.get()
+
+
+def parse_examples(text: str | int) -> int:
+    """A number of examples per rule: a positive integer."""
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"the number of examples is a positive integer, got examples={text!r}")
+    return value
+
+
+def _dtype_key(name: str) -> str:
+    key = _DTYPE_ALIASES.get(name.strip().lower())
+    if key is None:
+        raise ValueError(
+            f"unknown dtype {name!r}; use one of {', '.join(_REAL_DTYPES)} "
+            "(complex64/complex128 use the precision of their real part)"
+        )
+    return key
+
+
+def parse_tolerances(entries: Iterable[str], *, name: str) -> dict[str, float]:
+    """Tolerance entries ``[DTYPE=]VALUE``; a bare value applies to every dtype (key ``"*"``).
+
+    Later entries win, so command-line values given after ini values override them.
+    """
+    out: dict[str, float] = {}
+    for entry in entries:
+        for item in str(entry).replace(",", " ").split():
+            dtype, sep, value = item.rpartition("=")
+            key = _dtype_key(dtype) if sep else "*"
+            try:
+                tol = float(value)
+            except ValueError:
+                tol = math.nan
+            if not (tol >= 0 and math.isfinite(tol)):
+                raise ValueError(
+                    f"a tolerance is [DTYPE=]VALUE with a finite VALUE >= 0, got {name}={item!r}"
+                )
+            out[key] = tol
+    return out
+
+
+def parse_dtypes(entries: Iterable[str]) -> tuple[str, ...]:
+    """A list of real floating dtypes (comma or space separated), in order, without repeats."""
+    out: list[str] = []
+    for entry in entries:
+        for item in str(entry).replace(",", " ").split():
+            key = _dtype_key(item)
+            if item.lower().startswith("complex"):
+                raise ValueError(
+                    f"dtypes are real ({', '.join(_REAL_DTYPES)}); complex inputs are drawn "
+                    f"for rules whose domain allows them, got dtypes={item!r}"
+                )
+            if key not in out:
+                out.append(key)
+    if not out:
+        raise ValueError("dtypes must name at least one of float16, float32, float64")
+    return tuple(out)
+
+
+def parse_fdm(text: str) -> tuple[str, int]:
+    """A finite-difference method ``KIND:POINTS`` (``central:5``, ``forward:3``)."""
+    kind, _, points = str(text).strip().partition(":")
+    kind = kind.strip().lower()
+    try:
+        p = int(points) if points else 5
+    except ValueError:
+        p = 0
+    if kind not in _FDM_KINDS or p < 2:
+        raise ValueError(
+            f"a finite-difference method is KIND:POINTS with KIND one of {', '.join(_FDM_KINDS)} "
+            f"and POINTS >= 2, got fdm={text!r}"
+        )
+    return kind, p
+
+
+def _leaf_dtypes(x: Any, out: list[str], depth: int = 0) -> None:
+    if depth > 4:
+        return
+    if isinstance(x, bool | int):
+        return
+    if isinstance(x, float | complex):
+        out.append("float64")
+        return
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None:
+        kind = getattr(dtype, "kind", "")
+        if kind in ("f", "c"):
+            bits = dtype.itemsize * 8 // (2 if kind == "c" else 1)
+            out.append(f"float{bits}")
+        return
+    if isinstance(x, tuple | list):
+        for y in x:
+            _leaf_dtypes(y, out, depth + 1)
+    elif isinstance(x, dict):
+        for y in x.values():
+            _leaf_dtypes(y, out, depth + 1)
+
+
+@dataclass(frozen=True)
+class RuleTestConfig:
+    """The settings in force for one test: seed, examples, tolerance overrides, fdm, dtypes.
+
+    The ``rruletest_config`` fixture hands this to a test; rule items use it too. Tolerance
+    overrides come from ``--rruletest-rtol``/``--rruletest-atol`` (and the ``rruletest_rtol``/
+    ``rruletest_atol`` ini keys); where none is given the testers' per-dtype defaults apply.
+
+    >>> cfg = RuleTestConfig(seed=1, rtol={"float32": 1e-3})
+    >>> cfg.tolerance_overrides(np.ones(2, np.float32)), cfg.tolerance_overrides(1.0)
+    ({'rtol': 0.001}, {})
+    """
+
+    seed: int
+    test_seed: int = 0
+    examples: int = DEFAULT_EXAMPLES
+    rtol: dict[str, float] = field(default_factory=dict)
+    atol: dict[str, float] = field(default_factory=dict)
+    fdm_spec: tuple[str, int] | None = None
+    dtypes: tuple[str, ...] = DEFAULT_DTYPES
+
+    def rng(self) -> Any:
+        """A fresh ``numpy.random.Generator`` seeded from this test's seed."""
+        import numpy as np
+
+        return np.random.default_rng(self.test_seed)
+
+    @property
+    def fdm(self) -> Any:
+        """The finite-difference method in force (the library default unless overridden)."""
+        from rruletest import finite_differences as fd
+
+        if self.fdm_spec is None:
+            return fd.default_fdm()
+        kind, points = self.fdm_spec
+        return getattr(fd, f"{kind}_fdm")(points, 1)
+
+    def tolerances(self, dtype: Any) -> tuple[float, float]:
+        """``(rtol, atol)`` for ``dtype``: the library default with the overrides applied."""
+        from rruletest.tolerances import default_tolerances
+
+        rtol, atol = default_tolerances(dtype)
+        key = _dtype_key(_dtype_name(dtype))
+        return (
+            self.rtol.get(key, self.rtol.get("*", rtol)),
+            self.atol.get(key, self.atol.get("*", atol)),
+        )
+
+    def tolerance_overrides(self, *args: Any) -> dict[str, float]:
+        """The ``rtol``/``atol`` keyword arguments to pass a tester for ``args``: only what the
+        user overrode, for the least precise floating dtype among the arguments.
+        """
+        if not (self.rtol or self.atol):
+            return {}
+        found: list[str] = []
+        for a in args:
+            _leaf_dtypes(a, found)
+        key = min(found, key=lambda k: int(k[5:])) if found else "float64"
+        out: dict[str, float] = {}
+        for name, table in (("rtol", self.rtol), ("atol", self.atol)):
+            value = table.get(key, table.get("*"))
+            if value is not None:
+                out[name] = value
+        return out
+
+    def overriding_defaults(self) -> AbstractContextManager[Any]:
+        """A ``with`` block in which the library's default tolerances are the overridden ones,
+        so every tester called without ``rtol``/``atol`` uses them (the plugin wraps each test
+        in it).
+        """
+        if not (self.rtol or self.atol):
+            return nullcontext()
+        from rruletest.tolerances import override_default_tolerances
+
+        table = {key: self.tolerances(key) for key in {*self.rtol, *self.atol} - {"*"}}
+        return override_default_tolerances(table, rtol=self.rtol.get("*"), atol=self.atol.get("*"))
+
+    def tester_kwargs(self, *args: Any) -> dict[str, Any]:
+        """Keyword arguments for a tester called on ``args``: ``rng``, overrides and ``fdm``."""
+        # The int seed (not a Generator) so a tester's own report names it: rng=<seed>.
+        kwargs: dict[str, Any] = {"rng": self.test_seed, **self.tolerance_overrides(*args)}
+        if self.fdm_spec is not None:
+            kwargs["fdm"] = self.fdm
+        return kwargs
+
+    def test_rrule(self, f: Any, *args: Any, **kwargs: Any) -> Any:
+        """``rruletest.test_rrule`` with this test's seed, tolerances and fdm."""
+        from rruletest.testers import test_rrule
+
+        return test_rrule(f, *args, **{**self.tester_kwargs(*args), **kwargs})
+
+    def test_frule(self, f: Any, *args: Any, **kwargs: Any) -> Any:
+        """``rruletest.test_frule`` with this test's seed, tolerances and fdm."""
+        from rruletest.testers import test_frule
+
+        return test_frule(f, *args, **{**self.tester_kwargs(*args), **kwargs})
+
+    def test_scalar(self, f: Any, x: Any, **kwargs: Any) -> Any:
+        """``rruletest.test_scalar`` with this test's seed, tolerances and fdm."""
+        from rruletest.testers import test_scalar
+
+        return test_scalar(f, x, **{**self.tester_kwargs(x), **kwargs})
+
+
+def _dtype_name(dtype: Any) -> str:
+    name = getattr(dtype, "name", None)
+    if name is None:
+        name = getattr(dtype, "__name__", None) or str(dtype)
+    return str(name)
+
+
+def split_node_args(args: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split command-line arguments into ordinary ones and rule node ids (``rruletest::...``).
+
+    >>> split_node_args(["tests", "rruletest::pkg.rules::sin[rrule]"])
+    (['tests'], ['rruletest::pkg.rules::sin[rrule]'])
+    """
+    plain: list[str] = []
+    nodes: list[str] = []
+    for a in args:
+        (nodes if str(a).startswith(NODE_PREFIX + "::") else plain).append(a)
+    return plain, nodes
+
+
+def module_of_node(nodeid: str) -> str:
+    """The rule module a rule node id names: ``rruletest::pkg.rules::sin[rrule]`` -> ``pkg.rules``.
+
+    >>> module_of_node("rruletest::pkg.rules::sin[rrule]"), module_of_node("rruletest::pkg")
+    ('pkg.rules', 'pkg')
+    """
+    rest = nodeid[len(NODE_PREFIX) + 2 :]
+    return rest.split("::", 1)[0].split("[", 1)[0]

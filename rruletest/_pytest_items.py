@@ -1,0 +1,217 @@
+"""The nodes rule items are made of, and the per-run state they share with the plugin.
+
+``RuleModule`` (node id ``rruletest::<module>``) imports a module and makes one ``RuleItem`` per
+rule it registered (``rruletest::<module>::<rule>[<kind>]``). Light: pytest and the standard
+library only; the item imports the heavy machinery (``_rule_checks``) when it runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import shlex
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from rruletest import _options as opts
+
+if TYPE_CHECKING:
+    from rruletest._rule_checks import RunRecord
+    from rruletest.rules import RuleInfo
+
+__all__ = ["SESSION_KEY", "RuleItem", "RuleModule", "Session", "is_rule_failure", "plan"]
+
+
+@dataclass(frozen=True)
+class Session:
+    """The rruletest settings of one pytest run (stored in ``config.stash``)."""
+
+    config: opts.RuleTestConfig
+    seed_note: str
+    modules: tuple[str, ...]
+    nodes: tuple[str, ...]
+    repro_flags: tuple[str, ...]
+
+    @property
+    def seed(self) -> int:
+        return self.config.seed
+
+    def for_test(self, nodeid: str) -> opts.RuleTestConfig:
+        return replace(self.config, test_seed=opts.derive_seed(self.seed, nodeid))
+
+    def reproduce(self, nodeid: str) -> str:
+        flags = " ".join((f"--rruletest-seed={self.seed}", *self.repro_flags))
+        return f"pytest {flags} {shlex.quote(nodeid)}"
+
+
+SESSION_KEY = pytest.StashKey[Session]()
+
+
+def is_rule_failure(err: BaseException) -> bool:
+    errors = sys.modules.get("rruletest.errors")
+    return errors is not None and isinstance(err, errors.RuleTestFailure)
+
+
+def plan(modules: Sequence[str], nodes: Sequence[str]) -> list[tuple[str, tuple[str, ...] | None]]:
+    """(module, node ids to keep or None for all) in order: modules first, then node ids.
+
+    >>> plan(["a"], ["rruletest::b::f[rrule]", "rruletest::a::g[rrule]", "rruletest::c"])
+    [('a', None), ('b', ('rruletest::b::f[rrule]',)), ('c', None)]
+    """
+    out: dict[str, tuple[str, ...] | None] = dict.fromkeys(modules)
+    for node in nodes:
+        module = opts.module_of_node(node)
+        if module in out and out[module] is None:
+            continue
+        keep = None if node == f"{opts.NODE_PREFIX}::{module}" else (node,)
+        prev = out.get(module, ())
+        out[module] = None if keep is None else (*(prev or ()), *keep)
+    return list(out.items())
+
+
+class RuleModule(pytest.Collector):
+    """The rules one module registered (node id ``rruletest::<module>``)."""
+
+    module_name: str = ""
+    select: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] = ()
+
+    def setup_rules(
+        self, module: str, select: tuple[str, ...] | None, exclude: Iterable[str]
+    ) -> None:
+        self.module_name, self.select, self.exclude = module, select, tuple(exclude)
+
+    def collect(self) -> list[pytest.Item]:
+        top = self.module_name.split(".")[0]
+        if importlib.util.find_spec(top) is None:
+            # A rule module next to the project's ini file is importable as with
+            # ``python -m pytest`` (appended: installed packages win).
+            root = self.config.rootpath
+            if (root / top).is_dir() or (root / f"{top}.py").is_file():
+                sys.path.append(str(root))
+            if importlib.util.find_spec(top) is None:
+                raise self.CollectError(f"rruletest: no module named {self.module_name!r}")
+        importlib.import_module(self.module_name)
+        from rruletest.rules import default_ruleset
+
+        infos = [
+            i
+            for i in default_ruleset.rules(module=self.module_name)
+            if not any(i.module == e or i.module.startswith(e + ".") for e in self.exclude)
+        ]
+        # A module imported again (importlib.reload, a fresh in-process pytest run) registers
+        # new function objects under the same names: the latest registration stands.
+        latest = {(i.module, i.kind, i.name): i for i in infos}
+        infos = sorted(latest.values(), key=lambda i: (i.name, i.kind, i.module))
+        items: list[pytest.Item] = []
+        seen: set[str] = set()
+        for info in infos:
+            name = _item_name(info, seen)
+            nodeid = f"{self.nodeid}::{name}"
+            if self.select is None or any(
+                nodeid == n or nodeid.startswith((n + "::", n + "[")) for n in self.select
+            ):
+                items.append(RuleItem.from_parent(self, name=name, info=info))
+        if self.select is not None:
+            names = {it.nodeid for it in items}
+            missing = [n for n in self.select if not any(x.startswith(n) for x in names)]
+            if missing:
+                known = ", ".join(_item_name(i, set()) for i in infos) or "no rules"
+                raise self.CollectError(
+                    f"rruletest: no rule matches {', '.join(missing)}; {self.module_name} "
+                    f"registers: {known}"
+                )
+        return items
+
+    def repr_failure(  # type: ignore[override]
+        self, excinfo: pytest.ExceptionInfo[BaseException]
+    ) -> Any:
+        if isinstance(excinfo.value, self.CollectError):
+            return str(excinfo.value.args[0])
+        return super().repr_failure(excinfo)
+
+
+def _item_name(info: RuleInfo, seen: set[str]) -> str:
+    name = f"{info.name}[{info.kind}]"
+    if name in seen:
+        mod = getattr(info.function, "__module__", None) or "?"
+        name = f"{mod}.{info.name}[{info.kind}]"
+        k = 2
+        while name in seen:
+            name, k = f"{mod}.{info.name}-{k}[{info.kind}]", k + 1
+    seen.add(name)
+    return name
+
+
+class RuleItem(pytest.Item):
+    """One registered rule, tested with generated inputs inside its domain."""
+
+    def __init__(self, *, info: RuleInfo, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.info = info
+        self.record: RunRecord | None = None
+        self.add_marker("rruletest")
+        self.extra_keyword_matches.update({info.kind, info.module})
+
+    def runtest(self) -> None:
+        from rruletest._rule_checks import CannotGenerate, RunRecord, check_rule
+
+        s = self.config.stash[SESSION_KEY]
+        self.record = record = RunRecord()
+        self.user_properties.append(("rruletest_rule", self.info.name))
+        self.user_properties.append(("rruletest_kind", self.info.kind))
+        try:
+            check_rule(self.info, s.for_test(self.nodeid), record)
+        except CannotGenerate as err:
+            pytest.skip(f"rruletest: {err}")
+        finally:
+            self.user_properties.append(("rruletest_examples", record.examples))
+            if record.worst_rel_err is not None:
+                self.user_properties.append(("rruletest_worst_rel_err", record.worst_rel_err))
+
+    def reportinfo(self) -> tuple[Path | str, int | None, str]:
+        mod = sys.modules.get(self.info.module)
+        path = getattr(mod, "__file__", None)
+        return (Path(path) if path else self.path), None, f"rule {self.name}"
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        s = self.config.stash[SESSION_KEY]
+        err = excinfo.value
+        info, record = self.info, self.record
+        lines = [f"rule {info.name} [{info.kind}] registered by {info.module}"]
+        if info.domain is not None:
+            lines[0] += f", domain {info.domain}"
+        if record is not None:
+            ran = f"{record.examples} example(s)"
+            if record.shrinks:
+                ran += f", shrunk in {record.shrinks} more run(s)"
+            lines.append(f"failed after {ran}")
+            if record.case is not None:
+                lines.append(f"falsifying inputs: {record.case!r}")
+        checks = getattr(err, "checks", None)
+        if checks:
+            lines.append(f"failed checks: {', '.join(checks)}")
+        lines.append(f"rruletest: seed={s.seed}")
+        lines.append(f"reproduce: {s.reproduce(self.nodeid)}")
+        context = "\n".join(lines)
+        if is_rule_failure(err):
+            return f"{err}\n\n{context}"
+        rep = super().repr_failure(excinfo, style="short")
+        if hasattr(rep, "addsection"):
+            rep.addsection("rruletest", context)
+            return rep
+        return f"{rep}\n{context}"  # pragma: no cover - pytest always returns a repr object
+
+    def _traceback_filter(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
+        """Hide hypothesis's and rruletest's own frames: the traceback ends in the rule."""
+        tb = excinfo.traceback
+        cut = tb.filter(lambda e: not any(p in str(e.path) for p in _HIDDEN_PATHS))
+        return cut or tb.filter(excinfo)
+
+
+_HIDDEN_PATHS = ("hypothesis", "_rule_checks", "_rule_cases", "pytest_plugin", "pluggy", "_pytest")

@@ -1,0 +1,302 @@
+"""The test cases of a collected rule: which tester, which function, which inputs.
+
+A scalar rule gets numbers and broadcast arrays drawn inside its domain (in each configured dtype,
+complex too where the domain allows); an rrule or frule gets its registered examples, then
+inputs drawn near them, or numbers of the right count when it has none; a non-differentiable
+declaration gets numbers. Generated inputs whose output overflows are discarded.
+Imports hypothesis: loaded only when a rule item runs.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import hypothesis.strategies as st
+import numpy as np
+from hypothesis.extra import numpy as hnp
+
+from rruletest import strategies as rst
+from rruletest._options import RuleTestConfig
+from rruletest.domains import Domain
+from rruletest.projection import is_differentiable
+from rruletest.rules import RuleInfo
+
+__all__ = [
+    "CannotGenerate",
+    "Case",
+    "bound_margin",
+    "example_cases",
+    "finite_output",
+    "fname",
+    "generated_cases",
+    "rule_arity",
+]
+
+#: Broadcast arguments have at least this many dimensions (0: 0-d arrays are drawn too).
+MIN_DIMS = 0
+#: Perturbations of registered examples: relative sizes hypothesis chooses from.
+PERTURBATIONS = (0.0, 1e-6, 1e-3, 1e-1)
+
+
+def bound_margin(dtype: Any) -> float:
+    """How far (relative to ``max(1, |bound|)``) generated inputs keep from a finite bound: 1e-6,
+    but at least 1024 ulps (a stencil needs room to resolve), at most 1e-2 (float16).
+
+    >>> bound_margin("float64"), bound_margin("float32")
+    (1e-06, 0.0001220703125)
+    """
+    eps = float(np.finfo(np.dtype(dtype)).eps)
+    return min(1e-2, max(1e-6, 1024 * eps))
+
+
+class CannotGenerate(Exception):
+    """rruletest cannot build inputs for this rule (the item is skipped with this reason)."""
+
+
+@dataclass
+class Case:
+    """One test case: the call the testers make. ``repr`` reads like that call."""
+
+    testers: tuple[str, ...]
+    f: Any
+    args: tuple[Any, ...]
+    domain: Domain
+
+    def __repr__(self) -> str:
+        args = ", ".join([fname(self.f), *(_short(a) for a in self.args)])
+        return "; ".join(f"{t}({args})" for t in self.testers)
+
+
+def fname(f: Any) -> str:
+    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
+    mod = getattr(f, "__module__", None)
+    if isinstance(f, np.ufunc):
+        return f"np.{f.__name__}"
+    if name and mod and mod not in ("builtins", "__main__"):
+        return f"{mod}.{name}" if not mod.startswith("rruletest") else str(name)
+    return str(name) if name else repr(f)
+
+
+def _short(a: Any) -> str:
+    if callable(a) and not isinstance(a, np.ndarray | np.generic):
+        return fname(a)
+    if isinstance(a, np.ndarray):
+        body = np.array2string(a, separator=", ", precision=17, threshold=50)
+        return f"np.array({body}, dtype=np.{a.dtype.name})"
+    if isinstance(a, np.generic):
+        return f"np.{a.dtype.name}({a.item()!r})"
+    return repr(a)
+
+
+# -- arity ------------------------------------------------------------------------
+def _positional(fn: Any, skip: int = 0) -> int | None:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    n = 0
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            return None
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty:
+            n += 1
+    return n - skip if n - skip >= 1 else None
+
+
+def rule_arity(info: RuleInfo, f: Any | None = None) -> int | None:
+    """How many arguments ``info``'s function takes (``f`` for a broadcast key), or None.
+
+    From, in order: registered examples, a ufunc's ``nin``, a domain with one interval per
+    argument, the signature of the partials (scalar rules) or of the rule, of the function.
+    """
+    prefix = len(info.key) - 1
+    if info.examples and f is None:
+        return len(_with_prefix(info.key[1:], info.examples[0])) - prefix
+    fn = info.function if f is None else f
+    nin = getattr(fn, "nin", None)
+    if isinstance(nin, int) and nin >= 1:
+        return nin
+    if info.domain is not None and len(info.domain.intervals) > 1:
+        return len(info.domain.intervals)
+    if f is None:
+        rule = {"scalar": (info.partials, 1), "rrule": (info.rrule, 0), "frule": (info.frule, 1)}
+        cand, skip = rule.get(info.kind, (None, 0))
+        if cand is not None:
+            n = _positional(cand, skip)
+            if n is not None:
+                return n - prefix if info.kind != "scalar" else n
+    return _positional(fn)
+
+
+# -- cases ------------------------------------------------------------------------
+def _dtypes(config: RuleTestConfig, domain: Domain) -> list[str]:
+    out = list(config.dtypes)
+    if domain.complex:
+        out.append("complex128")
+    return out
+
+
+def _scalar_args(domain: Domain, n: int, dtype: str) -> st.SearchStrategy[tuple[Any, ...]]:
+    one = [
+        rst.scalars(domain, dtype=dtype, arg=i, margin=bound_margin(dtype)).map(
+            (lambda v: v.item()) if dtype in ("float64", "complex128") else (lambda v: v)
+        )
+        for i in range(n)
+    ]
+    args = st.tuples(*one)
+    if domain.avoid is not None and n > 1:
+        args = args.filter(lambda xs: not np.any(rst.near_avoided(domain.avoid, *xs)))
+    return args
+
+
+def _array_args(domain: Domain, n: int, dtype: str) -> st.SearchStrategy[tuple[Any, ...]]:
+    return rst.broadcastable_args(
+        domain,
+        n,
+        dtype=dtype,
+        min_dims=MIN_DIMS,
+        max_dims=3,
+        max_side=3,
+        margin=bound_margin(dtype),
+    )
+
+
+def _perturbed(domain: Domain, example: tuple[Any, ...], skip: int) -> st.SearchStrategy[Any]:
+    """Arguments near ``example``: each float or complex leaf moved by up to ``rel * max(1, |x|)``
+    per element (``rel`` from ``PERTURBATIONS``, 0 included), staying inside the domain.
+
+    Rules registered with examples often need inputs a domain cannot describe (compatible
+    shapes, a well-conditioned matrix), so generated inputs stay near the examples.
+    """
+
+    @st.composite
+    def near(draw: Any) -> tuple[Any, ...]:
+        rel = draw(st.sampled_from(PERTURBATIONS))
+        out = list(example)
+        for i in range(skip, len(example)):
+            a = example[i]
+            if isinstance(a, bool | int) or not is_differentiable(a) or rel == 0:
+                continue
+            arr = np.asarray(a)
+            unit = hnp.arrays(
+                np.float64, arr.shape, elements=st.floats(-1.0, 1.0, allow_subnormal=False)
+            )
+            moved = arr + rel * np.maximum(1.0, np.abs(arr)) * draw(unit)
+            if arr.dtype.kind == "c":
+                moved = moved + 1j * rel * np.maximum(1.0, np.abs(arr)) * draw(unit)
+            moved = moved.astype(arr.dtype)
+            value: Any = moved if isinstance(a, np.ndarray) else moved[()]
+            out[i] = value.item() if isinstance(a, float | complex) else value
+        _assume(_inside(domain, out[skip:]))
+        return tuple(out)
+
+    return near()
+
+
+def _inside(domain: Domain, args: list[Any]) -> bool:
+    """Finite, inside each argument's interval (real parts), clear of ``avoid``."""
+    n = len(domain.intervals)
+    for i, x in enumerate(args):
+        if not is_differentiable(x):
+            continue
+        arr = np.asarray(x)
+        if not np.all(np.isfinite(arr)):
+            return False
+        if (n == 1 or i < n) and not np.all(domain.interval(i).contains(arr.real)):
+            return False
+    try:
+        return not np.any(rst.near_avoided(domain.avoid, *args))
+    except (TypeError, ValueError):  # avoid cannot judge these arguments (shapes, structures)
+        return True
+
+
+def finite_output(case: Case) -> bool:
+    """Whether ``f`` gives a finite output at the case, with room to spare (``|y|`` at most
+    ``sqrt(finfo.max)``): near overflow neither the rule nor finite differences can be exact,
+    so such generated inputs are discarded. An exception is left for the testers to report.
+    """
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            y = np.asarray(case.f(*case.args))
+    except Exception:
+        return True
+    if y.dtype.kind not in "fc":
+        return True
+    return bool(np.all(np.abs(y) <= math.sqrt(float(np.finfo(y.dtype).max))))
+
+
+def _assume(condition: bool) -> None:
+    from hypothesis import assume
+
+    assume(condition)
+
+
+def generated_cases(info: RuleInfo, config: RuleTestConfig) -> st.SearchStrategy[Case]:
+    """Generated cases for ``info``; raises CannotGenerate when rruletest cannot build inputs."""
+    from rruletest.broadcast import broadcasted
+
+    domain = info.domain or Domain()
+    f = info.function
+    prefix = info.key[1:]
+    testers = _tester(info)
+    if info.kind == "scalar":
+        n = rule_arity(info)
+        if n is None:
+            raise CannotGenerate(f"cannot tell how many arguments {info.name} takes")
+        dtypes = _dtypes(config, domain)
+        scal = [
+            _scalar_args(domain, n, d).map(lambda xs: Case(testers, f, xs, domain)) for d in dtypes
+        ]
+        arrs = [
+            _array_args(domain, n, d).map(lambda xs: Case(_BOTH, broadcasted, (f, *xs), domain))
+            for d in dtypes
+        ]
+        return st.one_of(*scal, *arrs)
+    if info.examples:
+        near = [_perturbed(domain, _with_prefix(prefix, e), len(prefix)) for e in info.examples]
+        return st.one_of(*near).map(lambda xs: Case(testers, info.key[0], tuple(xs), domain))
+    if info.key[0] is broadcasted and len(prefix) >= 1:
+        n = rule_arity(info, prefix[0])
+        if n is None:
+            raise CannotGenerate(f"cannot tell how many arguments {fname(prefix[0])} takes")
+        strategies = [_array_args(domain, n, d) for d in _dtypes(config, domain)]
+    else:
+        n = rule_arity(info)
+        if n is None:
+            raise CannotGenerate(
+                f"cannot tell how many arguments {info.name} takes; register the rule with "
+                "examples=[(x, ...)] or a domain with one interval per argument"
+            )
+        strategies = [_scalar_args(domain, n, d) for d in _dtypes(config, domain)]
+    return st.one_of(*strategies).map(lambda xs: Case(testers, info.key[0], (*prefix, *xs), domain))
+
+
+_BOTH = ("test_rrule", "test_frule")
+
+
+def _tester(info: RuleInfo) -> tuple[str, ...]:
+    if info.kind == "scalar":
+        return ("test_scalar",) if len(info.key) == 1 and rule_arity(info) == 1 else _BOTH
+    return {"rrule": ("test_rrule",), "frule": ("test_frule",)}.get(
+        info.kind, ("non_differentiable",)
+    )
+
+
+def example_cases(info: RuleInfo) -> list[Case]:
+    """The cases of a rule registered with ``examples``, in order."""
+    domain = info.domain or Domain()
+    prefix = info.key[1:]
+    return [
+        Case(_tester(info), info.key[0], _with_prefix(prefix, e), domain) for e in info.examples
+    ]
+
+
+def _with_prefix(prefix: tuple[Any, ...], example: tuple[Any, ...]) -> tuple[Any, ...]:
+    if len(example) >= len(prefix) and all(a is b for a, b in zip(prefix, example, strict=False)):
+        return tuple(example)
+    return (*prefix, *example)

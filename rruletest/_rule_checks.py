@@ -1,0 +1,234 @@
+"""What a collected rule item runs: its cases through the testers, hypothesis shrinking failures.
+
+``check_rule(info, config, record)`` raises whatever the failing check raised (normally a
+``RuleTestFailure``) after hypothesis shrank the inputs; ``record`` tells the caller how many
+examples ran, the falsifying inputs and the worst relative error seen. Imports hypothesis and
+the testers: loaded only when a rule item runs, never at plugin load.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, Phase, Verbosity, assume, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis.errors import Unsatisfiable
+
+from rruletest import strategies as rst
+from rruletest._options import RuleTestConfig
+from rruletest._rule_cases import (
+    CannotGenerate,
+    Case,
+    example_cases,
+    finite_output,
+    fname,
+    generated_cases,
+)
+from rruletest.errors import Mismatch, RuleTestFailure
+from rruletest.rules import RuleInfo, default_ruleset
+from rruletest.tangents import NoTangent
+
+__all__ = ["CannotGenerate", "RunRecord", "check_rule", "run_case"]
+
+
+@dataclass
+class RunRecord:
+    """What a rule item did: examples run, the last (falsifying) case, worst relative error."""
+
+    examples: int = 0
+    shrinks: int = 0
+    failed: bool = False
+    case: Case | None = None
+    worst_rel_err: float | None = None
+
+    def saw(self, rel: float | None) -> None:
+        if rel is not None and math.isfinite(rel):
+            self.worst_rel_err = rel if self.worst_rel_err is None else max(rel, self.worst_rel_err)
+
+
+# -- running ------------------------------------------------------------------------
+def _worst(result: Any) -> float | None:
+    """The worst relative error a tester reports, when it returns one."""
+    for name in ("worst_rel_err", "max_rel_err", "rel_err"):
+        value = getattr(result, name, None)
+        if isinstance(value, int | float):
+            return float(value)
+    return None
+
+
+def _failure_worst(err: BaseException) -> float | None:
+    if isinstance(err, RuleTestFailure):
+        rels = [m.rel_err for m in err.mismatches if m.rel_err is not None]
+        finite = [r for r in rels if math.isfinite(r)]
+        if finite:
+            return max(finite)
+        if rels:
+            return math.inf
+    return None
+
+
+def _fdm_for(case: Case, config: RuleTestConfig) -> Any | None:
+    """The fdm for a case: the configured one (None: the testers' default), with its range
+    kept inside the neighbourhood ``avoid`` leaves free. The testers themselves keep stencils
+    inside the domain's intervals; they do not know about ``avoid``.
+    """
+    if case.domain.avoid is None:
+        return config.fdm if config.fdm_spec is not None else None
+    base = config.fdm
+    limit = rst.AVOID_RADIUS / 2
+    if getattr(base, "max_range", 0.0) <= limit:
+        return base
+    try:
+        return type(base)(
+            base.grid,
+            base.q,
+            adapt=base.adapt,
+            condition=base.condition,
+            factor=base.factor,
+            max_range=limit,
+        )
+    except (AttributeError, TypeError):  # an fdm of another kind: use it as it is
+        return base
+
+
+def run_case(case: Case, config: RuleTestConfig) -> float | None:
+    """Run one case through the testers; returns the worst relative error if they report it."""
+    from rruletest import testers
+
+    kwargs = config.tester_kwargs(*case.args)
+    fdm = _fdm_for(case, config)
+    if fdm is not None:
+        kwargs["fdm"] = fdm
+    worst: list[float | None] = []
+    for name in case.testers:
+        if name == "non_differentiable":
+            _check_non_differentiable(case)
+        elif name == "test_scalar":
+            worst.append(_worst(getattr(testers, name)(case.f, case.args[0], **kwargs)))
+        else:
+            worst.append(_worst(getattr(testers, name)(case.f, *case.args, **kwargs)))
+    found = [w for w in worst if w is not None]
+    return max(found) if found else None
+
+
+def _check_non_differentiable(case: Case) -> None:
+    f, args = case.f, case.args
+    y = f(*args)
+    problems: list[Mismatch] = []
+    out = default_ruleset.rrule(f, *args)
+    if out is None:
+        problems.append(Mismatch("rule", "rrule", None, "(y, pullback)", "no rrule found"))
+    else:
+        y_rule, pullback = out
+        _same_output(problems, "rrule output y", y_rule, y)
+        grads = pullback(np.ones_like(np.asarray(y, dtype=float)))
+        for i, g in enumerate(grads):
+            if not isinstance(g, NoTangent):
+                path = "f" if i == 0 else f"args[{i - 1}]"
+                problems.append(
+                    Mismatch(
+                        "no_tangent",
+                        f"pullback output[{i}] ({path})",
+                        g,
+                        NoTangent(),
+                        f"pullback output[{i}] ({path}): expected NoTangent(), got {g!r}",
+                    )
+                )
+    fout = default_ruleset.frule((NoTangent(),) * (len(args) + 1), f, *args)
+    if fout is None:
+        problems.append(Mismatch("rule", "frule", None, "(y, ydot)", "no frule found"))
+    else:
+        _same_output(problems, "frule output y", fout[0], y)
+        if not isinstance(fout[1], NoTangent):
+            problems.append(
+                Mismatch(
+                    "no_tangent",
+                    "frule output ydot",
+                    fout[1],
+                    NoTangent(),
+                    f"frule output ydot: expected NoTangent(), got {fout[1]!r}",
+                )
+            )
+    if problems:
+        raise RuleTestFailure(problems, header=f"non_differentiable rule for {fname(f)}")
+
+
+def _same_output(problems: list[Mismatch], path: str, actual: Any, expected: Any) -> None:
+    a, e = np.asarray(actual), np.asarray(expected)
+    same = a.shape == e.shape and bool(
+        np.all((a == e) | (np.isnan(a) & np.isnan(e)) if a.dtype.kind in "fc" else a == e)
+    )
+    if not same:
+        problems.append(
+            Mismatch(
+                "value", path, actual, expected, f"{path}: got {actual!r}, f gives {expected!r}"
+            )
+        )
+
+
+def check_rule(
+    info: RuleInfo, config: RuleTestConfig, record: RunRecord, *, run: Callable[..., Any] = run_case
+) -> None:
+    """Test one registered rule at its registered examples, then at ``config.examples``
+    generated inputs (hypothesis, seeded by the test's seed, shrinking a failure); raise the
+    failing check's exception. ``record`` receives what happened.
+    """
+
+    def one(case: Case) -> None:
+        record.case = case
+        if record.failed:
+            record.shrinks += 1
+        else:
+            record.examples += 1
+        try:
+            record.saw(run(case, config))
+        except BaseException as err:
+            record.failed = True
+            record.saw(_failure_worst(err))
+            raise
+
+    explicit = example_cases(info)
+    for case in explicit:  # registered examples first, as given (never shrunk)
+        one(case)
+    try:
+        strategy = generated_cases(info, config)
+    except CannotGenerate:
+        if explicit:
+            return
+        raise
+
+    def generated(case: Case) -> None:
+        assume(finite_output(case))
+        one(case)
+
+    test = given(strategy)(generated)
+    test = hypothesis_seed(config.test_seed)(test)
+    test = settings(
+        max_examples=config.examples,
+        derandomize=False,
+        database=None,
+        deadline=None,
+        print_blob=False,
+        report_multiple_bugs=False,
+        verbosity=Verbosity.quiet,
+        phases=(Phase.generate, Phase.shrink),
+        suppress_health_check=list(HealthCheck),
+    )(test)
+    try:
+        test()
+    except Unsatisfiable:
+        domain = info.domain or "(-inf, inf)"
+        message = (
+            f"could not generate inputs for {info.name}: every input drawn in its domain "
+            f"{domain} was near a point its avoid predicate excludes, or gave an output that is "
+            "not finite (or within sqrt(finfo.max) of overflow)"
+        )
+        hint = "check the rule's domain and avoid predicate, or register examples=[...]"
+        raise RuleTestFailure(
+            [Mismatch("inputs", "inputs", None, None, message, hint=hint)],
+            header=f"rruletest could not test the rule for {info.name}",
+        ) from None

@@ -1,0 +1,272 @@
+"""Rules for ``trace`` and the linear-algebra functions ``linalg.inv``, ``linalg.det`` and
+``linalg.solve``, with numpy's batch dimensions and complex matrices.
+
+All four are holomorphic, so ``abar = ybar * conj(dy/dA)`` in the cotangent convention:
+
+- ``inv``: ``Abar = -Y^H @ Ybar @ Y^H`` with ``Y = inv(A)``;
+- ``det``: ``Abar = ybar * conj(det(A)) * inv(A)^H`` (``d det = det * trace(inv(A) @ dA)``);
+- ``solve(A, b)`` (``x = A^-1 b``): ``bbar = solve(A^H, xbar)``, ``Abar = -bbar @ x^H``, each
+  summed over the batch dimensions its operand was broadcast along. ``b`` is a vector when it is
+  1-D and a stack of matrices otherwise (numpy 2's rule).
+
+Singular matrices are outside the domain: its ``avoid`` rejects matrices with a condition
+number above ``MAX_CONDITION`` or a singular value below ``MARGIN`` (the examples are well
+conditioned); ``det``'s rule uses ``inv``
+and raises ``LinAlgError`` on a singular matrix rather than return an adjugate.
+
+>>> import numpy as np
+>>> from rruletest import rrule
+>>> _, pullback = rrule(np.linalg.det, np.array([[2.0, 0.0], [0.0, 3.0]]))
+>>> pullback(1.0)[1]
+array([[3., 0.],
+       [0., 2.]])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from rruletest.domains import REALS, Domain
+from rruletest.projection import is_differentiable, unbroadcast
+from rruletest.rules import register_frule, register_rrule
+from rruletest.rulesets.numpy._common import (
+    MARGIN,
+    cotangents,
+    evaluate,
+    examples_rng,
+    is_array_input,
+    like_output,
+    live_tangent,
+    project,
+    sample,
+    whole_call_predicate,
+)
+from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, unthunk
+
+__all__: list[str] = []
+
+#: Matrices whose condition number exceeds this are avoided: near-singular inputs make both
+#: the rules and finite differences ill-conditioned.
+MAX_CONDITION = 100.0
+
+
+@whole_call_predicate
+def _avoid_ill_conditioned(a: Any, *rest: Any, **kwargs: Any) -> bool:
+    """Inputs whose (first) matrix argument is singular or nearly so: a condition number above
+    ``MAX_CONDITION`` or a smallest singular value below ``MARGIN`` (``[[1e-38]]`` has condition
+    number 1 but its inverse is not computable by finite differences)."""
+    a = np.asarray(a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2] or a.dtype.kind not in "fc" or a.size == 0:
+        return False
+    with np.errstate(all="ignore"):
+        s = np.linalg.svd(a, compute_uv=False)
+        cond = s[..., 0] / s[..., -1]
+    return bool(np.any(~np.isfinite(cond) | (cond > MAX_CONDITION) | (s[..., -1] < MARGIN)))
+
+
+_DOMAIN = Domain((REALS,), complex=True)
+_SQUARE_DOMAIN = Domain((REALS,), complex=True, avoid=_avoid_ill_conditioned)
+
+
+def _h(a: Any) -> Any:
+    """Conjugate transpose of a stack of matrices."""
+    return np.conj(np.swapaxes(a, -1, -2))
+
+
+def _well_conditioned(
+    rng: np.random.Generator, shape: tuple[int, ...], dtype: Any = np.float64
+) -> Any:
+    """A random matrix stack plus 3 on the diagonal: far from singular."""
+    n = shape[-1]
+    return (sample(rng, shape, dtype) + 3 * np.eye(n)).astype(dtype)
+
+
+def _square_examples() -> list[tuple[Any, ...]]:
+    rng = examples_rng()
+    return [
+        (_well_conditioned(rng, (3, 3)),),
+        (_well_conditioned(rng, (1, 1)),),
+        (_well_conditioned(rng, (2, 3, 3)),),
+        (_well_conditioned(rng, (2, 2), np.float32),),
+        (_well_conditioned(rng, (3, 3), np.complex128),),
+    ]
+
+
+# -- inv ----------------------------------------------------------------------------------
+
+
+@register_rrule(np.linalg.inv, domain=_SQUARE_DOMAIN, examples=_square_examples())
+def _inv_rrule(a: Any) -> tuple[Any, Any] | None:
+    """``Abar = -Y^H @ Ybar @ Y^H``."""
+    y = np.linalg.inv(a)
+    if not is_array_input(a):
+        return None
+
+    def pullback(ybar: Any) -> tuple[Any, ...]:
+        ybar = unthunk(ybar)
+        if isinstance(ybar, AbstractZero):
+            return cotangents((a,), ybar)
+        yh = _h(y)
+        return NO_TANGENT, project(a, -(yh @ ybar @ yh))
+
+    return y, pullback
+
+
+@register_frule(np.linalg.inv, domain=_SQUARE_DOMAIN, examples=_square_examples())
+def _inv_frule(tangents: Sequence[Any], a: Any) -> Any:
+    """``Ydot = -Y @ Adot @ Y``."""
+    y = np.linalg.inv(a)
+    if not is_array_input(a):
+        return None
+    adot = live_tangent(a, tangents[1])
+    return y, ZERO_TANGENT if adot is None else like_output(y, -(y @ adot @ y))
+
+
+# -- det ----------------------------------------------------------------------------------
+
+
+@register_rrule(np.linalg.det, domain=_SQUARE_DOMAIN, examples=_square_examples())
+def _det_rrule(a: Any) -> tuple[Any, Any] | None:
+    """``Abar = ybar * conj(det(A)) * inv(A)^H``."""
+    y = np.linalg.det(a)
+    if not is_array_input(a):
+        return None
+
+    def pullback(ybar: Any) -> tuple[Any, ...]:
+        ybar = unthunk(ybar)
+        if isinstance(ybar, AbstractZero):
+            return cotangents((a,), ybar)
+        g = np.asarray(ybar * np.conj(y))[..., None, None]
+        return NO_TANGENT, project(a, g * _h(np.linalg.inv(a)))
+
+    return y, pullback
+
+
+@register_frule(np.linalg.det, domain=_SQUARE_DOMAIN, examples=_square_examples())
+def _det_frule(tangents: Sequence[Any], a: Any) -> Any:
+    """``ydot = det(A) * trace(inv(A) @ Adot)``."""
+    y = np.linalg.det(a)
+    if not is_array_input(a):
+        return None
+    adot = live_tangent(a, tangents[1])
+    if adot is None:
+        return y, ZERO_TANGENT
+    inner = np.sum(np.swapaxes(np.linalg.inv(a), -1, -2) * adot, axis=(-2, -1))
+    return y, like_output(y, y * inner)
+
+
+# -- solve --------------------------------------------------------------------------------
+
+
+def _solve_examples() -> list[tuple[Any, ...]]:
+    rng = examples_rng()
+    return [
+        (_well_conditioned(rng, (3, 3)), sample(rng, (3,))),
+        (_well_conditioned(rng, (3, 3)), sample(rng, (3, 2))),
+        (_well_conditioned(rng, (2, 3, 3)), sample(rng, (3, 2))),
+        (_well_conditioned(rng, (3, 3)), sample(rng, (2, 3, 1))),
+        (_well_conditioned(rng, (2, 2), np.float32), sample(rng, (2,), np.float32)),
+        (_well_conditioned(rng, (3, 3), np.complex128), sample(rng, (3,), np.complex128)),
+        (_well_conditioned(rng, (2, 2)), sample(rng, (2, 2), np.complex128)),
+    ]
+
+
+def _as_matrix(b: Any) -> Any:
+    return np.asarray(b)[..., None] if np.ndim(b) == 1 else np.asarray(b)
+
+
+@register_rrule(np.linalg.solve, domain=_SQUARE_DOMAIN, examples=_solve_examples())
+def _solve_rrule(a: Any, b: Any) -> tuple[Any, Any] | None:
+    """``bbar = solve(A^H, xbar)``, ``Abar = -bbar @ x^H`` (batch dims unbroadcast)."""
+    x = np.linalg.solve(a, b)
+    if not (is_array_input(a) and is_array_input(b)):
+        return None
+
+    def pullback(xbar: Any) -> tuple[Any, ...]:
+        xbar = unthunk(xbar)
+        if isinstance(xbar, AbstractZero):
+            return cotangents((a, b), xbar)
+        am = np.asarray(a)
+        g = np.broadcast_to(_as_matrix(xbar), np.broadcast_shapes(_as_matrix(x).shape))
+        full_b = np.linalg.solve(np.broadcast_to(_h(am), (*g.shape[:-2], *am.shape[-2:])), g)
+        bbar = project(b, unbroadcast(_as_matrix(b), full_b).reshape(np.shape(b)))
+        abar = NO_TANGENT
+        if is_differentiable(a):
+            abar = project(a, unbroadcast(am, -(full_b @ _h(_as_matrix(x)))))
+        return NO_TANGENT, abar, bbar
+
+    return x, pullback
+
+
+@register_frule(np.linalg.solve, domain=_SQUARE_DOMAIN, examples=_solve_examples())
+def _solve_frule(tangents: Sequence[Any], a: Any, b: Any) -> Any:
+    """``xdot = solve(A, bdot - Adot @ x)``."""
+    x = np.linalg.solve(a, b)
+    if not (is_array_input(a) and is_array_input(b)):
+        return None
+    adot, bdot = live_tangent(a, tangents[1]), live_tangent(b, tangents[2])
+    if adot is None and bdot is None:
+        return x, ZERO_TANGENT
+    rhs: Any = 0
+    if bdot is not None:
+        rhs = _as_matrix(bdot)
+    if adot is not None:
+        rhs = rhs - np.asarray(adot) @ _as_matrix(x)
+    am = np.asarray(a)
+    rhs = np.broadcast_to(rhs, _as_matrix(x).shape)
+    xdot = np.linalg.solve(np.broadcast_to(am, (*rhs.shape[:-2], *am.shape[-2:])), rhs)
+    return x, like_output(x, xdot.reshape(np.shape(x)))
+
+
+# -- trace --------------------------------------------------------------------------------
+
+_TRACE = ("offset", "axis1", "axis2", "dtype", "out")
+
+
+def _trace_examples() -> list[tuple[Any, ...]]:
+    rng = examples_rng()
+    return [
+        (sample(rng, (3, 3)),),
+        (sample(rng, (3, 4)), 1),
+        (sample(rng, (4, 3)), -2),
+        (sample(rng, (2, 3, 4)), 0, 2, 1),
+        (sample(rng, (3, 3), np.float32),),
+        (sample(rng, (3, 3), np.complex128),),
+    ]
+
+
+@register_rrule(np.trace, domain=_DOMAIN, examples=_trace_examples())
+def _trace_rrule(a: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
+    """``Abar`` = ``ybar`` on the traced diagonal, 0 elsewhere."""
+    res = evaluate(np.trace, a, rest, kwargs, _TRACE, {"offset": 0, "axis1": 0, "axis2": 1})
+    if res is None:
+        return None
+    y, opts = res
+
+    def pullback(ybar: Any) -> tuple[Any, ...]:
+        ybar = unthunk(ybar)
+        if isinstance(ybar, AbstractZero):
+            return cotangents((a,), ybar) + (NO_TANGENT,) * len(rest)
+        nd = np.ndim(a)
+        ax1, ax2 = int(opts["axis1"]) % nd, int(opts["axis2"]) % nd
+        n1, n2 = np.shape(a)[ax1], np.shape(a)[ax2]
+        eye = np.eye(n1, n2, k=int(opts["offset"]))
+        full = np.asarray(ybar)[..., None, None] * eye
+        abar = np.moveaxis(full, (-2, -1), (ax1, ax2))
+        return (NO_TANGENT, project(a, abar), *(NO_TANGENT,) * len(rest))
+
+    return y, pullback
+
+
+@register_frule(np.trace, domain=_DOMAIN, examples=_trace_examples())
+def _trace_frule(tangents: Sequence[Any], a: Any, *rest: Any, **kwargs: Any) -> Any:
+    """``ydot = trace(Adot)`` with the same offset and axes."""
+    res = evaluate(np.trace, a, rest, kwargs, _TRACE, {})
+    if res is None:
+        return None
+    y = res[0]
+    adot = live_tangent(a, tangents[1])
+    return y, ZERO_TANGENT if adot is None else like_output(y, np.trace(adot, *rest, **kwargs))

@@ -1,0 +1,92 @@
+"""The machinery behind rule items: arity, cases, perturbations, generation failures."""
+
+from __future__ import annotations
+
+import math
+
+import hypothesis.strategies as st
+import numpy as np
+import pytest
+from hypothesis import find
+
+from rruletest import _rule_cases, _rule_checks
+from rruletest._options import RuleTestConfig
+from rruletest._rule_cases import Case, bound_margin, finite_output, rule_arity
+from rruletest._rule_checks import RunRecord, check_rule
+from rruletest.broadcast import broadcasted
+from rruletest.domains import Domain
+from rruletest.errors import RuleTestFailure
+from rruletest.rules import RuleSet
+
+
+def test_arity_from_ufunc_partials_rule_and_examples() -> None:
+    rules = RuleSet()
+
+    def two(a, b):  # type: ignore[no-untyped-def]
+        return a + b
+
+    def anything(*xs):  # type: ignore[no-untyped-def]
+        return sum(xs)
+
+    rules.scalar_rule(np.hypot, lambda x, y, out: (x / out, y / out))
+    rules.scalar_rule(two, lambda a, b, out: (1.0, 1.0))
+    rules.register_rrule(anything)(lambda *xs: (sum(xs), None))
+    rules.register_frule(anything, examples=[(1.0, 2.0, 3.0)])(lambda t, *xs: (sum(xs), 0))
+    infos = {(i.function.__name__, i.kind): i for i in rules.rules()}
+    assert rule_arity(infos["hypot", "scalar"]) == 2
+    assert rule_arity(infos["two", "scalar"]) == 2
+    assert rule_arity(infos["anything", "rrule"]) is None
+    assert rule_arity(infos["anything", "frule"]) == 3
+
+
+def test_bound_margin_grows_with_the_dtypes_epsilon() -> None:
+    assert bound_margin("float64") == 1e-6
+    assert bound_margin("float32") == 1024 * float(np.finfo(np.float32).eps)
+    assert bound_margin("float16") == 1e-2
+
+
+def test_case_reads_like_the_testers_call() -> None:
+    case = Case(
+        ("test_rrule", "test_frule"), broadcasted, (np.sin, np.array([0.5], np.float32)), Domain()
+    )
+    assert repr(case) == (
+        "test_rrule(broadcasted, np.sin, np.array([0.5], dtype=np.float32)); "
+        "test_frule(broadcasted, np.sin, np.array([0.5], dtype=np.float32))"
+    )
+    assert repr(Case(("test_scalar",), np.exp, (np.float32(2.0),), Domain())) == (
+        "test_scalar(np.exp, np.float32(2.0))"
+    )
+
+
+def test_outputs_near_overflow_are_not_drawn() -> None:
+    assert finite_output(Case(("test_scalar",), np.exp, (1.0,), Domain()))
+    assert not finite_output(Case(("test_scalar",), np.exp, (np.float32(60.0),), Domain()))
+    assert not finite_output(Case(("test_scalar",), np.log, (-1.0,), Domain()))
+    # an exception is left to the testers, which report it
+    assert finite_output(Case(("test_scalar",), math.log, (-1.0,), Domain()))
+
+
+def test_inputs_near_examples_keep_shapes_dtypes_and_other_arguments() -> None:
+    example = (np.eye(2, dtype=np.float32), 3, "mode")
+    near = _rule_cases._perturbed(Domain(), example, 0)
+    moved = find(near, lambda xs: not np.array_equal(xs[0], example[0]))
+    assert moved[0].dtype == np.float32
+    assert moved[0].shape == (2, 2)
+    assert moved[1:] == (3, "mode")
+    assert np.max(np.abs(moved[0] - example[0])) <= 0.1 * 1.0001
+
+
+def test_nothing_to_draw_is_a_clear_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    rules = RuleSet()
+    info = rules.scalar_rule(np.sin, lambda x, y: np.cos(x))
+    case = Case(("test_scalar",), np.sin, (0.5,), Domain())
+    monkeypatch.setattr(
+        _rule_checks, "generated_cases", lambda info, cfg: st.just(case).filter(lambda c: False)
+    )
+    record = RunRecord()
+    with pytest.raises(RuleTestFailure) as exc:
+        check_rule(info, RuleTestConfig(seed=1, examples=3), record)
+    assert exc.value.checks == ["inputs"]
+    assert str(exc.value).startswith("rruletest could not test the rule for sin\n")
+    assert "every input drawn in its domain (-inf, inf)" in str(exc.value)
+    assert record.examples == 0
