@@ -296,6 +296,13 @@ def test_every_public_module_has_an_api_page() -> None:
     assert public <= documented
 
 
+def test_ci_guide_declares_the_entry_point_group_the_cli_reads() -> None:
+    from rruletest import cli
+
+    text = (DOCS / "guides" / "ci.md").read_text(encoding="utf-8")
+    assert f'[project.entry-points."{cli.ENTRY_POINT_GROUP}"]' in text
+
+
 def test_nav_lists_every_page() -> None:
     nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     for page in DOCS.rglob("*.md"):
