@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import rruletest
@@ -301,6 +302,25 @@ def test_ci_guide_declares_the_entry_point_group_the_cli_reads() -> None:
 
     text = (DOCS / "guides" / "ci.md").read_text(encoding="utf-8")
     assert f'[project.entry-points."{cli.ENTRY_POINT_GROUP}"]' in text
+
+
+def test_guides_state_the_testers_constants() -> None:
+    from rruletest import _reference as ref
+    from rruletest.tolerances import default_tolerances
+
+    fd = (DOCS / "guides" / "finite-differences.md").read_text(encoding="utf-8")
+    assert f"up to {ref.DENSE_LIMIT} coordinates" in fd
+    assert f"along {ref.ADJOINT_DIRECTIONS} random directions" in fd
+    assert f"widened by {ref.ERROR_FACTOR:g} times" in fd
+    assert f"within {ref.ROOM_FRACTION:.0%} of the distance" in fd
+    for page in ("coming-from/chainrulestestutils.md", "coming-from/gradcheck.md"):
+        assert f"beyond {ref.DENSE_LIMIT}" in (DOCS / page).read_text(encoding="utf-8")
+    crtu = (DOCS / "coming-from" / "chainrulestestutils.md").read_text(encoding="utf-8")
+    for dtype in ("float64", "float32", "float16"):
+        rtol, atol = default_tolerances(np.dtype(dtype))
+        shown = f"{rtol:.0e}".replace("e-0", "e-")
+        assert rtol == atol, dtype
+        assert f"`{shown}` {dtype}" in crtu, dtype
 
 
 def test_nav_lists_every_page() -> None:
