@@ -9,56 +9,40 @@ Measures, for ``sin`` over ``--size`` float64 elements (default 10**6):
 - for scale, the per-element fallback on ``--fallback-size`` elements (default 10**4).
 
 Times are the best of ``--repeat`` interleaved runs; ratios are also given in primal evaluations
-(``np.sin(x)``). Run with ``python benchmarks/broadcast_rule.py``.
+(``np.sin(x)``). Run with ``python benchmarks/broadcast_rule.py [--quick]`` (``--quick``: 1e4
+elements, 1e3 for the fallback, 3 repeats).
 """
 
 from __future__ import annotations
 
-import argparse
-import math
-import time
-import tracemalloc
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from _timing import CPU, interleaved, parser, peak_memory
 
 from rruletest import NoTangent, RuleSet
 from rruletest.broadcast import SlowBroadcastWarning, broadcasted
 
 
 def best_times(fns: list[Callable[[], Any]], repeat: int) -> list[float]:
-    """The best time of each function, runs interleaved so that load on a shared machine
-    affects them alike."""
-    best = [math.inf] * len(fns)
-    for _ in range(repeat):
-        for i, fn in enumerate(fns):
-            t0 = time.perf_counter()
-            fn()
-            best[i] = min(best[i], time.perf_counter() - t0)
-    return best
+    return interleaved(fns, repeat, clock=CPU)
 
 
 def peak_extra(fn: Callable[[], Any], nbytes: int) -> float:
     """Peak memory allocated while ``fn`` runs (results included), in units of ``nbytes``."""
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        before = tracemalloc.get_traced_memory()[0]
-        fn()
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    return (peak - before) / nbytes
+    return peak_memory(fn) / nbytes
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", type=int, default=10**6)
-    parser.add_argument("--fallback-size", type=int, default=10**4)
-    parser.add_argument("--repeat", type=int, default=30)
-    opts = parser.parse_args()
+    p = parser(__doc__)
+    p.add_argument("--size", type=int, default=10**6)
+    p.add_argument("--fallback-size", type=int, default=10**4)
+    p.add_argument("--repeat", type=int, default=30)
+    opts = p.parse_args()
+    if opts.quick:
+        opts.size, opts.fallback_size, opts.repeat = 10**4, 10**3, 3
 
     rules = RuleSet("bench")
     rules.scalar_rule(np.sin, lambda x, y: np.cos(x))

@@ -26,6 +26,7 @@ __all__ = ["changes", "inner", "is_lazy", "nonzero_paths", "snapshot"]
 
 _UNCOPYABLE = object()
 _IMMUTABLE = (bool, int, float, complex, str, bytes, np.generic, AbstractZero)
+_NUMBERS = frozenset({float, int, complex, bool, np.float64, np.float32, np.complex128})
 
 
 def snapshot(x: Any) -> Any:
@@ -81,6 +82,9 @@ def _changes(b: Any, a: Any, path: str, out: list[str], limit: int, seen: set[in
         return
     if id(a) in seen:
         return
+    if type(b) in _NUMBERS:  # a plain number: no children to look for
+        _compare_leaf(b, a, path, out)
+        return
     kids_b, kids_a = _kids(b), _kids(a)
     if kids_b is not None:
         seen.add(id(a))
@@ -90,6 +94,10 @@ def _changes(b: Any, a: Any, path: str, out: list[str], limit: int, seen: set[in
         for key, vb in kids_b.items():
             _changes(vb, kids_a[key], _child_path(path, b, key), out, limit, seen)
         return
+    _compare_leaf(b, a, path, out)
+
+
+def _compare_leaf(b: Any, a: Any, path: str, out: list[str]) -> None:
     try:
         same = bool(a == b) or (a != a and b != b)
     except Exception:

@@ -12,6 +12,8 @@ from rruletest._args import Arg, describe
 from rruletest._checks import changes, copyable, is_lazy, snapshot
 from rruletest._report import Report
 from rruletest._setup import Setup, ruleset_of
+from rruletest.approx import collect_mismatches
+from rruletest.broadcast import broadcasted
 from rruletest.tangents import NO_TANGENT
 
 __all__ = [
@@ -42,8 +44,6 @@ def compare(
     atol: Any,
 ) -> int:
     """Compare with ``collect_mismatches`` and record what differs; returns how many."""
-    from rruletest.approx import collect_mismatches
-
     try:
         if type(actual) is type(expected) and not changes(expected, actual, path, limit=1):
             return 0  # identical (the usual case for a repeated call): nothing to compare
@@ -159,8 +159,6 @@ def note_unchecked_elements(report: Report, path: str, error: Any) -> None:
 
 
 def is_broadcast(f: Any) -> bool:
-    from rruletest.broadcast import broadcasted
-
     return f is broadcasted
 
 

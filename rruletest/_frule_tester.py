@@ -26,6 +26,8 @@ from rruletest._common import (
 from rruletest._fit import fit_problems
 from rruletest._rand_tangent import rand_tangent
 from rruletest._setup import Setup
+from rruletest.broadcast import broadcasted
+from rruletest.finite_differences import broadcast_jvp, jvp_estimate
 from rruletest.tangents import NO_TANGENT, AbstractZero
 
 __all__ = ["run_frule_checks"]
@@ -140,9 +142,6 @@ def _check_ydot_type(s: Setup, y: Any, ydot: Any) -> bool:
 
 
 def _check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) -> None:
-    from rruletest.broadcast import broadcasted
-    from rruletest.finite_differences import broadcast_jvp, jvp_estimate
-
     report = s.report
     live = [a for a in s.args if a.numeric]
     domain, dom_primals = domain_for(s, frule_f)

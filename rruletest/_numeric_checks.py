@@ -16,6 +16,8 @@ from rruletest._checks import abs_inner, inner, nonzero_paths
 from rruletest._common import compare, domain_for, fd_failure, is_broadcast, note_unchecked_elements
 from rruletest._rand_tangent import rand_tangent
 from rruletest._setup import Setup
+from rruletest.broadcast import broadcasted
+from rruletest.finite_differences import broadcast_vjp, jvp_estimate
 from rruletest.tangents import AbstractZero
 
 __all__ = ["check_adjoint", "check_vjp"]
@@ -30,9 +32,6 @@ def check_vjp(
     vjp_mode: str,
     rrule_f: Any,
 ) -> None:
-    from rruletest.broadcast import broadcasted
-    from rruletest.finite_differences import broadcast_vjp
-
     report = s.report
     live = [a for a in s.args if a.numeric]
     if not live:
@@ -103,8 +102,6 @@ def check_vjp(
 def check_adjoint(
     s: Setup, out: tuple[Any, ...], good: set[int], ybar: Any, fdm: Any, rtol: float, atol: float
 ) -> None:
-    from rruletest.finite_differences import jvp_estimate
-
     report = s.report
     live = [a for a in s.args if a.numeric]
     if any(a.index + 1 not in good for a in live):

@@ -25,7 +25,16 @@ from typing import Any
 import numpy as np
 
 from rruletest._args import Arg
+from rruletest._checks import _kids
 from rruletest.domains import Domain
+from rruletest.finite_differences import (
+    Estimate,
+    FiniteDifferenceMethod,
+    jacobian_estimate,
+    to_vec,
+)
+from rruletest.tangents import AbstractZero, Tangent, unthunk
+from rruletest.tolerances import default_tolerances
 
 __all__ = [
     "ADJOINT_DIRECTIONS",
@@ -54,8 +63,6 @@ ROOM_FRACTION = 0.9  # stencils stay within this fraction of the distance to a d
 
 def leaf_dtypes(x: Any, out: set[np.dtype] | None = None, depth: int = 0) -> set[np.dtype]:
     """The float/complex dtypes of the numeric leaves of ``x`` (Python floats are float64)."""
-    from rruletest._checks import _kids
-    from rruletest.tangents import unthunk
 
     out = set() if out is None else out
     if isinstance(x, np.ndarray) and x.dtype.kind in "fc":
@@ -89,7 +96,6 @@ def tolerances(
     values: Sequence[Any], rtol: float | None, atol: float | None
 ) -> tuple[float, float]:
     """``(rtol, atol)``: the given ones, else the loosest default among the values' dtypes."""
-    from rruletest.tolerances import default_tolerances
 
     dts: set[np.dtype] = set()
     for v in values:
@@ -109,15 +115,18 @@ def widen(atol: float, error: Any) -> Any:
     >>> widen(1e-9, np.array([0.0, 1e-10, np.inf]))
     array([1.e-09, 2.e-09,    inf])
     """
-    from rruletest.tangents import AbstractZero, Tangent
 
     if isinstance(error, AbstractZero) or error is None:
         return atol
     if isinstance(error, np.ndarray | float | int | np.number) and not isinstance(error, bool):
-        err = np.abs(np.asarray(error, dtype=np.float64))
-        err = np.where(np.isnan(err), np.inf, err)
-        out = atol + ERROR_FACTOR * err
-        return out if out.ndim else float(out)
+        out = np.abs(np.asarray(error, dtype=np.float64))  # a fresh array: worked in place
+        if out.ndim == 0:
+            err = float(out)
+            return atol + ERROR_FACTOR * (np.inf if np.isnan(err) else err)
+        out *= ERROR_FACTOR
+        out += atol
+        out[np.isnan(out)] = np.inf
+        return out
     if isinstance(error, Tangent):
         if isinstance(error.backing, tuple):
             return Tangent(error.primal_type, *(widen(atol, v) for v in error.backing))
@@ -134,7 +143,6 @@ def widen(atol: float, error: Any) -> Any:
 
 
 def _max_leaf(x: Any) -> float:
-    from rruletest._checks import _kids
 
     if isinstance(x, np.ndarray | float | int | np.number) and not isinstance(x, bool):
         arr = np.abs(np.asarray(x, dtype=np.float64))
@@ -148,7 +156,6 @@ def _max_leaf(x: Any) -> float:
 
 def unchecked(error: Any) -> int:
     """How many elements of an error estimate are not finite (the engine gave up on them)."""
-    from rruletest._checks import _kids
 
     if isinstance(error, np.ndarray | float | int | np.number) and not isinstance(error, bool):
         return int(np.sum(~np.isfinite(np.asarray(error, dtype=np.float64))))
@@ -158,7 +165,6 @@ def unchecked(error: Any) -> int:
 
 def coordinate_count(args: Sequence[Arg]) -> int:
     """How many real coordinates the numerically checked arguments have."""
-    from rruletest.finite_differences import to_vec
 
     n = 0
     for a in args:
@@ -174,7 +180,6 @@ def _jacobians(
     """``jacobian_estimate(fdm, g, *xs)``, shared through ``cache`` (``test_scalar`` runs the
     frule and rrule testers at the same point: one Jacobian serves both).
     """
-    from rruletest.finite_differences import jacobian_estimate
 
     if cache is None:
         return tuple(jacobian_estimate(fdm, g, *xs))
@@ -222,8 +227,6 @@ def _like(x: Any, re: Any, im: Any) -> Any:
 
 
 def _scalar_jvp(fdm: Any, g: Callable[..., Any], x: Any, dot: Any, cache: Any) -> Any:
-    from rruletest.finite_differences import Estimate
-    from rruletest.tangents import unthunk
 
     dot = unthunk(dot)
     parts = _scalar_partials(fdm, g, x, cache)
@@ -238,7 +241,6 @@ def _scalar_jvp(fdm: Any, g: Callable[..., Any], x: Any, dot: Any, cache: Any) -
 
 
 def _scalar_vjp(fdm: Any, g: Callable[..., Any], x: Any, ybar: Any, cache: Any) -> Any:
-    from rruletest.finite_differences import Estimate
 
     parts = _scalar_partials(fdm, g, x, cache)
     yb = np.asarray(ybar)
@@ -258,7 +260,6 @@ def dense_jvp(
     cache: dict[Any, Any] | None = None,
 ) -> Any:
     """``J @ xdot`` from the numerical Jacobian of ``g`` at ``xs``, as an ``Estimate``."""
-    from rruletest.finite_differences import Estimate, to_vec
 
     if _scalar_fast_path(xs, y):
         return _scalar_jvp(fdm, g, xs[0], dots[0], cache)
@@ -285,8 +286,6 @@ def dense_vjp(
     cache: dict[Any, Any] | None = None,
 ) -> list[Any]:
     """``J^T ybar`` per argument from the numerical Jacobian, as ``Estimate``s."""
-    from rruletest.finite_differences import Estimate, to_vec
-    from rruletest.tangents import AbstractZero, unthunk
 
     ybar = unthunk(ybar)
     if _scalar_fast_path(xs, y) and not isinstance(ybar, AbstractZero):
@@ -357,7 +356,6 @@ def fdm_for_domain(fdm: Any, domain: Domain | None, primals: Sequence[Any]) -> A
     methods are used as they are and rely on the engine's own domain safety (an element whose
     stencil meets NaN retries with smaller and one-sided steps).
     """
-    from rruletest.finite_differences import FiniteDifferenceMethod
 
     room = domain_room(domain, primals)
     if room is None or type(fdm) is not FiniteDifferenceMethod:

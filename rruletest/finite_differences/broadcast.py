@@ -20,6 +20,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -30,7 +31,7 @@ import numpy.typing as npt
 from rruletest.finite_differences.calculus import check_fdm
 from rruletest.finite_differences.estimation import run
 from rruletest.finite_differences.methods import FiniteDifferenceMethod
-from rruletest.finite_differences.problem import Estimate, Problem
+from rruletest.finite_differences.problem import Estimate, Problem, chunked
 from rruletest.projection import is_differentiable, unbroadcast
 from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
 
@@ -48,7 +49,12 @@ class _Setup:
             raise TypeError(f"g must be an elementwise callable, got g={g!r}")
         self.g = g
         self.xs = xs
-        self.args = [np.array(x, copy=True) if isinstance(x, np.ndarray) else x for x in xs]
+        # g only ever sees private copies; a lone argument with a known output is never passed
+        # to g at all (the perturbed copy takes its place), so it needs none.
+        alone = len(xs) == 1 and y is not None
+        self.args = [
+            np.array(x, copy=True) if isinstance(x, np.ndarray) and not alone else x for x in xs
+        ]
         try:
             self.shape = np.broadcast_shapes(*(np.shape(x) for x in xs))
         except ValueError:
@@ -125,6 +131,21 @@ def _zero_like(x: Any) -> Any:
     return _sum_to(np.zeros(np.shape(x)), x)
 
 
+def _real_kernel(ybar: Arr, value: F64, error: F64, *, dtype: np.dtype[Any]) -> tuple[Arr, F64]:
+    """``ybar * d`` in ``dtype`` and its error, for a real argument of the broadcast's shape
+    (nothing to reduce): what the general path computes, without its full-size temporaries.
+    The rounding to ``dtype`` is part of the error, which is infinite where the value is NaN."""
+    weight = np.abs(ybar).astype(np.float64, copy=False)
+    used = weight > 0
+    xbar = np.where(used, ybar * value, 0.0)
+    err = np.where(used, weight * error, 0.0)
+    out = xbar.astype(dtype, copy=False)
+    if out is not xbar:
+        err += np.abs(out.astype(np.float64) - xbar)
+    err[np.isnan(err) | np.isnan(xbar)] = np.inf
+    return out, err
+
+
 def broadcast_vjp(
     fdm: Any, g: Callable[..., Any], ybar: Any, *xs: Any, y: Any = None
 ) -> tuple[Estimate, ...]:
@@ -156,7 +177,7 @@ def broadcast_vjp(
             raise ValueError(
                 f"ybar of shape {ybar_arr.shape} does not fit the output of shape {setup.shape}"
             ) from None
-        weight = np.abs(ybar_arr).astype(np.float64)
+    weight: F64 | None = None
     out: list[Estimate] = []
     for j, x in enumerate(xs):
         if not is_differentiable(x):
@@ -165,11 +186,28 @@ def broadcast_vjp(
         if zero:
             out.append(Estimate(unbroadcast(x, np.zeros(setup.shape)), _zero_like(x), None))
             continue
+        known = None
+        if (
+            isinstance(x, np.ndarray)
+            and x.dtype.kind == "f"
+            and x.shape == setup.shape
+            and ybar_arr.dtype.kind in "iuf"
+        ):
+            est = setup.partial(fdm, j, False)
+            if est.value.dtype == np.float64:
+                kernel = functools.partial(_real_kernel, dtype=x.dtype)
+                with np.errstate(all="ignore"):
+                    value, err = chunked(setup.shape, kernel, ybar_arr, est.value, est.error)
+                out.append(Estimate(value, err, est.step))
+                continue
+            known = est
+        if weight is None:
+            weight = np.abs(ybar_arr).astype(np.float64)
         parts = []
         errs = []
         step = None
         for imag in (False, True) if np.iscomplexobj(x) else (False,):
-            est = setup.partial(fdm, j, imag)
+            est = known if known is not None and not imag else setup.partial(fdm, j, imag)
             step = est.step if step is None else step
             with np.errstate(all="ignore"):
                 contrib = (np.conj(ybar_arr) * est.value).real
@@ -188,6 +226,14 @@ def broadcast_vjp(
             err_total = float(err_total)
         out.append(Estimate(value, err_total, step))
     return tuple(out)
+
+
+def _jvp_kernel(total: Arr, error: F64, value: Arr, err: F64, comp: Arr) -> tuple[Arr, F64]:
+    """``total + d * xdot`` and ``error + err * |xdot|`` where ``xdot`` is not zero (blockwise,
+    without full-size temporaries)."""
+    w = np.abs(comp).astype(np.float64, copy=False)
+    used = w > 0
+    return total + np.where(used, value * comp, 0.0), error + np.where(used, err * w, 0.0)
 
 
 def broadcast_jvp(fdm: Any, g: Callable[..., Any], *pairs: Any, y: Any = None) -> Estimate:
@@ -238,16 +284,18 @@ def broadcast_jvp(fdm: Any, g: Callable[..., Any], *pairs: Any, y: Any = None) -
                 continue
             est = setup.partial(fdm, j, bool(imag))
             step = est.step if step is None else step
-            w = np.abs(comp).astype(np.float64)
             with np.errstate(all="ignore"):
-                total = total + np.where(w > 0, est.value * comp, 0.0)
-                error = error + np.where(w > 0, est.error * w, 0.0)
+                total, error = chunked(
+                    setup.shape, _jvp_kernel, total, error, est.value, est.error, comp
+                )
         steps.append(step)
     if y_arr.dtype.kind not in "fc":
         value: Any = NO_TANGENT
     else:
         value = (
-            total.astype(y_arr.dtype) if y_arr.dtype.kind == "c" else total.real.astype(y_arr.dtype)
+            total.astype(y_arr.dtype, copy=False)
+            if y_arr.dtype.kind == "c"
+            else total.real.astype(y_arr.dtype, copy=False)
         )
         if not isinstance(setup.y, np.ndarray):
             value = value[()] if isinstance(setup.y, np.generic) else value.item()

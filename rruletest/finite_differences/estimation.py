@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from rruletest.finite_differences.problem import Estimate, Problem, reduce_to
+from rruletest.finite_differences.problem import Estimate, Problem, abs_spacing, reduce_to
 from rruletest.finite_differences.steps import (
     CHECK_FACTOR,
     MAX_SHRINK,
@@ -126,18 +126,28 @@ def _estimate(
     return _Result(value, error, used, done, retried, coarse, grown, unresolved)
 
 
+def _crossing_kernel(t0: Arr, h: Arr, *, reach: float) -> tuple[Arr]:
+    """Where the farthest stencil point lands in a coarser binade than ``t0``."""
+    abs_t0 = np.abs(t0)
+    far = (abs_t0.astype(np.float64, copy=False) + reach * h.astype(np.float64, copy=False)).astype(
+        t0.dtype, copy=False
+    )
+    return (abs_spacing(far) > abs_spacing(abs_t0),)
+
+
 def _position_correction(m: FiniteDifferenceMethod, prob: Problem, h: Arr, est: Arr) -> Arr:
     """Correct a first-derivative estimate for stencil points that were rounded.
 
     Snapped steps make ``t0 + g * h`` exact unless the point lands in a coarser binade than
     ``t0`` (``0.99999 + 2h`` above 1). There ``f(t0 + g*h + d) = f(t0 + g*h) + f' * d`` to first
     order, so the estimate is off by ``f' * sum(c * d) / h``: scale it by ``1 - sum(c * d) / h``.
+    ``est`` (freshly computed) is corrected in place where it has the shape of ``t``.
     """
     if m.q != 1:
         return est
     reach = float(np.abs(m.points).max())
-    far = (prob.abs_t0 + reach * h.astype(np.float64)).astype(prob.dtype)
-    crossing = np.spacing(far) > np.spacing(np.abs(prob.t0))
+    kernel = functools.partial(_crossing_kernel, reach=reach)
+    (crossing,) = _ew(prob, kernel, prob.t0, h)
     if not crossing.any():
         return est
     idx = np.flatnonzero(crossing)
@@ -149,8 +159,13 @@ def _position_correction(m: FiniteDifferenceMethod, prob: Problem, h: Arr, est: 
         t += t0
         delta = (t.astype(np.float64) - t0.astype(np.float64)) - int(g) * hh.astype(np.float64)
         total += c * delta
+    scale = 1.0 - total / hh.astype(np.float64)
+    if est.shape == prob.t_shape and est.flags.writeable and est.flags.c_contiguous:
+        flat = est.reshape(-1)
+        flat[idx] = flat[idx] * scale  # elsewhere the factor is exactly 1
+        return est
     factor = np.ones(prob.t_shape)
-    factor.reshape(-1)[idx] = 1.0 - total / hh.astype(np.float64)
+    factor.reshape(-1)[idx] = scale
     out: Arr = est * factor
     return out
 
@@ -344,13 +359,21 @@ def _take(res: _Result, index: npt.NDArray[np.intp]) -> _Result:
     return _Result(*(np.asarray(a).reshape(-1)[index] for a in res))
 
 
-def _put(res: _Result, index: npt.NDArray[np.intp], part: _Result) -> _Result:
+def _put(res: _Result, index: npt.NDArray[np.intp], part: _Result) -> Estimate:
+    """``value``, ``error`` and ``step`` of ``res`` with the subset's results at ``index``.
+
+    ``_estimate`` made these arrays for this run alone, so they are written in place when the
+    subset's results fit their dtype (no full-size copies).
+    """
     out = []
-    for whole, piece in zip(res, part, strict=True):
-        arr = np.array(whole, dtype=np.result_type(whole, piece), copy=True)
+    for whole, piece in zip(res[:3], part[:3], strict=True):
+        dtype = np.result_type(whole, piece)
+        arr = np.asarray(whole)
+        if arr.dtype != dtype or not arr.flags.writeable or not arr.flags.c_contiguous:
+            arr = np.array(whole, dtype=dtype, copy=True)
         arr.reshape(-1)[index] = piece
         out.append(arr)
-    return _Result(*out)
+    return Estimate(*out)
 
 
 def run(
@@ -399,7 +422,7 @@ def _run(
         else:
             whole = np.ones(index.size, dtype=bool)
             part = _careful(m, sub, _take(res, index), whole, noisy_ok.reshape(-1)[index])
-            res = _put(res, index, part)
+            return _put(res, index, part)
     return Estimate(res.value, res.error, res.step)
 
 

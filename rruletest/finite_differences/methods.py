@@ -187,7 +187,7 @@ class FiniteDifferenceMethod:
     @property
     def max_offset(self) -> int:
         """``max(|g_i|)`` over the whole grid."""
-        return max(abs(g) for g in self._grid)
+        return _max_offset(self._grid)
 
     @property
     def bound_estimator(self) -> FiniteDifferenceMethod | None:
@@ -273,6 +273,11 @@ def _constants(
     points.setflags(write=False)
     weights.setflags(write=False)
     return points, weights, f_error_mult, df_mult
+
+
+@functools.cache
+def _max_offset(grid: tuple[int, ...]) -> int:
+    return max(abs(g) for g in grid)
 
 
 @functools.cache

@@ -29,6 +29,7 @@ __all__ = [
     "Estimate",
     "OutputError",
     "Problem",
+    "abs_spacing",
     "chunked",
     "eps",
     "reduce_to",
@@ -70,6 +71,39 @@ def eps(dtype: np.dtype[Any]) -> float:
 def tiny(dtype: np.dtype[Any]) -> float:
     """The smallest normal number of a floating dtype (cached)."""
     return float(np.finfo(dtype).tiny)
+
+
+#: Per float dtype: the unsigned view, the exponent mask, ``2**-mantissa_bits``, the smallest
+#: subnormal, and the exponent field of the top binade (where ``np.spacing`` overflows).
+_BITS: dict[np.dtype[Any], tuple[type, int, float, float, int]] = {
+    np.dtype(np.float64): (np.uint64, 0x7FF0000000000000, 2.0**-52, 2.0**-1074, 0x7FE0000000000000),
+    np.dtype(np.float32): (np.uint32, 0x7F800000, 2.0**-23, 2.0**-149, 0x7F000000),
+}
+
+
+def abs_spacing(x: Arr) -> Arr:
+    """``|np.spacing(x)|`` for a float32/float64 array, from the exponent bits (several times
+    faster than ``np.spacing``, and equal to it everywhere: subnormals, the top binade, which
+    overflows to inf, and inf/NaN, which give NaN). Other dtypes use ``np.spacing``.
+
+    >>> abs_spacing(np.array([1.0, -1.0, 0.0, 3.0])).tolist() == np.abs(np.spacing(
+    ...     np.array([1.0, -1.0, 0.0, 3.0]))).tolist()
+    True
+    """
+    x = np.asarray(x)
+    bits = _BITS.get(x.dtype)
+    if bits is None or x.size < 64:  # np.spacing is cheaper on a few elements
+        out: Arr = np.abs(np.spacing(x))
+        return out
+    uint, exp_mask, unit, smallest, top = bits
+    flat = x.reshape(-1)
+    field = flat.view(uint) & uint(exp_mask)
+    out = field.view(x.dtype) * x.dtype.type(unit)  # 2**(e - mantissa bits), exactly
+    np.maximum(out, x.dtype.type(smallest), out=out)  # subnormals and 0
+    high = field >= uint(top)
+    if high.any():  # np.spacing overflows in the top binade; inf and NaN give NaN
+        out[high] = np.where(field[high] > uint(top), np.nan, np.inf)
+    return out.reshape(x.shape)
 
 
 def reduce_to(arr: Arr, shape: tuple[int, ...], op: Callable[..., Any]) -> Arr:
@@ -115,7 +149,7 @@ class Problem:
         self.dtype = t0.dtype
         self.in_eps = eps(t0.dtype)
         self.t_shape: tuple[int, ...] = t0.shape
-        self.abs_t0: F64 = np.abs(t0).astype(np.float64)
+        self._abs_t0: F64 | None = None
         self.y_shape: tuple[int, ...] | None = None
         self.out_dtype: np.dtype[Any] = np.dtype(np.float64 if out_dtype is None else out_dtype)
         self._fixed_out = out_dtype is not None
@@ -124,7 +158,15 @@ class Problem:
         self.evaluations = 0
         self._restrict = restrict
         self._dead: Arr | None = None
+        self._buffer: Arr | None = None
         self._centre: Arr | None = None if centre is None else self._convert(centre)
+
+    @property
+    def abs_t0(self) -> F64:
+        """``|t0|`` as float64 (made on first use: the blockwise kernels take it from ``t0``)."""
+        if self._abs_t0 is None:
+            self._abs_t0 = np.abs(self.t0).astype(np.float64, copy=False)
+        return self._abs_t0
 
     def _see(self, dtype: np.dtype[Any]) -> None:
         """Round-off is judged in the least precise output dtype seen."""
@@ -192,8 +234,15 @@ class Problem:
         if g == 0:
             return self.centre()
         self.centre()
-        t = np.multiply(h, g, dtype=self.dtype)
-        t += self.t0
+        # Large inputs are built in a buffer kept from the previous evaluation (fresh memory
+        # of that size costs more than the arithmetic); ``t0 + h`` and ``t0 - h`` in one pass.
+        t = self._buffer if self._buffer is not None else np.empty(self.t_shape, self.dtype)
+        self._buffer = None
+        if g == 1 or g == -1:
+            (np.add if g == 1 else np.subtract)(self.t0, h, out=t, dtype=self.dtype)
+        else:
+            np.multiply(h, g, out=t, dtype=self.dtype)
+            t += self.t0
         try:
             y = self.phi(t)  # the engine (``run``) ignores floating-point warnings
         except OutputError:
@@ -204,12 +253,16 @@ class Problem:
             self.evaluations += 1
             return np.full(self.y_shape, np.nan, dtype=dt)
         self.evaluations += 1
-        return self._convert(y)
+        out = self._convert(y)
+        if t.size >= REUSE_SIZE and not np.may_share_memory(out, t):
+            self._buffer = t  # the value does not live in it: the next input may
+        return out
 
     @property
     def elementwise(self) -> bool:
         """Whether ``t`` and the output have the same shape (every element on its own)."""
-        return self.centre().shape == self.t_shape
+        centre = self._centre if self._centre is not None else self.centre()
+        return centre.shape == self.t_shape
 
     def subset(self, index: npt.NDArray[np.intp]) -> Problem | None:
         """The problem on the flat ``index``es of ``t`` (1-D), or None when not possible."""
@@ -222,6 +275,8 @@ class Problem:
 
 #: Elementwise work on large arrays runs in blocks of this many elements, which stay in cache.
 CHUNK = 1 << 14
+#: Inputs of at least this many elements are built in a reused buffer.
+REUSE_SIZE = 1 << 15
 
 
 def chunked(shape: tuple[int, ...], kernel: Callable[..., tuple[Any, ...]], *args: Any) -> Any:

@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from rruletest.finite_differences.problem import (
     Problem,
+    abs_spacing,
     chunked,
     reduce_to,
     tiny,
@@ -90,7 +91,8 @@ def _absmax(ys: Arr) -> Arr:
 def _ulp(mag: Arr, dtype: np.dtype[Any]) -> F64:
     """The round-off of a value of ``dtype`` and size ``mag`` (as float64): its spacing, times
     ``LOW_PRECISION_ULPS`` below float64 (numpy's float32 kernels err by up to a few ulps)."""
-    out: F64 = np.spacing(np.asarray(mag).astype(dtype, copy=False)).astype(np.float64, copy=False)
+    # ``mag`` is a magnitude (non-negative or NaN), so its spacing is positive.
+    out: F64 = abs_spacing(np.asarray(mag).astype(dtype, copy=False)).astype(np.float64, copy=False)
     if np.dtype(dtype).itemsize < 8:
         out = out * LOW_PRECISION_ULPS
     return out
@@ -104,6 +106,7 @@ def _accuracy(m: FiniteDifferenceMethod, h: Any, c1: Any, c2: Any) -> Any:
     return c1 * _ipow(h, -m.q) + c2 * _ipow(h, m.p - m.q)
 
 
+@functools.cache
 def _default_step(m: FiniteDifferenceMethod, eps: float) -> float:
     c1 = eps * m.f_error_mult * m.factor
     c2 = m.condition * m.df_mult
@@ -126,7 +129,7 @@ def _tiny_step(m: FiniteDifferenceMethod, prob: Problem) -> float:
 
 def _lower(m: FiniteDifferenceMethod, prob: Problem) -> F64:
     """The smallest step the input's precision resolves (a few ulps of ``t0``)."""
-    spacing = np.abs(np.spacing(prob.t0)).astype(np.float64)
+    spacing = abs_spacing(prob.t0).astype(np.float64, copy=False)
     out: F64 = np.maximum(RESOLUTION * spacing, _tiny_step(m, prob))
     return out
 
@@ -142,7 +145,6 @@ def _upper(m: FiniteDifferenceMethod, prob: Problem, h_cap: Any) -> Any:
 def _finish_kernel(
     h: Any,
     t0: Arr,
-    abs_t0: Arr,
     cap: Any,
     *,
     scale: float,
@@ -150,26 +152,38 @@ def _finish_kernel(
     tiny: float,
     dtype: np.dtype[Any],
 ) -> tuple[Arr, Arr]:
-    up = np.minimum(np.maximum(abs_t0, 1.0) * scale, range_cap)
+    abs_t0 = np.abs(t0).astype(np.float64, copy=False)
+    up = np.maximum(abs_t0, 1.0) * scale
+    if range_cap != np.inf:
+        up = np.minimum(up, range_cap)
     if cap is not None:
         up = np.minimum(up, cap)
     h = np.minimum(h, up)
-    lower = np.maximum(np.abs(np.spacing(t0)).astype(np.float64) * RESOLUTION, tiny)
+    lower = np.maximum(abs_spacing(t0).astype(np.float64, copy=False) * RESOLUTION, tiny)
     coarse = h < lower
     h = np.maximum(h, lower)
-    hd = h.astype(dtype)
+    hd = h.astype(dtype, copy=False)
     snapped = (t0 + hd) - t0
     ok = np.isfinite(snapped) & (snapped > 0)
+    if ok.all():
+        return snapped, coarse
     return np.where(ok, snapped, hd).astype(dtype, copy=False), coarse
 
 
 def _finisher(m: FiniteDifferenceMethod, prob: Problem) -> Callable[..., tuple[Arr, Arr]]:
+    return _finisher_for(m, prob.dtype, prob.in_eps, _tiny_step(m, prob))
+
+
+@functools.cache
+def _finisher_for(
+    m: FiniteDifferenceMethod, dtype: np.dtype[Any], eps: float, tiny: float
+) -> Callable[..., tuple[Arr, Arr]]:
     return functools.partial(
         _finish_kernel,
-        scale=1000.0 * _default_step(m, prob.in_eps),
+        scale=1000.0 * _default_step(m, eps),
         range_cap=m.max_range / m.max_offset,
-        tiny=_tiny_step(m, prob),
-        dtype=prob.dtype,
+        tiny=tiny,
+        dtype=dtype,
     )
 
 
@@ -188,7 +202,7 @@ def _finish_step(m: FiniteDifferenceMethod, prob: Problem, h: Any, h_cap: Any) -
     ``upper`` keeps the stencil within ``max_range`` and ``h`` within 1000 default steps
     (relative to ``|t0|``) and ``h_cap``; ``lower`` is a few ulps of ``t0``.
     """
-    h_arr, coarse = _ew(prob, _finisher(m, prob), h, prob.t0, prob.abs_t0, _cap(h_cap))
+    h_arr, coarse = _ew(prob, _finisher(m, prob), h, prob.t0, _cap(h_cap))
     return np.asarray(h_arr), np.asarray(coarse)
 
 
@@ -222,24 +236,39 @@ def _evaluation(prob: Problem, offsets: Any, rows: list[Arr], good_y: Arr) -> _E
 
 
 def _combine_kernel(
-    rows: list[Arr], h: Arr, *, weights: Arr, q: int, anchor: int
+    rows: list[Arr], h: Arr, *, weights: Arr, q: int, anchor: int, scale: bool = True
 ) -> tuple[Arr, Arr, Arr]:
     """Weighted sums of the rows (after subtracting the anchor row) over ``h**q``; also
     ``max|f|`` and whether every value is finite."""
     ys = np.stack(rows)
-    good = np.isfinite(ys).all(axis=0)
     fm = _absmax(ys)
-    ys -= ys[anchor]
+    # For real values max|y| is finite exactly when every value is (max propagates NaN); the
+    # modulus of a finite complex number can overflow, so complex values are checked directly.
+    good = np.isfinite(ys).all(axis=0) if np.iscomplexobj(ys) else np.isfinite(fm)
+    # A copy of the anchor row: subtracting a view of ``ys`` from ``ys`` makes numpy take its
+    # slow path for overlapping operands (ten times slower).
+    ys -= rows[anchor]
     est = np.dot(weights, ys.reshape(len(ys), -1)).reshape(weights.shape[:-1] + ys.shape[1:])
-    est *= _ipow(h, -q)
+    if scale:
+        est *= _ipow(h, -q)
     return est, fm, good
 
 
 def _mag_kernel(
     rows: list[Arr], h: Arr, *, weights: Arr, q: int, anchor: int
 ) -> tuple[Arr, Arr, Arr]:
-    est, fm, good = _combine_kernel(rows, h, weights=weights, q=q, anchor=anchor)
-    return _absmax(est), fm, good
+    """``max|f^(q)|`` over the neighbourhood, ``max|f|`` and whether every value is finite.
+
+    For real values the largest weighted sum is scaled by ``h**-q`` once: scaling by a positive
+    number is monotonic in floating point too, so this equals the largest of the scaled sums
+    (the modulus of a complex number is not scaled exactly, so complex sums are scaled first).
+    """
+    real = not np.iscomplexobj(rows[0])
+    est, fm, good = _combine_kernel(rows, h, weights=weights, q=q, anchor=anchor, scale=not real)
+    mag = _absmax(est)
+    if real:
+        mag *= _ipow(h, -q)
+    return mag, fm, good
 
 
 def _merge_into(old: Arr | None, new: Arr, take: Arr, first: bool) -> Arr:
@@ -277,7 +306,6 @@ def _step_kernel(
     fmag: Arr,
     span: Arr,
     t0: Arr,
-    abs_t0: Arr,
     cap: Any,
     scale: Any,
     *,
@@ -291,7 +319,7 @@ def _step_kernel(
         c1 = c1 * scale
     c2 = df * m.df_mult
     h = _h_from_constants(c1, c2, span, m, default)
-    h, coarse = finish(h, t0, abs_t0, cap)
+    h, coarse = finish(h, t0, cap)
     return h, c1, c2, coarse
 
 
@@ -325,7 +353,6 @@ def choose_step(
             mags.fmag,
             mags.span,
             prob.t0,
-            prob.abs_t0,
             _cap(h_cap),
             c1_scale,
         )
@@ -343,7 +370,7 @@ def choose_step(
     h = np.asarray(h)
     # A step far below the bound estimator's means the function varies on a scale that
     # estimator did not resolve (tanh(x / 1e-6) at 0): its magnitudes are suspect.
-    unresolved = h.astype(np.float64) * (UNRESOLVED * bound.max_offset) < mags.span
+    unresolved = h.astype(np.float64, copy=False) * (UNRESOLVED * bound.max_offset) < mags.span
     return _Step(h, c1, c2, mags.retried, coarse, mags.grown, unresolved)
 
 
@@ -383,7 +410,7 @@ def _magnitudes(
         new = ev.good & ~done
         df = _merge_into(df, mag, new, attempt == 0)
         fmag = _merge_into(fmag, fm, new, attempt == 0)
-        span = _merge_into(span, h.astype(np.float64) * b.max_offset, new, attempt == 0)
+        span = _merge_into(span, h.astype(np.float64, copy=False) * b.max_offset, new, attempt == 0)
         done |= ev.good
         if done.all() or attempt == MAX_SHRINK or ev.nearest_bad is None:
             break
@@ -397,7 +424,7 @@ def _magnitudes(
     retried |= _straddle_mask(prob, h, b.max_offset)
     h_before = h
     df, fmag, span, h = _rescale_flat(b, prob, h_cap, h, df, fmag, span, done, retried, grow)
-    grown = first.grown | (h > h_before)
+    grown = first.grown if h is h_before else first.grown | (h > h_before)
     if not done.all():
         span = np.where(done, span, h.astype(np.float64) * b.max_offset / 2.0)
         bad = ~np.broadcast_to(done, df.shape)
@@ -415,10 +442,11 @@ def _flat_kernel(
 
 
 def _straddle_mask(prob: Problem, h: Arr, reach: int) -> Arr:
-    def kernel(a: Arr, h: Arr) -> tuple[Arr]:
+    def kernel(t0: Arr, h: Arr) -> tuple[Arr]:
+        a = np.abs(t0).astype(np.float64, copy=False)
         return ((a > 0) & (a <= h * float(reach)),)
 
-    return np.asarray(_ew(prob, kernel, prob.abs_t0, h)[0])
+    return np.asarray(_ew(prob, kernel, prob.t0, h)[0])
 
 
 def _rescale_flat(

@@ -1,0 +1,152 @@
+"""How the testers scale with the size of a broadcast: time, primal evaluations, memory.
+
+    python benchmarks/broadcast_scaling.py [--quick]
+
+Two cases, for 1e2 .. 1e6 output elements (float64):
+
+- unary: ``test_rrule(broadcasted, np.sin, x)``, ``x`` of shape (n,);
+- binary: ``test_rrule(broadcasted, np.hypot, a, b)``, ``a`` of shape (m, 1) and ``b`` of shape
+  (1, m), m*m = n (both cotangents must be summed back over the broadcast dimension).
+
+Columns (times are the best CPU time of this process over interleaved runs, as multiples of one
+primal evaluation, ``np.sin(x)`` or ``np.hypot(a, b)``, measured in the same rounds):
+
+- ``test_rrule``, ``test_frule``: the full testers (target: under 30x at 1e6, DESIGN.md);
+- ``structural``: ``test_rrule(..., check_fd=False)``, every check but the finite differences;
+- ``fd vjp``: the engine's structured broadcast vjp alone (``broadcast_vjp``);
+- ``evals``: calls of the primal made by one ``test_rrule`` (counted by a wrapper). It must not
+  grow with the size;
+- ``work``: the output elements those calls computed, divided by n: full-size evaluations'
+  worth (a retry on the few elements whose estimate was unreliable is a call, but little work);
+- ``peak mem``: peak memory allocated by one ``test_rrule`` (tracemalloc), in units of the
+  output array's size.
+
+Results: ``benchmarks/results/broadcast_scaling.json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from _timing import CPU, header, interleaved, parser, peak_memory, save_json, table, vectorised
+
+from rruletest import RuleSet
+from rruletest.broadcast import broadcasted
+from rruletest.finite_differences import broadcast_vjp, default_fdm
+from rruletest.testers import test_frule, test_rrule
+
+
+def sin_partials(x: Any, y: Any) -> Any:
+    return np.cos(x)
+
+
+def hypot_partials(a: Any, b: Any, y: Any) -> Any:
+    return a / y, b / y
+
+
+def cases(n: int) -> dict[str, tuple[Any, tuple[Any, ...], Callable[..., Any]]]:
+    """name -> (ufunc, arguments, partials)."""
+    rng = np.random.default_rng(0)
+    m = round(n**0.5)
+    return {
+        "sin (n,)": (np.sin, (rng.uniform(-3, 3, n),), sin_partials),
+        "hypot (m,1)x(1,m)": (
+            np.hypot,
+            (rng.uniform(0.5, 2, (m, 1)), rng.uniform(0.5, 2, (1, m))),
+            hypot_partials,
+        ),
+    }
+
+
+def measure(name: str, n: int, repeat: int) -> dict[str, Any]:
+    f, args, partials = cases(n)[name]
+    rules = RuleSet("bench")
+    rules.scalar_rule(f, partials)
+    counted = vectorised(f)
+    rules.scalar_rule(counted, partials)
+    ybar = np.random.default_rng(1).standard_normal(np.broadcast_shapes(*(a.shape for a in args)))
+    fdm = default_fdm()
+
+    def primal() -> Any:
+        return f(*args)
+
+    def rr() -> Any:
+        return test_rrule(broadcasted, f, *args, rrule_f=rules.rrule, rng=0)
+
+    def fr() -> Any:
+        return test_frule(broadcasted, f, *args, frule_f=rules.frule, rng=0)
+
+    def structural() -> Any:
+        return test_rrule(broadcasted, f, *args, rrule_f=rules.rrule, rng=0, check_fd=False)
+
+    def fd() -> Any:
+        return broadcast_vjp(fdm, f, ybar, *args)
+
+    for fn in (rr, fr, structural, fd):  # warm-up: imports, caches
+        fn()
+    t_primal, t_rr, t_fr, t_st, t_fd = interleaved(
+        [primal, rr, fr, structural, fd], repeat, clock=CPU
+    )
+    evals, elements = counted.count(
+        lambda: test_rrule(broadcasted, counted, *args, rrule_f=rules.rrule, rng=0)
+    )
+    out_bytes = ybar.nbytes
+    return {
+        "case": name,
+        "n": int(ybar.size),
+        "primal_s": t_primal,
+        "test_rrule": t_rr / t_primal,
+        "test_frule": t_fr / t_primal,
+        "structural": t_st / t_primal,
+        "fd_vjp": t_fd / t_primal,
+        "evals": evals,
+        "work": elements / ybar.size,
+        "peak_memory": peak_memory(rr) / out_bytes,
+    }
+
+
+def main() -> None:
+    opts = parser(__doc__).parse_args()
+    sizes = [10**2, 10**3] if opts.quick else [10**2, 10**3, 10**4, 10**5, 10**6]
+    header("test_rrule(broadcasted, f, ...) in primal evaluations of f")
+    rows = []
+    for name in cases(4):
+        for n in sizes:
+            repeat = 2 if opts.quick else (5 if n >= 10**6 else 9)
+            rows.append(measure(name, n, repeat))
+    cols = ["test_rrule", "test_frule", "structural", "fd_vjp", "evals", "work", "peak_memory"]
+    print(
+        table(
+            [
+                "case",
+                "n",
+                "test_rrule x",
+                "test_frule x",
+                "structural x",
+                "fd vjp x",
+                "evals",
+                "work",
+                "peak mem x",
+            ],
+            [[r["case"], f"{r['n']:.0e}", *(r[c] for c in cols)] for r in rows],
+        )
+    )
+    for name in cases(4):
+        counts = sorted({r["evals"] for r in rows if r["case"] == name})
+        work = [r["work"] for r in rows if r["case"] == name]
+        same = "constant" if len(counts) == 1 else "VARY"
+        print(
+            f"{name}: primal evaluations per test_rrule {same} (calls {counts}, work "
+            f"{min(work):.1f}..{max(work):.1f} full-size evaluations)"
+        )
+    big = [r for r in rows if r["n"] >= 10**6]
+    for r in big:
+        verdict = "met" if r["test_rrule"] <= 30 else "MISSED"
+        print(f"target test_rrule <= 30 primal evaluations at 1e6 ({r['case']}): {verdict}")
+    save_json("broadcast_scaling", {"rows": rows}, opts.quick)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""Fixed cost of one tester call on small inputs, and of comparing large arrays.
+
+    python benchmarks/overhead.py [--quick]
+
+Per call (milliseconds of CPU time of this process; best of rounds of many calls):
+
+- ``test_scalar(np.sin, 0.5)``: frule and rrule at 0.5 and at 0.5+0.5j (target: about 1 ms,
+  DESIGN.md), and with a real-only rule (no complex point);
+- ``test_rrule`` / ``test_frule`` of ``matmul`` on 3x3 matrices (dense numerical vjp);
+- ``test_rrule(..., check_fd=False)``: the same without finite differences (structure only);
+- ``test_approx`` on a nested structure (a dict of tuples, Tangents and small arrays, 50 leaves).
+
+Comparison of large arrays, as multiples of one ``np.sin`` over the same 1e6 float64 elements
+(a tester compares each cotangent once): ``collect_mismatches`` when equal, with one element
+wrong, float32 against float64, with a per-element tolerance; and, for scale, an object array
+of 1e4 tangents and 1000 ``Tangent``s (element by element, so far slower per element).
+
+Results: ``benchmarks/results/overhead.json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from _timing import CPU, calibrate, header, interleaved, parser, save_json, table
+
+from rruletest import NoTangent, RuleSet, Tangent
+from rruletest.approx import collect_mismatches, test_approx
+from rruletest.testers import test_frule, test_rrule, test_scalar
+
+
+def small_cases() -> dict[str, Callable[[], Any]]:
+    both = RuleSet("complex")
+    both.scalar_rule(np.sin, lambda x, y: np.cos(x), complex=True)
+    real = RuleSet("real")
+    real.scalar_rule(np.sin, lambda x, y: np.cos(x))
+
+    mat = RuleSet("matmul")
+
+    @mat.register_rrule(np.matmul)
+    def _mm_rrule(a: Any, b: Any) -> Any:
+        return a @ b, lambda ybar: (NoTangent(), ybar @ b.T, a.T @ ybar)
+
+    @mat.register_frule(np.matmul)
+    def _mm_frule(dots: Any, a: Any, b: Any) -> Any:
+        _, da, db = dots
+        return a @ b, da @ b + a @ db
+
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((3, 3)), rng.standard_normal((3, 3))
+    leaves = [rng.standard_normal(4) for _ in range(20)]
+    nested = {
+        "layers": tuple(
+            Tangent(tuple, leaves[i], {"scale": float(i), "bias": leaves[i + 10][:2]})
+            for i in range(10)
+        ),
+        "extra": [NoTangent(), 1.5, np.float32(2.0)] + [float(i) for i in range(10)],
+    }
+    twin = {
+        "layers": tuple(
+            Tangent(tuple, leaves[i] + 1e-13, {"scale": float(i), "bias": leaves[i + 10][:2]})
+            for i in range(10)
+        ),
+        "extra": [0.0, 1.5, np.float32(2.0)] + [float(i) for i in range(10)],
+    }
+    return {
+        "test_scalar(np.sin, 0.5) real+complex": lambda: test_scalar(
+            np.sin, 0.5, rrule_f=both.rrule, frule_f=both.frule, rng=0
+        ),
+        "test_scalar(np.sin, 0.5) real only": lambda: test_scalar(
+            np.sin, 0.5, rrule_f=real.rrule, frule_f=real.frule, rng=0
+        ),
+        "test_rrule(matmul, 3x3, 3x3)": lambda: test_rrule(
+            np.matmul, a, b, rrule_f=mat.rrule, rng=0
+        ),
+        "test_frule(matmul, 3x3, 3x3)": lambda: test_frule(
+            np.matmul, a, b, frule_f=mat.frule, rng=0
+        ),
+        "test_rrule(matmul) check_fd=False": lambda: test_rrule(
+            np.matmul, a, b, rrule_f=mat.rrule, rng=0, check_fd=False
+        ),
+        "test_approx(nested, 50 leaves)": lambda: test_approx(twin, nested),
+    }
+
+
+def large_cases(n: int) -> tuple[Callable[[], Any], dict[str, Callable[[], Any]]]:
+    x = np.random.default_rng(0).standard_normal(n)
+    near = x + 1e-12
+    wrong = near.copy()
+    wrong[n // 3] += 1e-3
+    x32 = x.astype(np.float32)
+    atol = np.full(n, 1e-9)
+    k = n // 100
+    obj = np.array([NoTangent(), *x[: k - 1]], dtype=object)
+    nested = tuple(Tangent(tuple, x[i : i + 10], {"k": float(x[i])}) for i in range(k // 10))
+    return (lambda: np.sin(x)), {
+        "equal": lambda: collect_mismatches(near, x),
+        "one element wrong": lambda: collect_mismatches(wrong, x),
+        "float32 vs float64": lambda: collect_mismatches(x32, x),
+        "per-element atol": lambda: collect_mismatches(near, x, atol=atol),
+        f"object array of {k:.0e} (NoTangent + floats)": lambda: collect_mismatches(obj, x[:k]),
+        f"{k // 10} Tangents of (array, dict)": lambda: collect_mismatches(nested, nested),
+    }
+
+
+def main() -> None:
+    opts = parser(__doc__).parse_args()
+    repeat = 3 if opts.quick else 15
+    header("Fixed cost per tester call")
+    small = small_cases()
+    for fn in small.values():
+        fn()  # warm-up: imports, caches
+    names = list(small)
+    numbers = [calibrate(small[k], 0.005 if opts.quick else 0.05) for k in names]
+    times = [
+        interleaved([small[k]], repeat, number, clock=CPU)[0]
+        for k, number in zip(names, numbers, strict=True)
+    ]
+    rows: list[dict[str, Any]] = [
+        {"call": k, "ms_per_call": t * 1e3} for k, t in zip(names, times, strict=True)
+    ]
+    print(table(["call", "ms per call"], [[r["call"], r["ms_per_call"]] for r in rows]))
+    scalar = rows[0]["ms_per_call"]
+    print(
+        f"target test_scalar(np.sin, 0.5) about 1 ms: {scalar:.2f} ms "
+        f"({'met' if scalar <= 1.5 else 'MISSED'})"
+    )
+
+    n = 10**4 if opts.quick else 10**6
+    primal, large = large_cases(n)
+    print(f"\ncollect_mismatches, in evaluations of np.sin over {n:.0e} float64 elements")
+    best = interleaved([primal, *large.values()], repeat, clock=CPU)
+    compare = [{"case": k, "ratio": t / best[0]} for k, t in zip(large, best[1:], strict=True)]
+    print(table(["case", "x np.sin"], [[r["case"], r["ratio"]] for r in compare]))
+    save_json("overhead", {"per_call": rows, "compare": compare, "compare_n": n}, opts.quick)
+
+
+if __name__ == "__main__":
+    main()
