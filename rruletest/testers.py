@@ -79,7 +79,8 @@ def test_rrule(
             float coordinates are not differentiable automatically (the report lists them).
         output_tangent: ``ybar``; default ``rand_tangent(rng, y)``.
         fdm: the finite-difference method; default ``central_fdm(5, 1)`` with adaptation.
-        rtol, atol: tolerances; default from the dtype table (``rruletest.tolerances``).
+        rtol: relative tolerance; default from the dtype table (``rruletest.tolerances``).
+        atol: absolute tolerance; default from the dtype table.
         fkwargs: keyword arguments for ``f`` (not differentiated).
         check_thunked_output_tangent: also call the pullback with ``Thunk(ybar)``.
         check_fd: compare with finite differences (False: structural checks only).

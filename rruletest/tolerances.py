@@ -234,7 +234,8 @@ def override_default_tolerances(
 
     Args:
         table: ``{dtype: (rtol, atol)}`` for particular real floating dtypes.
-        rtol, atol: a value for every dtype (applied before ``table``).
+        rtol: a relative tolerance for every dtype (applied before ``table``).
+        atol: an absolute tolerance for every dtype (applied before ``table``).
 
     Raises:
         TypeError, ValueError: a tolerance that is not a non-negative number, or a key that is

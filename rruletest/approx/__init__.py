@@ -335,10 +335,12 @@ def collect_mismatches(
     use it to gather every problem of a rule into one report.
 
     Args:
-        actual, expected: any values; see the module docstring for what is compared how.
-        rtol, atol: None (the per-dtype default of ``rruletest.tolerances``), a non-negative
+        actual: any value; see the module docstring for what is compared how.
+        expected: the reference value ``actual`` must match.
+        rtol: None (the per-dtype default of ``rruletest.tolerances``), a non-negative
             number, an array broadcasting to every numeric leaf, or a structure shaped like
             ``expected`` holding any of these per leaf.
+        atol: as ``rtol``, for the absolute tolerance.
         path: the prefix of every reported path (``"pullback output[2]"``).
         nan_equal: NaN equals NaN at the same place.
         strict_zero_kind: ``NoTangent()`` on either side requires ``NoTangent()`` on the other.

@@ -42,14 +42,16 @@ def extrapolate_fdm(
 
     Args:
         fdm: the base method (its adaptation is not used: each level has a fixed step).
-        f, x: as for ``fdm(f, x)`` (an array ``x`` is handled elementwise).
+        f: the function, as for ``fdm(f, x)``.
+        x: the point (an array ``x`` is handled elementwise).
         initial_step: the first, largest step.
         power: the error of ``fdm`` is a series in ``h**power``; default 2 for symmetric grids
             (central methods), else 1.
         contract: the factor between successive steps, in ``(0, 1)``.
         breaktol: stop when the error grows by more than this factor.
-        rtol, atol: stop when the error is below ``max(rtol * |value|, atol)``
-            (``rtol`` defaults to ``sqrt(eps)``).
+        rtol: stop when the error is below ``max(rtol * |value|, atol)`` (default
+            ``sqrt(eps)``).
+        atol: see ``rtol``.
         max_evals: the largest number of steps tried.
 
     Returns:
