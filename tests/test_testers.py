@@ -437,3 +437,40 @@ def test_dense_rule_with_a_declared_domain_near_its_edge() -> None:
             x = np.array([1e-8, 1.0, 3e4], dtype)
             test_rrule(logsum, x, rrule_f=rules.rrule, rng=0)
             test_frule(logsum, x, frule_f=rules.frule, rng=0)
+
+
+class _Scaled:
+    """A callable object with state: a function the rules know by identity."""
+
+    def __init__(self, k: float) -> None:
+        self.k = np.array(k)
+
+    def __call__(self, x: Any) -> Any:
+        return self.k * x
+
+
+def test_snapshot_keeps_callables_by_identity() -> None:
+    import functools
+    import math
+
+    from rruletest._checks import changes, snapshot
+
+    obj, part = _Scaled(2.0), functools.partial(np.add, 1.0)
+    value = [obj, part, np.sin, math, _Scaled, {"f": obj}, np.ones(2)]
+    snap = snapshot(value)
+    assert snap[0] is obj and snap[1] is part and snap[2] is np.sin
+    assert snap[3] is math and snap[4] is _Scaled and snap[5]["f"] is obj
+    assert snap[6] is not value[6]  # arrays are still copied
+    assert snapshot(obj) is obj
+    assert changes(snap, value, "args") == []
+    assert changes(snap, [_Scaled(2.0), *value[1:]], "args")[0].startswith("args[0]: was ")
+
+
+def test_rrule_broadcast_of_a_callable_object_finds_its_rule() -> None:
+    scaled = _Scaled(3.0)
+    rules = RuleSet()
+    rules.scalar_rule(scaled, lambda x, y: 3.0)
+    x = np.linspace(0.0, 1.0, 4)
+    test_rrule(broadcasted, scaled, x, rrule_f=rules.rrule, rng=0)
+    test_frule(broadcasted, scaled, x, frule_f=rules.frule, rng=0)
+    test_rrule(scaled, x, rrule_f=rules.rrule, rng=0)
