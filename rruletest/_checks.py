@@ -78,8 +78,9 @@ def _keep_callables(x: Any, memo: dict[int, Any], seen: set[int], depth: int) ->
 def _slots(cls: type) -> list[str]:
     names: list[str] = []
     for k in cls.__mro__:
-        s = k.__dict__.get("__slots__", ())
-        names += [s] if isinstance(s, str) else [n for n in s if n not in ("__dict__", "__weakref__")]
+        declared = k.__dict__.get("__slots__", ())
+        declared = (declared,) if isinstance(declared, str) else tuple(declared)
+        names += [n for n in declared if n not in ("__dict__", "__weakref__")]
     return names
 
 
