@@ -25,7 +25,7 @@ from rruletest._common import (
 )
 from rruletest._fit import fit_problems
 from rruletest._rand_tangent import rand_tangent
-from rruletest._setup import Setup
+from rruletest._setup import Setup, ruleset_of
 from rruletest.tangents import NO_TANGENT, AbstractZero
 
 __all__ = ["run_frule_checks"]
@@ -140,7 +140,7 @@ def _check_ydot_type(s: Setup, y: Any, ydot: Any) -> bool:
 
 
 def _check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) -> None:
-    from rruletest.broadcast import broadcasted
+    from rruletest.broadcast._apply import broadcasted_in
     from rruletest.finite_differences import broadcast_jvp, jvp_estimate
 
     report = s.report
@@ -154,7 +154,8 @@ def _check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) -
             pairs = [
                 (a.primal, dots[pos[a.index]] if a.index in pos else NO_TANGENT) for a in s.args[1:]
             ]
-            g: Any = functools.partial(broadcasted, s.primals[0], **s.fkwargs)
+            rules = ruleset_of(frule_f)  # its scalar rules say whether f takes whole arrays
+            g: Any = functools.partial(broadcasted_in, rules, s.primals[0], **s.fkwargs)
             est = broadcast_jvp(fdm, g, *pairs, y=y_ref)
             mode = "structured broadcast jvp"
         else:

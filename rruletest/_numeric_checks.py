@@ -15,7 +15,7 @@ from rruletest import _reference as ref
 from rruletest._checks import abs_inner, inner, nonzero_paths
 from rruletest._common import compare, domain_for, fd_failure, is_broadcast, note_unchecked_elements
 from rruletest._rand_tangent import rand_tangent
-from rruletest._setup import Setup
+from rruletest._setup import Setup, ruleset_of
 from rruletest.tangents import AbstractZero
 
 __all__ = ["check_adjoint", "check_vjp"]
@@ -30,7 +30,7 @@ def check_vjp(
     vjp_mode: str,
     rrule_f: Any,
 ) -> None:
-    from rruletest.broadcast import broadcasted
+    from rruletest.broadcast._apply import broadcasted_in
     from rruletest.finite_differences import broadcast_vjp
 
     report = s.report
@@ -53,7 +53,8 @@ def check_vjp(
     try:
         if broadcast:
             fdm = ref.fdm_for_domain(s.fdm, domain, dom_primals)
-            g: Any = functools.partial(broadcasted, s.primals[0], **s.fkwargs)
+            rules = ruleset_of(rrule_f)  # its scalar rules say whether f takes whole arrays
+            g: Any = functools.partial(broadcasted_in, rules, s.primals[0], **s.fkwargs)
             ests: Any = broadcast_vjp(fdm, g, ybar, *s.primals[1:], y=y_ref)
             est_of = {a.index: ests[a.index - 1] for a in live}
             mode = "structured broadcast vjp"

@@ -474,3 +474,20 @@ def test_rrule_broadcast_of_a_callable_object_finds_its_rule() -> None:
     test_rrule(broadcasted, scaled, x, rrule_f=rules.rrule, rng=0)
     test_frule(broadcasted, scaled, x, frule_f=rules.frule, rng=0)
     test_rrule(scaled, x, rrule_f=rules.rrule, rng=0)
+
+
+def test_broadcast_reference_vectorises_by_the_ruleset_in_use() -> None:
+    calls = [0]
+
+    def square(x: Any) -> Any:  # a plain Python function: only `rules` declares it elementwise
+        calls[0] += 1
+        return x * x
+
+    rules = RuleSet()
+    rules.scalar_rule(square, lambda x, y: 2 * x)
+    x = np.linspace(0.5, 1.5, 1000)
+    test_rrule(broadcasted, square, x, rrule_f=rules.rrule, rng=0)
+    assert calls[0] < 100  # a few whole-array calls, not one per element per stencil point
+    calls[0] = 0
+    test_frule(broadcasted, square, x, frule_f=rules.frule, rng=0)
+    assert calls[0] < 100
