@@ -170,7 +170,7 @@ def _check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) -
     except Exception as exc:
         fd_failure(report, exc, "register_frule")
         return
-    report.note(f"numerical reference: {mode}, fdm={fdm!r}")
+    report.reference(mode, fdm)
     compare(
         report,
         "numeric",
@@ -181,4 +181,5 @@ def _check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) -
         rtol,
         ref.widen(atol, est.error),
     )
+    report.measured(ydot, est.value)
     note_unchecked_elements(report, "ydot", est.error)

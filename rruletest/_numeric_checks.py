@@ -70,9 +70,10 @@ def check_vjp(
                         "vjp_mode='full' forces dense"
                     )
                 )
-                report.note(
-                    f"numerical reference: adjoint identity <xbar, v> == <ybar, J v> along "
-                    f"{ref.ADJOINT_DIRECTIONS} random directions v ({why}), fdm={fdm!r}"
+                report.reference(
+                    f"adjoint identity <xbar, v> == <ybar, J v> along "
+                    f"{ref.ADJOINT_DIRECTIONS} random directions v ({why})",
+                    fdm,
                 )
                 check_adjoint(s, out, good, ybar, fdm, rtol, atol)
                 return
@@ -83,7 +84,7 @@ def check_vjp(
     except Exception as exc:
         fd_failure(report, exc, "register_rrule")
         return
-    report.note(f"numerical reference: {mode}, fdm={fdm!r}")
+    report.reference(mode, fdm)
     for a in live:
         if a.index + 1 not in good:
             continue
@@ -98,6 +99,7 @@ def check_vjp(
             rtol,
             ref.widen(atol, est.error),
         )
+        report.measured(out[a.index + 1], est.value)
         note_unchecked_elements(report, a.path, est.error)
 
 
@@ -125,6 +127,7 @@ def check_adjoint(
         ) + abs_inner(ybar, est.value)
         err = abs_inner(ybar, est.error)
         tol = atol + rtol * scale + ref.ERROR_FACTOR * err
+        report.measured(lhs, rhs, scale=scale)
         if not abs(lhs - rhs) <= tol:
             report.problem(
                 "numeric",
