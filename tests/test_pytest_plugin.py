@@ -294,7 +294,8 @@ def test_config_fixture_runs_testers_with_the_tests_seed(pytester: pytest.Pytest
 def test_imported_testers_are_not_collected(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         """
-        from rruletest import test_approx, test_frule, test_rrule, test_scalar
+        from rruletest import TesterReport, test_approx, test_frule, test_rrule, test_scalar
+        from rruletest.testers import TesterReport as Report
 
         def test_mine():
             pass
@@ -639,7 +640,9 @@ def test_tester_without_rng_outside_pytest_draws_a_fresh_seed() -> None:
         (_, a), (_, b) = resolve_rng(None), resolve_rng(None)
     finally:
         TEST_SEED.reset(token)
-    assert a is not None and b is not None and a != b
+    assert a is not None
+    assert b is not None
+    assert a != b
     token = TEST_SEED.set(123)
     try:
         gen, seed = resolve_rng(None)
