@@ -100,7 +100,9 @@ def test_rrule(
             ``"adjoint"``. ``f is broadcasted`` always uses the structured broadcast vjp.
         rrule_f: the function producing ``(y, pullback)``; ``RuleSet.rrule`` of a fresh RuleSet
             in tests, or an AD system's.
-        rng: a ``numpy.random.Generator``, an int seed, or None (a fresh seed, reported).
+        rng: a ``numpy.random.Generator``, an int seed, or None: the running test's seed under
+            the rruletest pytest plugin (``pytest --rruletest-seed=N nodeid`` reproduces it),
+            else a fresh seed; the seed is reported.
 
     Raises:
         RuleTestFailure: the rule failed a check.
