@@ -52,7 +52,14 @@ if TYPE_CHECKING:
         ZeroTangent,
         unthunk,
     )
-    from rruletest.testers import rand_tangent, test_frule, test_rrule, test_scalar, with_tangent
+    from rruletest.testers import (
+        TesterReport,
+        rand_tangent,
+        test_frule,
+        test_rrule,
+        test_scalar,
+        with_tangent,
+    )
 
 __version__ = "0.1.0"
 
@@ -100,6 +107,7 @@ _LAZY: dict[str, str] = {
     "backward_fdm": "rruletest.finite_differences",
     "extrapolate_fdm": "rruletest.finite_differences",
     "test_rrule": "rruletest.testers",
+    "TesterReport": "rruletest.testers",
     "test_frule": "rruletest.testers",
     "test_scalar": "rruletest.testers",
     "with_tangent": "rruletest.testers",
@@ -120,6 +128,7 @@ __all__ = [
     "RuleTestFailure",
     "SlowBroadcastWarning",
     "Tangent",
+    "TesterReport",
     "Thunk",
     "ZeroTangent",
     "backward_fdm",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Iterator, Mapping
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -30,13 +31,58 @@ _NUMBERS = frozenset({float, int, complex, bool, np.float64, np.float32, np.comp
 
 
 def snapshot(x: Any) -> Any:
-    """A deep copy of ``x`` to compare with later, or a marker when it cannot be copied."""
-    if isinstance(x, _IMMUTABLE) or x is None:
+    """A deep copy of ``x`` to compare with later, or a marker when it cannot be copied.
+
+    Functions, callable objects, modules and classes are never copied (they are kept, and
+    compared, by identity): a rule is looked up by the identity of its function.
+    """
+    if isinstance(x, _IMMUTABLE) or x is None or _by_identity(x):
         return x
+    memo: dict[int, Any] = {}
     try:
-        return copy.deepcopy(x)
+        _keep_callables(x, memo, set(), 0)
+        return copy.deepcopy(x, memo)
     except Exception:
         return _UNCOPYABLE
+
+
+def _by_identity(x: Any) -> bool:
+    return (callable(x) and not isinstance(x, np.ndarray)) or isinstance(x, type | ModuleType)
+
+
+def _keep_callables(x: Any, memo: dict[int, Any], seen: set[int], depth: int) -> None:
+    """Pre-fill ``deepcopy``'s memo so the callables inside ``x`` are kept as they are."""
+    if depth > 100 or id(x) in seen or isinstance(x, _IMMUTABLE) or x is None:
+        return
+    if _by_identity(x):
+        memo[id(x)] = x
+        return
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind != "O":
+            return
+        children: Any = x.flat
+    elif isinstance(x, list | tuple | set | frozenset):
+        children = x
+    elif isinstance(x, Mapping):
+        children = [*x.keys(), *x.values()]
+    else:
+        state = getattr(x, "__dict__", None)
+        slots = [getattr(x, n) for n in _slots(type(x)) if hasattr(x, n)]
+        children = [*(state.values() if isinstance(state, dict) else ()), *slots]
+        if isinstance(x, Tangent):
+            children += list(x.values())
+    seen.add(id(x))
+    for c in children:
+        _keep_callables(c, memo, seen, depth + 1)
+
+
+def _slots(cls: type) -> list[str]:
+    names: list[str] = []
+    for k in cls.__mro__:
+        declared = k.__dict__.get("__slots__", ())
+        declared = (declared,) if isinstance(declared, str) else tuple(declared)
+        names += [n for n in declared if n not in ("__dict__", "__weakref__")]
+    return names
 
 
 def copyable(snap: Any) -> bool:
@@ -79,6 +125,10 @@ def _changes(b: Any, a: Any, path: str, out: list[str], limit: int, seen: set[in
             idx = tuple(int(i) for i in bad[0])
             more = f" ({n} elements changed)" if n > 1 else ""
             out.append(f"{path}{_idx(idx)}: was {_short(b[idx])}, now {_short(a[idx])}{more}")
+        return
+    if _by_identity(b):
+        if a is not b:
+            out.append(f"{path}: was {_short(b)}, now {_short(a)}")
         return
     if id(a) in seen:
         return

@@ -5,6 +5,7 @@ declared domain is found.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from rruletest import _reference as ref
@@ -69,8 +70,13 @@ def call_f(s: Setup, before: list[Any]) -> Any:
     args = tuple(
         snapshot(b) if copyable(b) else a.primal for b, a in zip(before, s.args, strict=True)
     )
+    f = s.f
+    if is_broadcast(f):  # the rules in use say whether args[0] takes whole arrays
+        from rruletest.broadcast._apply import broadcasted_in
+
+        f = functools.partial(broadcasted_in, s.rules)
     try:
-        y = s.f(*args, **s.fkwargs)
+        y = f(*args, **s.fkwargs)
     except Exception as exc:
         s.report.exception("exception", "f(*args)", exc)
         return MISSING

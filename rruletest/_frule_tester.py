@@ -25,8 +25,8 @@ from rruletest._common import (
 )
 from rruletest._fit import fit_problems
 from rruletest._rand_tangent import rand_tangent
-from rruletest._setup import Setup
-from rruletest.broadcast import broadcasted
+from rruletest._setup import Setup, ruleset_of
+from rruletest.broadcast._apply import broadcasted_in
 from rruletest.finite_differences import broadcast_jvp, jvp_estimate
 from rruletest.tangents import NO_TANGENT, AbstractZero
 
@@ -153,7 +153,8 @@ def _check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) -
             pairs = [
                 (a.primal, dots[pos[a.index]] if a.index in pos else NO_TANGENT) for a in s.args[1:]
             ]
-            g: Any = functools.partial(broadcasted, s.primals[0], **s.fkwargs)
+            rules = ruleset_of(frule_f)  # its scalar rules say whether f takes whole arrays
+            g: Any = functools.partial(broadcasted_in, rules, s.primals[0], **s.fkwargs)
             est = broadcast_jvp(fdm, g, *pairs, y=y_ref)
             mode = "structured broadcast jvp"
         else:
@@ -168,7 +169,7 @@ def _check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) -
     except Exception as exc:
         fd_failure(report, exc, "register_frule")
         return
-    report.note(f"numerical reference: {mode}, fdm={fdm!r}")
+    report.reference(mode, fdm)
     compare(
         report,
         "numeric",
@@ -179,4 +180,5 @@ def _check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) -
         rtol,
         ref.widen(atol, est.error),
     )
+    report.measured(ydot, est.value)
     note_unchecked_elements(report, "ydot", est.error)

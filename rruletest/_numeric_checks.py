@@ -15,8 +15,8 @@ from rruletest import _reference as ref
 from rruletest._checks import abs_inner, inner, nonzero_paths
 from rruletest._common import compare, domain_for, fd_failure, is_broadcast, note_unchecked_elements
 from rruletest._rand_tangent import rand_tangent
-from rruletest._setup import Setup
-from rruletest.broadcast import broadcasted
+from rruletest._setup import Setup, ruleset_of
+from rruletest.broadcast._apply import broadcasted_in
 from rruletest.finite_differences import broadcast_vjp, jvp_estimate
 from rruletest.tangents import AbstractZero
 
@@ -52,7 +52,8 @@ def check_vjp(
     try:
         if broadcast:
             fdm = ref.fdm_for_domain(s.fdm, domain, dom_primals)
-            g: Any = functools.partial(broadcasted, s.primals[0], **s.fkwargs)
+            rules = ruleset_of(rrule_f)  # its scalar rules say whether f takes whole arrays
+            g: Any = functools.partial(broadcasted_in, rules, s.primals[0], **s.fkwargs)
             ests: Any = broadcast_vjp(fdm, g, ybar, *s.primals[1:], y=y_ref)
             est_of = {a.index: ests[a.index - 1] for a in live}
             mode = "structured broadcast vjp"
@@ -68,9 +69,10 @@ def check_vjp(
                         "vjp_mode='full' forces dense"
                     )
                 )
-                report.note(
-                    f"numerical reference: adjoint identity <xbar, v> == <ybar, J v> along "
-                    f"{ref.ADJOINT_DIRECTIONS} random directions v ({why}), fdm={fdm!r}"
+                report.reference(
+                    f"adjoint identity <xbar, v> == <ybar, J v> along "
+                    f"{ref.ADJOINT_DIRECTIONS} random directions v ({why})",
+                    fdm,
                 )
                 check_adjoint(s, out, good, ybar, fdm, rtol, atol)
                 return
@@ -81,7 +83,7 @@ def check_vjp(
     except Exception as exc:
         fd_failure(report, exc, "register_rrule")
         return
-    report.note(f"numerical reference: {mode}, fdm={fdm!r}")
+    report.reference(mode, fdm)
     for a in live:
         if a.index + 1 not in good:
             continue
@@ -96,6 +98,7 @@ def check_vjp(
             rtol,
             ref.widen(atol, est.error),
         )
+        report.measured(out[a.index + 1], est.value)
         note_unchecked_elements(report, a.path, est.error)
 
 
@@ -121,6 +124,7 @@ def check_adjoint(
         ) + abs_inner(ybar, est.value)
         err = abs_inner(ybar, est.error)
         tol = atol + rtol * scale + ref.ERROR_FACTOR * err
+        report.measured(lhs, rhs, scale=scale)
         if not abs(lhs - rhs) <= tol:
             report.problem(
                 "numeric",

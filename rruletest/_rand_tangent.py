@@ -36,15 +36,21 @@ _KMAX = 900
 def resolve_rng(rng: Any) -> tuple[np.random.Generator, int | None]:
     """The generator a tester draws from, and the integer seed that reproduces it (if known).
 
-    ``None`` draws a fresh seed from a ``SeedSequence`` (and reports it); an int is the seed;
-    a ``numpy.random.Generator`` is used as it is (its seed is unknown: None).
+    ``None`` uses the running test's seed under the rruletest pytest plugin (so
+    ``pytest --rruletest-seed=N nodeid`` reproduces the same draw), else a fresh seed from a
+    ``SeedSequence`` (reported); an int is the seed; a ``numpy.random.Generator`` is used as it
+    is (its seed is unknown: None).
 
     >>> gen, seed = resolve_rng(7)
     >>> seed, isinstance(gen, np.random.Generator)
     (7, True)
     """
     if rng is None:
-        seed = int(np.random.SeedSequence().generate_state(1, np.uint32)[0])
+        from rruletest._options import current_test_seed
+
+        seed = current_test_seed()
+        if seed is None:
+            seed = int(np.random.SeedSequence().generate_state(1, np.uint32)[0])
         return np.random.default_rng(seed), seed
     if isinstance(rng, np.random.Generator):
         return rng, None

@@ -16,11 +16,15 @@ reproduce: test_rrule(np.sin, float64[1000], rng=5)
 from __future__ import annotations
 
 import dataclasses
+import math
 import textwrap
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from rruletest._args import describe
 from rruletest.errors import Mismatch, RuleTestFailure
+
+if TYPE_CHECKING:
+    from rruletest._result import TesterReport
 
 __all__ = ["Report"]
 
@@ -45,6 +49,10 @@ class Report:
         self.notes: list[str] = []
         self.cause: BaseException | None = None
         self.mutated: set[str] = set()  # paths already reported as mutated
+        self.numerical: str | None = None  # the numerical reference used, once one was
+        self.pullback_calls = 0
+        self.worst_abs_err: float | None = None
+        self.worst_rel_err: float | None = None
 
     @property
     def call(self) -> str:
@@ -94,6 +102,40 @@ class Report:
 
     def note(self, line: str) -> None:
         self.notes.append(line)
+
+    def reference(self, mode: str, fdm: Any) -> None:
+        """Note the numerical reference used (``mode``, with the ``fdm``)."""
+        self.numerical = mode
+        self.note(f"numerical reference: {mode}, fdm={fdm!r}")
+
+    def measured(self, actual: Any, expected: Any, *, scale: float | None = None) -> None:
+        """Track the worst differences of a tangent from its numerical reference (relative to
+        ``scale`` when given, else to the reference)."""
+        from rruletest._result import combine, worst_errors
+
+        found = worst_errors(actual, expected)
+        if found is not None and scale is not None:
+            found = (found[0], found[0] / scale if scale > 0 else float(found[0] > 0) * math.inf)
+        if found is not None:
+            self.worst_abs_err = combine(self.worst_abs_err, found[0])
+            self.worst_rel_err = combine(self.worst_rel_err, found[1])
+
+    def result(self, not_checked: tuple[str, ...]) -> TesterReport:
+        """The ``TesterReport`` a passing tester returns."""
+        from rruletest._result import TesterReport
+
+        tester, f, _, _, _ = self._what
+        return TesterReport(
+            tester=tester,
+            function=describe(f),
+            numerical=self.numerical,
+            not_checked=not_checked,
+            pullback_calls=self.pullback_calls,
+            worst_abs_err=self.worst_abs_err,
+            worst_rel_err=self.worst_rel_err,
+            seed=self.seed,
+            notes=tuple(self.notes),
+        )
 
     # -- raising -----------------------------------------------------------------------------
     @property

@@ -284,6 +284,7 @@ def run_rrule_checks(
                         expected=ZERO_TANGENT,
                     )
     check_mutation(s, rule_args, before, "the pullback")
+    report.pullback_calls = len(calls)
     report.note(f"pullback called {len(calls)} times: with {', '.join(calls)}")
     note_unchecked(report, s.args)
     report.finish()

@@ -74,6 +74,7 @@ class Setup:
     primals: tuple[Any, ...] = ()
     tolerance: tuple[float, float] | None = None  # (rtol, atol) for the primals and output
     cache: dict[Any, Any] | None = None  # numerical Jacobians shared by test_scalar's testers
+    rules: RuleSet = default_ruleset  # the RuleSet the rule under test looks rules up in
 
     def tolerances(self, y: Any) -> tuple[float, float]:
         """``(rtol, atol)`` in force: the given ones, else the loosest default among the
@@ -141,7 +142,20 @@ def setup(
     classified = classify_args(args)
     report = Report(tester, f, args, fkwargs, seed=seed, extra=extra)
     primals = tuple(c.primal for c in classified)
-    return Setup(f, fdot, classified, dict(fkwargs), fdm, r, a, gen, seed, report, primals)
+    return Setup(
+        f,
+        fdot,
+        classified,
+        dict(fkwargs),
+        fdm,
+        r,
+        a,
+        gen,
+        seed,
+        report,
+        primals,
+        rules=ruleset_of(rule_f),
+    )
 
 
 def ruleset_of(rule_f: Callable[..., Any]) -> RuleSet:

@@ -13,7 +13,9 @@ size of the difference, the tolerance, and how to reproduce (the seed of the ran
 >>> @rules.register_rrule(np.sin)
 ... def _sin(x):
 ...     return np.sin(x), lambda ybar: (NoTangent(), ybar * np.cos(x))
->>> test_rrule(np.sin, np.linspace(0, 1, 5), rrule_f=rules.rrule, rng=0)  # passes: no output
+>>> report = test_rrule(np.sin, np.linspace(0, 1, 5), rrule_f=rules.rrule, rng=0)  # passes
+>>> report.numerical, report.pullback_calls, report.worst_rel_err < 1e-9
+('dense finite-difference vjp (5 coordinates)', 4, True)
 >>> @rules.register_rrule(np.cos)
 ... def _cos(x):
 ...     return np.cos(x), lambda ybar: (NoTangent(), ybar * np.sin(x))  # sign is wrong
@@ -29,6 +31,7 @@ rruletest.errors.RuleTestFailure: test_rrule(np.cos, 0.5) failed
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any
 
@@ -37,12 +40,20 @@ import numpy as np
 from rruletest._args import describe, with_tangent
 from rruletest._frule_tester import run_frule_checks
 from rruletest._rand_tangent import rand_tangent, resolve_rng
+from rruletest._result import TesterReport, combine
 from rruletest._rrule_tester import run_rrule_checks
-from rruletest._setup import guarded, ruleset_of, setup
+from rruletest._setup import Setup, guarded, ruleset_of, setup
 from rruletest.errors import Mismatch, RuleTestFailure
 from rruletest.rules import frule, rrule
 
-__all__ = ["rand_tangent", "test_frule", "test_rrule", "test_scalar", "with_tangent"]
+__all__ = [
+    "TesterReport",
+    "rand_tangent",
+    "test_frule",
+    "test_rrule",
+    "test_scalar",
+    "with_tangent",
+]
 
 _VJP_MODES = ("auto", "full", "adjoint")
 
@@ -60,9 +71,10 @@ def test_rrule(
     vjp_mode: str = "auto",
     rrule_f: Any = rrule,
     rng: Any = None,
-) -> None:
+) -> TesterReport:
     """Check the reverse rule of ``f`` at ``args``; raise one ``RuleTestFailure`` listing
-    every problem, or return None.
+    every problem, or return a ``TesterReport`` (the numerical reference used, the arguments
+    not checked numerically, the pullback calls, the worst errors, the seed).
 
     Checks: a rule exists and returns ``(y, pullback)``; ``y`` matches ``f(*args, **fkwargs)``;
     ``pullback(ybar)`` returns a tuple ``(fbar, xbar_0, ..., xbar_n-1)``; each cotangent fits its
@@ -89,7 +101,9 @@ def test_rrule(
             ``"adjoint"``. ``f is broadcasted`` always uses the structured broadcast vjp.
         rrule_f: the function producing ``(y, pullback)``; ``RuleSet.rrule`` of a fresh RuleSet
             in tests, or an AD system's.
-        rng: a ``numpy.random.Generator``, an int seed, or None (a fresh seed, reported).
+        rng: a ``numpy.random.Generator``, an int seed, or None: the running test's seed under
+            the rruletest pytest plugin (``pytest --rruletest-seed=N nodeid`` reproduces it),
+            else a fresh seed; the seed is reported.
 
     Raises:
         RuleTestFailure: the rule failed a check.
@@ -127,6 +141,7 @@ def test_rrule(
         check_fd,
         vjp_mode,
     )
+    return _result(s)
 
 
 def test_frule(
@@ -139,9 +154,9 @@ def test_frule(
     check_fd: bool = True,
     frule_f: Any = frule,
     rng: Any = None,
-) -> None:
+) -> TesterReport:
     """Check the forward rule of ``f`` at ``args``; raise one ``RuleTestFailure`` listing
-    every problem, or return None.
+    every problem, or return a ``TesterReport``.
 
     Calls ``frule_f((fdot, xdot_0, ..., xdot_n-1), f, *args)`` with the tangents given by
     ``with_tangent`` (else ``rand_tangent``) and checks: a rule exists and returns
@@ -153,7 +168,8 @@ def test_frule(
     >>> from rruletest import RuleSet
     >>> rules = RuleSet()
     >>> _ = rules.scalar_rule(np.exp, lambda x, y: y)
-    >>> test_frule(np.exp, with_tangent(np.ones(3), np.full(3, 2.0)), frule_f=rules.frule)
+    >>> test_frule(np.exp, with_tangent(np.ones(3), np.full(3, 2.0)), frule_f=rules.frule).tester
+    'test_frule'
     """
     __tracebackhide__ = True
     s = setup(
@@ -170,6 +186,11 @@ def test_frule(
         check_fd=check_fd,
     )
     guarded(s, run_frule_checks, frule_f, check_fd)
+    return _result(s)
+
+
+def _result(s: Setup) -> TesterReport:
+    return s.report.result(tuple(a.path for a in s.args if not a.numeric))
 
 
 def _accepts_complex(f: Any, z: Any, rrule_f: Any, fkwargs: dict[str, Any]) -> bool:
@@ -197,7 +218,7 @@ def test_scalar(
     rrule_f: Any = rrule,
     frule_f: Any = frule,
     rng: Any = None,
-) -> None:
+) -> TesterReport:
     """Check the rules of a scalar function: ``test_frule`` and ``test_rrule`` at ``x``, and at
     the complex number ``x + 0.5j`` when ``f`` takes complex inputs (the cotangent convention
     ``xbar = ybar * conj(f'(z))`` is then checked by the finite differences).
@@ -209,7 +230,9 @@ def test_scalar(
     >>> from rruletest import RuleSet
     >>> rules = RuleSet()
     >>> _ = rules.scalar_rule(np.sin, lambda x, y: np.cos(x), complex=True)
-    >>> test_scalar(np.sin, 0.5, rrule_f=rules.rrule, frule_f=rules.frule, rng=1)
+    >>> report = test_scalar(np.sin, 0.5, rrule_f=rules.rrule, frule_f=rules.frule, rng=1)
+    >>> [(p.tester, p.function) for p in report.parts][:2], len(report.parts)
+    ([('test_frule', 'np.sin'), ('test_rrule', 'np.sin')], 4)
     """
     __tracebackhide__ = True
     if isinstance(x, bool | np.bool_) or not isinstance(x, int | float | complex | np.number):
@@ -237,6 +260,7 @@ def test_scalar(
             points.append(z)
     failures: list[tuple[str, Any, RuleTestFailure]] = []
     cache: dict[Any, Any] = {}  # one numerical Jacobian per point serves both testers
+    parts: list[TesterReport] = []
     for point in points:
         try:
             s = setup(
@@ -244,6 +268,7 @@ def test_scalar(
             )
             s.cache = cache
             guarded(s, run_frule_checks, frule_f, True)
+            parts.append(_result(s))
         except RuleTestFailure as exc:
             failures.append(("test_frule", point, exc))
         try:
@@ -252,12 +277,25 @@ def test_scalar(
             )
             s.cache = cache
             guarded(s, run_rrule_checks, rrule_f, None, True, True, "auto")
+            parts.append(_result(s))
         except RuleTestFailure as exc:
             failures.append(("test_rrule", point, exc))
     if failures:
         raise _combine(f, x, points, seed, failures, fdm, rrule_f) from (
             failures[0][2].__cause__ or failures[0][2]
         )
+    modes = dict.fromkeys(p.numerical for p in parts if p.numerical is not None)
+    return TesterReport(
+        tester="test_scalar",
+        function=describe(f),
+        numerical="; ".join(modes) or None,
+        not_checked=(),
+        pullback_calls=sum(p.pullback_calls for p in parts),
+        worst_abs_err=functools.reduce(combine, (p.worst_abs_err for p in parts), None),
+        worst_rel_err=functools.reduce(combine, (p.worst_rel_err for p in parts), None),
+        seed=seed,
+        parts=tuple(parts),
+    )
 
 
 def _combine(

@@ -132,6 +132,9 @@ def test_submodule_names_agree_with_the_package() -> None:
     assert rruletest.ZeroTangent is tangents.ZeroTangent
     assert rruletest.rrule is rules.rrule
     assert rruletest.RuleSet is rules.RuleSet
+    from rruletest import testers
+
+    assert rruletest.TesterReport is testers.TesterReport  # what the testers return
     for module in (tangents, rules):
         assert len(set(module.__all__)) == len(module.__all__)
         for name in module.__all__:

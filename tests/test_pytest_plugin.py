@@ -294,7 +294,8 @@ def test_config_fixture_runs_testers_with_the_tests_seed(pytester: pytest.Pytest
 def test_imported_testers_are_not_collected(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         """
-        from rruletest import test_approx, test_frule, test_rrule, test_scalar
+        from rruletest import TesterReport, test_approx, test_frule, test_rrule, test_scalar
+        from rruletest.testers import TesterReport as Report
 
         def test_mine():
             pass
@@ -591,3 +592,61 @@ def test_current_test_seed_is_set_during_a_test(pytester: pytest.Pytester) -> No
         """
     )
     pytester.runpytest("--rruletest-seed=21").assert_outcomes(passed=1)
+
+
+_WRONG_COS_RULE = """
+    import numpy as np
+    from rruletest import NoTangent, RuleSet, test_rrule
+
+    rules = RuleSet()
+
+    @rules.register_rrule(np.cos)
+    def _cos(x):
+        return np.cos(x), lambda ybar: (NoTangent(), ybar * np.sin(x))  # sign is wrong
+
+    def test_wrong():
+        test_rrule(np.cos, np.linspace(0.1, 1.0, 4), rrule_f=rules.rrule)
+"""
+
+
+def _reproduced_rng(text: str) -> int:
+    found = re.findall(r"reproduce: test_rrule\(np\.cos, .*rng=(\d+)\)", text)
+    assert found, text
+    return int(found[0])
+
+
+def test_tester_without_rng_uses_the_test_seed(pytester: pytest.Pytester) -> None:
+    from rruletest._options import derive_seed
+
+    pytester.makepyfile(test_wrong=_WRONG_COS_RULE)
+    first = pytester.runpytest("--rruletest-seed=5")
+    first.assert_outcomes(failed=1)
+    seed = _reproduced_rng(first.stdout.str())
+    assert seed == derive_seed(5, "test_wrong.py::test_wrong")
+    # the same session seed and node id draw the same tangents: the same reproduce line
+    again = pytester.runpytest("--rruletest-seed=5", "test_wrong.py::test_wrong")
+    again.assert_outcomes(failed=1)
+    assert _reproduced_rng(again.stdout.str()) == seed
+    other = pytester.runpytest("--rruletest-seed=6")
+    assert _reproduced_rng(other.stdout.str()) == derive_seed(6, "test_wrong.py::test_wrong")
+
+
+def test_tester_without_rng_outside_pytest_draws_a_fresh_seed() -> None:
+    from rruletest._options import TEST_SEED
+    from rruletest._rand_tangent import resolve_rng
+
+    token = TEST_SEED.set(None)  # as outside a test run with the plugin
+    try:
+        (_, a), (_, b) = resolve_rng(None), resolve_rng(None)
+    finally:
+        TEST_SEED.reset(token)
+    assert a is not None
+    assert b is not None
+    assert a != b
+    token = TEST_SEED.set(123)
+    try:
+        gen, seed = resolve_rng(None)
+    finally:
+        TEST_SEED.reset(token)
+    assert seed == 123
+    assert gen.random() == np.random.default_rng(123).random()

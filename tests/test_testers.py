@@ -437,3 +437,131 @@ def test_dense_rule_with_a_declared_domain_near_its_edge() -> None:
             x = np.array([1e-8, 1.0, 3e4], dtype)
             test_rrule(logsum, x, rrule_f=rules.rrule, rng=0)
             test_frule(logsum, x, frule_f=rules.frule, rng=0)
+
+
+class _Scaled:
+    """A callable object with state: a function the rules know by identity."""
+
+    def __init__(self, k: float) -> None:
+        self.k = np.array(k)
+
+    def __call__(self, x: Any) -> Any:
+        return self.k * x
+
+
+def test_snapshot_keeps_callables_by_identity() -> None:
+    import functools
+    import math
+
+    from rruletest._checks import changes, snapshot
+
+    obj, part = _Scaled(2.0), functools.partial(np.add, 1.0)
+    value = [obj, part, np.sin, math, _Scaled, {"f": obj}, np.ones(2)]
+    snap = snapshot(value)
+    assert snap[0] is obj
+    assert snap[1] is part
+    assert snap[2] is np.sin
+    assert snap[3] is math
+    assert snap[4] is _Scaled
+    assert snap[5]["f"] is obj
+    assert snap[6] is not value[6]  # arrays are still copied
+    assert snapshot(obj) is obj
+    assert changes(snap, value, "args") == []
+    assert changes(snap, [_Scaled(2.0), *value[1:]], "args")[0].startswith("args[0]: was ")
+
+
+def test_rrule_broadcast_of_a_callable_object_finds_its_rule() -> None:
+    scaled = _Scaled(3.0)
+    rules = RuleSet()
+    rules.scalar_rule(scaled, lambda x, y: 3.0)
+    x = np.linspace(0.0, 1.0, 4)
+    test_rrule(broadcasted, scaled, x, rrule_f=rules.rrule, rng=0)
+    test_frule(broadcasted, scaled, x, frule_f=rules.frule, rng=0)
+    test_rrule(scaled, x, rrule_f=rules.rrule, rng=0)
+
+
+def test_broadcast_reference_vectorises_by_the_ruleset_in_use() -> None:
+    calls = [0]
+
+    def square(x: Any) -> Any:  # a plain Python function: only `rules` declares it elementwise
+        calls[0] += 1
+        return x * x
+
+    rules = RuleSet()
+    rules.scalar_rule(square, lambda x, y: 2 * x)
+    x = np.linspace(0.5, 1.5, 1000)
+    test_rrule(broadcasted, square, x, rrule_f=rules.rrule, rng=0)
+    assert calls[0] < 100  # a few whole-array calls, not one per element per stencil point
+    calls[0] = 0
+    test_frule(broadcasted, square, x, frule_f=rules.frule, rng=0)
+    assert calls[0] < 100
+
+
+def test_testers_return_a_report_of_what_they_checked() -> None:
+    import dataclasses
+
+    from rruletest.testers import TesterReport
+
+    def sin_times(x: Any, n: int) -> Any:
+        return n * np.sin(x)
+
+    rules = RuleSet()
+
+    @rules.register_rrule(sin_times)
+    def _rule(x: Any, n: int) -> Any:
+        # the derivative off by a relative 1e-12: well inside the tolerance, and measured
+        return n * np.sin(x), lambda ybar: (NT, ybar * n * np.cos(x) * (1 + 1e-12), NT)
+
+    x = np.linspace(0.1, 1.0, 3)
+    report = test_rrule(sin_times, x, 2, rrule_f=rules.rrule, rng=11)
+    assert isinstance(report, TesterReport)
+    assert report.tester == "test_rrule"
+    assert "sin_times" in report.function
+    assert report.numerical == "dense finite-difference vjp (3 coordinates)"
+    assert report.not_checked == ("args[1]",)
+    assert "not checked numerically: args[1] (int: not differentiable)" in report.notes
+    assert report.pullback_calls == 4
+    assert report.seed == 11
+    assert report.worst_rel_err is not None
+    assert 1e-13 < report.worst_rel_err < 1e-9
+    assert report.worst_abs_err is not None
+    assert 1e-14 < report.worst_abs_err < 1e-9
+    assert any(n.startswith("pullback called 4 times") for n in report.notes)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        report.seed = 3  # type: ignore[misc]
+    assert TesterReport.__test__ is False  # type: ignore[attr-defined]
+
+    off = test_rrule(sin_times, x, 2, rrule_f=rules.rrule, rng=11, check_fd=False)
+    assert off.numerical is None
+    assert off.worst_rel_err is None
+    assert off.worst_abs_err is None
+
+
+def test_frule_and_scalar_reports() -> None:
+    rules = sin_rules()
+    fr = test_frule(np.sin, np.ones(3), frule_f=rules.frule, rng=2)
+    assert fr.tester == "test_frule"
+    assert fr.pullback_calls == 0
+    assert fr.seed == 2
+    assert fr.numerical is not None
+    assert fr.worst_rel_err is not None
+    assert fr.worst_rel_err < 1e-9
+    rules = RuleSet()
+    rules.scalar_rule(np.sin, lambda x, y: np.cos(x), complex=True)
+    sc = test_scalar(np.sin, 0.5, rrule_f=rules.rrule, frule_f=rules.frule, rng=4)
+    assert len(sc.parts) == 4  # frule and rrule at 0.5 and at 0.5 + 0.5j
+    assert sc.tester == "test_scalar"
+    assert sc.seed == 4
+    assert [p.tester for p in sc.parts] == ["test_frule", "test_rrule"] * (len(sc.parts) // 2)
+    assert sc.pullback_calls == sum(p.pullback_calls for p in sc.parts) > 0
+    worst = max(p.worst_rel_err for p in sc.parts if p.worst_rel_err is not None)
+    assert sc.worst_rel_err == worst
+
+
+def test_adjoint_mode_reports_the_identity_error() -> None:
+    rules = sin_rules()
+    report = test_rrule(np.sin, np.ones(5), rrule_f=rules.rrule, rng=0, vjp_mode="adjoint")
+    assert report.numerical is not None
+    assert report.numerical.startswith("adjoint identity")
+    assert report.worst_rel_err is not None
+    assert report.worst_rel_err < 1e-9

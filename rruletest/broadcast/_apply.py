@@ -27,7 +27,7 @@ import numpy as np
 
 from rruletest.rules import RuleSet, default_ruleset
 
-__all__ = ["broadcasted", "declare_vectorised"]
+__all__ = ["broadcasted", "broadcasted_in", "declare_vectorised"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -258,5 +258,24 @@ def broadcasted(f: Any, *args: Any, **kwargs: Any) -> Any:
         >>> float(broadcasted(math.sqrt, 4.0))
         2.0
     """
+    return broadcasted_in(default_ruleset, f, *args, **kwargs)
+
+
+def broadcasted_in(rules: RuleSet, f: Any, *args: Any, **kwargs: Any) -> Any:
+    """``broadcasted(f, *args, **kwargs)`` with ``rules`` deciding whether ``f`` is declared
+    elementwise (rule 3): what the testers evaluate when the rule under test comes from a
+    RuleSet other than the default one, so ``f`` is not called once per element.
+
+    >>> rules = RuleSet()
+    >>> calls = []
+    >>> def double(x):
+    ...     calls.append(1)
+    ...     return 2 * x
+    >>> _ = rules.scalar_rule(double, lambda x, y: 2.0)
+    >>> broadcasted_in(rules, double, np.arange(4.0))
+    array([0., 2., 4., 6.])
+    >>> len(calls)  # once, on the whole array
+    1
+    """
     arrays, shape, array_out = prepare(f, args, kwargs)
-    return apply(f, arrays, kwargs, shape, array_out, is_declared_vectorised(f, default_ruleset))
+    return apply(f, arrays, kwargs, shape, array_out, is_declared_vectorised(f, rules))
