@@ -41,7 +41,11 @@ class TesterReport:
             the notes say why).
         pullback_calls: how many times the pullback was called (0 for ``test_frule``).
         worst_abs_err: the largest absolute difference from the numerical reference, or None.
-        worst_rel_err: the largest relative difference from the numerical reference, or None.
+        worst_rel_err: the largest normwise relative difference from the numerical reference
+            (per argument, ``max|actual - reference| / max(max|reference|, 1)``), or None: a
+            relative error where the reference is of size 1 or more, an absolute one below, as
+            the default tolerances (``rtol == atol``) judge it. So a derivative that is nearly
+            zero everywhere (tanh's at 20 is 1e-17) does not make a passing rule look wrong.
         seed: the seed of the random tangents (None for a ``Generator`` passed as ``rng``).
         notes: the notes of the report (what was checked, how).
         parts: for ``test_scalar``, the report of each tester call it made.
@@ -98,8 +102,12 @@ def _children(x: Any) -> dict[Any, Any] | None:
 
 
 def worst_errors(actual: Any, expected: Any) -> tuple[float, float] | None:
-    """The largest absolute and relative differences of ``actual`` from ``expected`` over
-    their numeric leaves (NaN in ``expected``: not estimated, skipped); None if none compare.
+    """The largest absolute and normwise relative differences of ``actual`` from ``expected``
+    over their numeric leaves (NaN in ``expected``: not estimated, skipped); None if none compare.
+
+    The relative difference of a leaf is ``max|a - e| / max(max|e|, 1)``: elementwise ratios
+    would blow up where the reference is nearly zero (tanh's derivative at 20 is 1e-17), which
+    says nothing about the rule.
     """
     pairs: list[tuple[Any, Any]] = []
     try:
@@ -112,14 +120,15 @@ def worst_errors(actual: Any, expected: Any) -> tuple[float, float] | None:
             with np.errstate(all="ignore"):
                 ea = np.asarray(e)
                 dist = np.abs(np.asarray(a) - ea)
-                rel = np.where(dist == 0, 0.0, dist / np.abs(ea))
                 keep = ~np.isnan(dist)
         except Exception:
             continue
         if dist.shape != ea.shape or not keep.any():
             continue
-        worst_abs = max(worst_abs, float(np.max(dist[keep])))
-        worst_rel = max(worst_rel, float(np.max(rel[keep])))
+        leaf_abs = float(np.max(dist[keep]))
+        scale = max(float(np.max(np.abs(ea[keep]))), 1.0)
+        worst_abs = max(worst_abs, leaf_abs)
+        worst_rel = max(worst_rel, leaf_abs / scale)
     if worst_abs < 0:
         return None
     return worst_abs, worst_rel
