@@ -22,10 +22,11 @@ True
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -141,21 +142,51 @@ def _straddles(t0: float, h: float, reach: int) -> bool:
     return a > 0 and a <= h * float(reach)
 
 
-def _estimate(m: FiniteDifferenceMethod, ev: _Eval) -> Estimate:
-    t0 = ev.t0
+class _Constants(NamedTuple):
+    """What ``_estimate`` needs of a method adapted once, as Python numbers."""
+
+    b: FiniteDifferenceMethod  # the bound estimator
+    b_grid: list[int]
+    b_weights: list[list[float]]  # neighbourhood weights (3 x p + 2)
+    noise_mult: float
+    points: list[int]
+    weights: list[float]
+    reach: float
+
+
+@functools.cache
+def _constants(m: FiniteDifferenceMethod) -> _Constants | None:
     b = m.bound_estimator
     if m.adapt != 1 or b is None or b.adapt != 0:
+        return None
+    nw = b.neighbourhood_weights()
+    points = [int(g) for g in m.points]
+    return _Constants(
+        b,
+        [int(g) for g in b.grid],
+        nw.tolist(),
+        float(np.abs(nw).sum(axis=1).max()),
+        points,
+        [float(w) for w in m.weights.tolist()],
+        float(max(abs(g) for g in points)),
+    )
+
+
+def _estimate(m: FiniteDifferenceMethod, ev: _Eval) -> Estimate:
+    t0 = ev.t0
+    k = _constants(m)
+    if k is None:
         raise _Bail
+    b = k.b
     # The bound estimator at its default step (choose_step without adaptation).
     hb = _finish(b, t0, _default_step(b, _EPS))
-    rows = [ev.at(int(g), hb) for g in b.grid]
+    rows = [ev.at(g, hb) for g in k.b_grid]
     if not _finite(rows):
         raise _Bail  # a domain edge: the step shrinks
-    anchor = rows[len(b.grid) // 2]
+    anchor = rows[len(k.b_grid) // 2]
     diffs = [y - anchor for y in rows]
     fmag_b = _absmax(rows)
-    nw = b.neighbourhood_weights()
-    sums = [sum(float(w) * d for w, d in zip(row, diffs, strict=True)) for row in nw.tolist()]
+    sums = [sum(w * d for w, d in zip(row, diffs, strict=True)) for row in k.b_weights]
     if isinstance(anchor, complex):
         scale = _ipow(hb, -b.q)
         df = max(abs(s * scale) for s in sums)
@@ -163,8 +194,7 @@ def _estimate(m: FiniteDifferenceMethod, ev: _Eval) -> Estimate:
         df = max(max(sums), -min(sums)) * _ipow(hb, -b.q)
     if _straddles(t0, hb, b.max_offset):
         raise _Bail
-    noise_mult = float(np.abs(nw).sum(axis=1).max())
-    if df * _ipow(hb, b.q) <= FLAT * _spacing(fmag_b) * noise_mult:
+    if df * _ipow(hb, b.q) <= FLAT * _spacing(fmag_b) * k.noise_mult:
         raise _Bail  # flat: the step would grow or shrink
     span = hb * b.max_offset
     # The method's step from the constants (steps._step_kernel).
@@ -182,19 +212,18 @@ def _estimate(m: FiniteDifferenceMethod, ev: _Eval) -> Estimate:
     if _straddles(t0, h, m.max_offset):
         raise _Bail
     # The stencil (estimation._estimate, first attempt).
-    points = [int(g) for g in m.points]
+    points = k.points
     ys = [ev.at(g, h) for g in points]
     if not _finite(ys):
         raise _Bail
-    weights = m.weights.tolist()
+    weights = k.weights
     anchor = ys[len(points) // 2]
     est: Any = sum(w * (y - anchor) for w, y in zip(weights, ys, strict=True))
     est = est * _ipow(h, -m.q)
     if m.q == 1:
         # estimation._position_correction: points rounded in a coarser binade than t0.
-        reach = float(max(abs(g) for g in points))
         a = abs(t0)
-        if _spacing(a + reach * h) > _spacing(a):
+        if _spacing(a + k.reach * h) > _spacing(a):
             total = 0.0
             for g, c in zip(points, weights, strict=True):
                 total += c * (((h * g + t0) - t0) - g * h)
