@@ -19,6 +19,7 @@ by ``ERROR_FACTOR`` times the engine's own error estimate for that element.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -157,6 +158,8 @@ def _max_leaf(x: Any) -> float:
 def unchecked(error: Any) -> int:
     """How many elements of an error estimate are not finite (the engine gave up on them)."""
 
+    if type(error) is float:  # a scalar's estimate (the common case), without numpy
+        return 0 if math.isfinite(error) else 1
     if isinstance(error, np.ndarray | float | int | np.number) and not isinstance(error, bool):
         return int(np.sum(~np.isfinite(np.asarray(error, dtype=np.float64))))
     kids = _kids(error)
@@ -169,7 +172,14 @@ def coordinate_count(args: Sequence[Arg]) -> int:
     n = 0
     for a in args:
         if a.numeric:
-            vec, _ = to_vec(a.primal)
+            p = a.primal
+            if isinstance(p, float | np.floating):  # a number: no flattening needed
+                n += 1
+                continue
+            if isinstance(p, complex | np.complexfloating):
+                n += 2
+                continue
+            vec, _ = to_vec(p)
             n += int(np.size(vec))
     return n
 

@@ -430,6 +430,12 @@ def estimate_function(
     m: FiniteDifferenceMethod, f: Callable[..., Any], x: Any, step: Any
 ) -> Estimate:
     """``m.estimate(f, x)``: elementwise over an array ``x``, along the real axis if complex."""
+    if step is None and not isinstance(x, np.ndarray):
+        from rruletest.finite_differences.scalar import fast_estimate
+
+        fast = fast_estimate(m, f, x)
+        if fast is not None:
+            return fast
     scalar = not isinstance(x, np.ndarray)
     arr = np.asarray(x)
     if arr.dtype.kind in "biu":
