@@ -210,6 +210,43 @@ def differentiable_argnums(
     return [i for i, a in enumerate(args) if i not in skip and test(a)]
 
 
+def partial_in(
+    fn: Callable[..., Any], args: Sequence[Any], positions: Sequence[int], kwargs: dict[str, Any]
+) -> Callable[..., Any]:
+    """``fn`` as a function of the arguments at ``positions`` only, the others fixed to ``args``:
+    the form ``jax.vjp`` or ``autograd.make_vjp`` differentiate.
+
+    >>> partial_in(lambda a, b, c: a - b * c, [1.0, 2.0, 3.0], [1], {})(10.0)
+    -29.0
+    """
+
+    def fn_at(*values: Any) -> Any:
+        full = list(args)
+        for i, v in zip(positions, values, strict=True):
+            full[i] = v
+        return fn(*full, **kwargs)
+
+    return fn_at
+
+
+def scatter_cotangents(
+    args: Sequence[Any],
+    positions: Iterable[int],
+    raws: Iterable[Any],
+    convert: Callable[[Any, Any], Any],
+) -> tuple[Any, ...]:
+    """A pullback's ``(fbar, xbar_1..n)``: ``convert(raw, args[i])`` at each of ``positions``
+    (the differentiated arguments, in the order of ``raws``), ``NoTangent()`` elsewhere.
+
+    >>> scatter_cotangents([1.0, "s", 2.0], [0, 2], [10.0, 20.0], lambda r, p: r * p)
+    (NoTangent(), 10.0, NoTangent(), 40.0)
+    """
+    xbars: list[Any] = [NO_TANGENT] * len(args)
+    for i, r in zip(positions, raws, strict=True):
+        xbars[i] = convert(r, args[i])
+    return (NO_TANGENT, *xbars)
+
+
 def has_float_leaf(x: Any, depth: int = 0) -> bool:
     """Whether ``x`` is, or a tuple/list/dict in it holds, a float or complex value.
 

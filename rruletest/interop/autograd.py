@@ -42,7 +42,9 @@ from rruletest.interop._base import (
     differentiable_argnums,
     leaf_out,
     natural_tangent,
+    partial_in,
     require,
+    scatter_cotangents,
 )
 from rruletest.tangents import NO_TANGENT, AbstractZero
 
@@ -183,14 +185,7 @@ class AutogradFunction(Adapted):
 
     def _closure(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, list[int]]:
         diff = differentiable_argnums(args, self.nondiff_argnums, structured=True)
-
-        def fn_diff(*d: Any) -> Any:
-            full = list(args)
-            for i, v in zip(diff, d, strict=True):
-                full[i] = v
-            return self.wrapped(*full, **kwargs)
-
-        return fn_diff, diff
+        return partial_in(self.wrapped, args, diff, kwargs), diff
 
     def _rrule(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Pullback]:
         autograd = require("autograd", "autograd")
@@ -204,10 +199,7 @@ class AutogradFunction(Adapted):
 
         def pullback(ybar: Any) -> tuple[Any, ...]:
             raw = vjp(_autograd_cotangent(ybar, ans))
-            xbars: list[Any] = [NO_TANGENT] * len(args)
-            for i, r in zip(diff, raw, strict=True):
-                xbars[i] = _cotangent_out(r, args[i])
-            return (NO_TANGENT, *xbars)
+            return scatter_cotangents(args, diff, raw, _cotangent_out)
 
         return _output(ans), pullback
 
