@@ -13,7 +13,14 @@ from rruletest import NoTangent, Tangent, Thunk, ZeroTangent
 from rruletest.interop import InteropError
 from rruletest.interop import torch as rtorch
 
-from ._numeric import complex_arrays, numeric_jvp, numeric_vjp, pair
+from ._numeric import (
+    assert_adjoint,
+    assert_one_element_off_is_caught,
+    assert_rrule_fails,
+    complex_arrays,
+    numeric_jvp,
+    numeric_vjp,
+)
 
 torch = pytest.importorskip("torch")
 Function = torch.autograd.Function
@@ -57,27 +64,18 @@ class ScaledSin(Function):
         return dx * torch.cos(x) * w + torch.sin(x) * dw
 
 
-class ScaledSinSetupContext(Function):
-    """The same rule in the ``setup_context`` style (forward without ctx)."""
+class ScaledSinSetupContext(ScaledSin):
+    """The same rule in the ``setup_context`` style (forward without ctx); ``backward`` and
+    ``jvp`` are ``ScaledSin``'s."""
 
     @staticmethod
-    def forward(x: Any, w: Any) -> Any:
+    def forward(x: Any, w: Any) -> Any:  # type: ignore[override]
         return torch.sin(x) * w
 
     @staticmethod
     def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
         ctx.save_for_backward(*inputs)
         ctx.save_for_forward(*inputs)
-
-    @staticmethod
-    def backward(ctx: Any, g: Any) -> Any:
-        x, w = ctx.saved_tensors
-        return g * torch.cos(x) * w, (g * torch.sin(x)).sum(0, keepdim=True)
-
-    @staticmethod
-    def jvp(ctx: Any, dx: Any, dw: Any) -> Any:
-        x, w = ctx.saved_tensors
-        return dx * torch.cos(x) * w + torch.sin(x) * dw
 
 
 class NoUnbroadcast(ScaledSin):
@@ -392,23 +390,11 @@ def adjoint_adapter() -> Any:
 @settings(max_examples=25)
 @given(complex_arrays())
 def test_pullback_is_the_adjoint_of_the_pushforward_for_complex_inputs(zs: Any) -> None:
-    """<pullback(ybar), dz> == <ybar, jvp(dz)> under rruletest's inner product, for all inputs:
-    the conjugations the adapter applies make the framework's vjp the adjoint of its jvp."""
-    z, dz, ybar = zs
-    f = adjoint_adapter()
-    (zbar,) = f.rrule(f, z)[1](ybar)[1:]
-    _, ydot = f.frule((NoTangent(), dz), f, z)
-    np.testing.assert_allclose(pair(zbar, dz), pair(ybar, ydot), rtol=1e-9, atol=1e-9)
+    """<pullback(ybar), dz> == <ybar, jvp(dz)> under rruletest's inner product, for all inputs."""
+    assert_adjoint(adjoint_adapter(), zs)
 
 
 # -- acceptance: rruletest's testers on torch rules ---------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def testers() -> Any:
-    import rruletest.testers
-
-    return rruletest.testers
 
 
 class OneElementOff(ScaledSin):
@@ -451,26 +437,13 @@ def test_correct_rules_pass_test_rrule_and_test_frule(testers: Any) -> None:
 def test_wrong_rules_fail_with_rruletest_messages(
     testers: Any, cls: type, lines: list[str]
 ) -> None:
-    f = rtorch.from_function(cls)
-    with pytest.raises(AssertionError) as info:
-        testers.test_rrule(f, X, W, rrule_f=f.rrule, rng=0)
-    message = str(info.value)
-    assert message.startswith(f"test_rrule({cls.__name__}, float64[3, 2], float64[1, 2]) failed")
-    for line in lines:
-        assert line in message
+    head = f"test_rrule({cls.__name__}, float64[3, 2], float64[1, 2]) failed"
+    assert_rrule_fails(testers, rtorch.from_function(cls), (X, W), head, lines)
 
 
 def test_one_element_off_by_a_thousandth_in_ten_thousand_is_caught(testers: Any) -> None:
     x = RNG.uniform(-2, 2, (5000, 2))
-    f = rtorch.from_function(OneElementOff)
-    with pytest.raises(AssertionError, match=r"\[numeric\] args: adjoint identity fails"):
-        f.test_rrule(x, W, rng=0)
-    # Declared elementwise, every element is checked, and the report names the wrong one.
-    f = rtorch.from_function(OneElementOff, elementwise=True)
-    with pytest.raises(AssertionError, match=r"\[numeric\] args\[1\]") as info:
-        f.test_rrule(x, W, rng=0)
-    assert "617, 0" in str(info.value)
-    rtorch.from_function(ScaledSin, elementwise=True).test_rrule(x, W, rng=0)
+    assert_one_element_off_is_caught(rtorch.from_function, OneElementOff, ScaledSin, x, W)
 
 
 class WrongJvp(ScaledSin):
