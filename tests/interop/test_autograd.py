@@ -239,9 +239,8 @@ def test_wrong_rules_fail_with_rruletest_messages(
 
 
 def test_one_element_off_by_a_thousandth_in_ten_thousand_is_caught(testers: Any) -> None:
-    x = RNG.uniform(-2, 2, (5000, 2))
     wrong, right = make_scaled_sin(vjp_x=one_element_off), make_scaled_sin()
-    assert_one_element_off_is_caught(rautograd.from_primitive, wrong, right, x, W)
+    assert_one_element_off_is_caught(rautograd.from_primitive, wrong, right, W)
 
 
 def test_tuple_arguments_are_differentiated() -> None:

@@ -442,8 +442,7 @@ def test_wrong_rules_fail_with_rruletest_messages(
 
 
 def test_one_element_off_by_a_thousandth_in_ten_thousand_is_caught(testers: Any) -> None:
-    x = RNG.uniform(-2, 2, (5000, 2))
-    assert_one_element_off_is_caught(rtorch.from_function, OneElementOff, ScaledSin, x, W)
+    assert_one_element_off_is_caught(rtorch.from_function, OneElementOff, ScaledSin, W)
 
 
 class WrongJvp(ScaledSin):
