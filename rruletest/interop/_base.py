@@ -168,6 +168,19 @@ def cotangent_leaves(ybar: Any, n: int | None) -> list[Any]:
     return out
 
 
+def map_cotangent(ybar: Any, out: Any, leaf: Callable[[Any, Any], Any]) -> Any:
+    """``leaf(g, o)`` for each leaf ``g`` of ``ybar`` (``None`` for a zero) and output ``o``, in
+    the container of ``out`` (a tuple or list output; any other value is a single output).
+
+    >>> map_cotangent((1.0, 2.0), [3.0, 4.0], lambda g, o: g * o)
+    [3.0, 8.0]
+    """
+    if isinstance(out, tuple | list):
+        leaves = cotangent_leaves(ybar, len(out))
+        return type(out)(leaf(g, o) for g, o in zip(leaves, out, strict=True))
+    return leaf(cotangent_leaves(ybar, None)[0], out)
+
+
 def natural_tangent(t: Any, primal: Any, zeros: Callable[[Any], Any]) -> Any:
     """A tangent in the primal's own structure (tuple, list, namedtuple, dict), for frameworks
     that take tangents as pytrees: thunks unthunked, ``Tangent``s unpacked, zero tangents and

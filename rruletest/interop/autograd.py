@@ -38,9 +38,9 @@ from rruletest.interop._base import (
     Pullback,
     as_cotangent,
     conj_leaf,
-    cotangent_leaves,
     differentiable_argnums,
     leaf_out,
+    map_cotangent,
     natural_tangent,
     partial_in,
     require,
@@ -63,10 +63,7 @@ def _output(out: Any) -> Any:
 
 def _autograd_cotangent(ybar: Any, out: Any) -> Any:
     """ybar in rruletest's convention as autograd's (conjugated), zeros made concrete."""
-    if isinstance(out, tuple | list):
-        leaves = cotangent_leaves(ybar, len(out))
-        return type(out)(_ct_leaf(g, o) for g, o in zip(leaves, out, strict=True))
-    return _ct_leaf(cotangent_leaves(ybar, None)[0], out)
+    return map_cotangent(ybar, out, _ct_leaf)
 
 
 def _ct_leaf(g: Any, out: Any) -> Any:
