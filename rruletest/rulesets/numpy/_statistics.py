@@ -23,7 +23,7 @@ array([0. , 0.5, 0.5])
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -51,6 +51,25 @@ __all__: list[str] = []
 
 _EXTREMUM = ("axis", "out", "keepdims")
 _MOMENT = ("axis", "dtype", "out", "ddof", "keepdims")
+
+
+def _register(
+    f: Any,
+    domain: Domain,
+    examples: Callable[[], list[tuple[Any, ...]]],
+    rrule_and_doc: tuple[Callable[..., Any], str],
+    frule_and_doc: tuple[Callable[..., Any], str],
+) -> None:
+    """Name the rules made for ``f`` (``_<name>_rrule``/``_frule``), document them and
+    register them with ``domain`` and fresh ``examples()``."""
+    name = f.__name__
+    for (rule, doc), kind, register in (
+        (rrule_and_doc, "rrule", register_rrule),
+        (frule_and_doc, "frule", register_frule),
+    ):
+        rule.__name__ = rule.__qualname__ = f"_{name}_{kind}"
+        rule.__doc__ = f"``{name}``: {doc}"
+        register(f, domain=domain, examples=examples())(rule)
 
 
 # -- max / min ----------------------------------------------------------------------------
@@ -135,13 +154,13 @@ def _register_extremum(fs: Sequence[Any]) -> None:
 
             return y, pushforward(y, x, tangents[1], ydot_of)
 
-        name = f.__name__
-        rrule_.__name__ = rrule_.__qualname__ = f"_{name}_rrule"
-        frule_.__name__ = frule_.__qualname__ = f"_{name}_frule"
-        rrule_.__doc__ = f"``{name}``: ``xbar = ybar`` shared equally by the extreme elements."
-        frule_.__doc__ = f"``{name}``: ``ydot`` = mean of ``xdot`` over the extreme elements."
-        register_rrule(f, domain=domain, examples=_extremum_examples())(rrule_)
-        register_frule(f, domain=domain, examples=_extremum_examples())(frule_)
+        _register(
+            f,
+            domain,
+            _extremum_examples,
+            (rrule_, "``xbar = ybar`` shared equally by the extreme elements."),
+            (frule_, "``ydot`` = mean of ``xdot`` over the extreme elements."),
+        )
 
 
 _register_extremum([np.max, np.min, np.amax, np.amin])
@@ -215,12 +234,13 @@ def _register_moment(f: Any, is_std: bool) -> None:
 
         return y, pushforward(y, x, tangents[1], ydot_of)
 
-    rrule_.__name__ = rrule_.__qualname__ = f"_{name}_rrule"
-    frule_.__name__ = frule_.__qualname__ = f"_{name}_frule"
-    rrule_.__doc__ = f"``{name}``: ``xbar = ybar * d{name}/dvar * 2 (x - mean) / (n - ddof)``."
-    frule_.__doc__ = f"``{name}``: ``ydot = d{name}/dvar * 2 Re(sum(conj(x - mean) xdot)) / ...``."
-    register_rrule(f, domain=domain, examples=_moment_examples())(rrule_)
-    register_frule(f, domain=domain, examples=_moment_examples())(frule_)
+    _register(
+        f,
+        domain,
+        _moment_examples,
+        (rrule_, f"``xbar = ybar * d{name}/dvar * 2 (x - mean) / (n - ddof)``."),
+        (frule_, f"``ydot = d{name}/dvar * 2 Re(sum(conj(x - mean) xdot)) / ...``."),
+    )
 
 
 _register_moment(np.var, is_std=False)
