@@ -87,6 +87,18 @@ def assert_adjoint(f: Any, zs: tuple[Any, Any, Any]) -> None:
     np.testing.assert_allclose(pair(zbar, dz), pair(ybar, ydot), rtol=1e-9, atol=1e-9)
 
 
+#: What ``test_rrule`` reports for each wrong rule of ``sin(x) * w`` (``x`` of shape (3, 2),
+#: ``w`` of shape (1, 2) broadcast along the first axis) that every framework's tests build.
+WRONG_RULE_LINES = {
+    "no-unbroadcast": [
+        "[type] args[1]: shape (3, 2) for a primal of shape (1, 2)",
+        "unbroadcast",
+    ],
+    "float32": ["[type] args[0]: dtype float32 for a float64 primal"],
+    "accumulates": ["[repeat] args[0]: calling the pullback a second time gave a different"],
+}
+
+
 def assert_rrule_fails(
     testers: Any, f: Any, args: tuple[Any, ...], head: str, lines: list[str]
 ) -> None:
