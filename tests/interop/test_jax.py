@@ -82,13 +82,7 @@ def test_raw_bwd_output_is_not_fixed_up() -> None:
 
 
 def test_bwd_is_called_on_every_pullback_call() -> None:
-    calls = []
-
-    def accumulating(x: Any, w: Any, g: Any) -> Any:
-        calls.append(1)
-        return g * jnp.cos(x) * w * len(calls)
-
-    f = rjax.from_custom_vjp(make_scaled_sin(bwd_x=accumulating))
+    f = rjax.from_custom_vjp(make_scaled_sin(bwd_x=accumulating()))
     _, pullback = f.rrule(f, X, W)
     first, second = pullback(np.ones_like(X))[1], pullback(np.ones_like(X))[1]
     np.testing.assert_allclose(second, 2 * first)
@@ -231,8 +225,9 @@ def test_function_frule_and_integer_arguments() -> None:
     close(wbar, np.sum(np.tanh(X) * n, axis=0, keepdims=True))
 
 
-def test_custom_jvp_frule_calls_the_rule() -> None:
-    calls = []
+def make_softplus(*, wrong_sign: bool = False, calls: list[int] | None = None) -> Any:
+    """``softplus`` with a ``jax.custom_jvp`` rule; ``wrong_sign`` gets the sign of ``x`` in the
+    rule wrong; ``calls`` gets a 1 appended at each call of the rule."""
 
     @jax.custom_jvp
     def softplus(x: Any) -> Any:
@@ -240,11 +235,17 @@ def test_custom_jvp_frule_calls_the_rule() -> None:
 
     @softplus.defjvp
     def softplus_jvp(primals: Any, tangents: Any) -> Any:
-        calls.append(1)
+        if calls is not None:
+            calls.append(1)
         (x,), (dx,) = primals, tangents
-        return softplus(x), dx / (1 + jnp.exp(-x))
+        return softplus(x), dx / (1 + jnp.exp(x if wrong_sign else -x))
 
-    f = rjax.wrap(softplus)
+    return softplus
+
+
+def test_custom_jvp_frule_calls_the_rule() -> None:
+    calls: list[int] = []
+    f = rjax.wrap(make_softplus(calls=calls))
     assert isinstance(f, rjax.JaxCustomJVP)
     dx = RNG.uniform(-1, 1, X.shape)
     _, ydot = f.frule((NoTangent(), dx), f, X)
@@ -343,31 +344,9 @@ def test_primal_is_jitted_when_traceable_and_eager_otherwise() -> None:
 
 
 def test_wrong_custom_jvp_fails_test_frule(testers: Any) -> None:
-    @jax.custom_jvp
-    def softplus(x: Any) -> Any:
-        return jnp.log1p(jnp.exp(x))
-
-    @softplus.defjvp
-    def softplus_jvp(primals: Any, tangents: Any) -> Any:
-        (x,), (dx,) = primals, tangents
-        return softplus(x), dx / (1 + jnp.exp(x))  # sign of x is wrong
-
     rjax.from_custom_jvp(make_softplus()).test_frule(X, rng=0)
     with pytest.raises(AssertionError, match=r"\[numeric\]"):
-        rjax.from_custom_jvp(softplus).test_frule(X, rng=0)
-
-
-def make_softplus() -> Any:
-    @jax.custom_jvp
-    def softplus(x: Any) -> Any:
-        return jnp.log1p(jnp.exp(x))
-
-    @softplus.defjvp
-    def softplus_jvp(primals: Any, tangents: Any) -> Any:
-        (x,), (dx,) = primals, tangents
-        return softplus(x), dx / (1 + jnp.exp(-x))
-
-    return softplus
+        rjax.from_custom_jvp(make_softplus(wrong_sign=True)).test_frule(X, rng=0)
 
 
 def test_integer_arguments_may_narrow_only_without_changing_values() -> None:
