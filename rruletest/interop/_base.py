@@ -168,6 +168,19 @@ def cotangent_leaves(ybar: Any, n: int | None) -> list[Any]:
     return out
 
 
+def map_cotangent(ybar: Any, out: Any, leaf: Callable[[Any, Any], Any]) -> Any:
+    """``leaf(g, o)`` for each leaf ``g`` of ``ybar`` (``None`` for a zero) and output ``o``, in
+    the container of ``out`` (a tuple or list output; any other value is a single output).
+
+    >>> map_cotangent((1.0, 2.0), [3.0, 4.0], lambda g, o: g * o)
+    [3.0, 8.0]
+    """
+    if isinstance(out, tuple | list):
+        leaves = cotangent_leaves(ybar, len(out))
+        return type(out)(leaf(g, o) for g, o in zip(leaves, out, strict=True))
+    return leaf(cotangent_leaves(ybar, None)[0], out)
+
+
 def natural_tangent(t: Any, primal: Any, zeros: Callable[[Any], Any]) -> Any:
     """A tangent in the primal's own structure (tuple, list, namedtuple, dict), for frameworks
     that take tangents as pytrees: thunks unthunked, ``Tangent``s unpacked, zero tangents and
@@ -208,6 +221,43 @@ def differentiable_argnums(
     skip = set(nondiff_argnums)
     test = has_float_leaf if structured else is_differentiable
     return [i for i, a in enumerate(args) if i not in skip and test(a)]
+
+
+def partial_in(
+    fn: Callable[..., Any], args: Sequence[Any], positions: Sequence[int], kwargs: dict[str, Any]
+) -> Callable[..., Any]:
+    """``fn`` as a function of the arguments at ``positions`` only, the others fixed to ``args``:
+    the form ``jax.vjp`` or ``autograd.make_vjp`` differentiate.
+
+    >>> partial_in(lambda a, b, c: a - b * c, [1.0, 2.0, 3.0], [1], {})(10.0)
+    -29.0
+    """
+
+    def fn_at(*values: Any) -> Any:
+        full = list(args)
+        for i, v in zip(positions, values, strict=True):
+            full[i] = v
+        return fn(*full, **kwargs)
+
+    return fn_at
+
+
+def scatter_cotangents(
+    args: Sequence[Any],
+    positions: Iterable[int],
+    raws: Iterable[Any],
+    convert: Callable[[Any, Any], Any],
+) -> tuple[Any, ...]:
+    """A pullback's ``(fbar, xbar_1..n)``: ``convert(raw, args[i])`` at each of ``positions``
+    (the differentiated arguments, in the order of ``raws``), ``NoTangent()`` elsewhere.
+
+    >>> scatter_cotangents([1.0, "s", 2.0], [0, 2], [10.0, 20.0], lambda r, p: r * p)
+    (NoTangent(), 10.0, NoTangent(), 40.0)
+    """
+    xbars: list[Any] = [NO_TANGENT] * len(args)
+    for i, r in zip(positions, raws, strict=True):
+        xbars[i] = convert(r, args[i])
+    return (NO_TANGENT, *xbars)
 
 
 def has_float_leaf(x: Any, depth: int = 0) -> bool:

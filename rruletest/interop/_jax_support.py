@@ -15,8 +15,8 @@ from rruletest.interop._base import (
     InteropError,
     as_cotangent,
     conj_leaf,
-    cotangent_leaves,
     leaf_out,
+    map_cotangent,
     natural_tangent,
     require,
 )
@@ -78,10 +78,7 @@ def to_numpy(tree: Any) -> Any:
 
 def cotangent_tree(ybar: Any, out: Any) -> Any:
     """ybar (rruletest's convention) as a jax cotangent for ``out`` (conjugated)."""
-    if isinstance(out, tuple | list):
-        leaves = cotangent_leaves(ybar, len(out))
-        return type(out)(cotangent_leaf(g, o) for g, o in zip(leaves, out, strict=True))
-    return cotangent_leaf(cotangent_leaves(ybar, None)[0], out)
+    return map_cotangent(ybar, out, cotangent_leaf)
 
 
 def cotangent_leaf(g: Any, out: Any) -> Any:

@@ -38,11 +38,13 @@ from rruletest.interop._base import (
     Pullback,
     as_cotangent,
     conj_leaf,
-    cotangent_leaves,
     differentiable_argnums,
     leaf_out,
+    map_cotangent,
     natural_tangent,
+    partial_in,
     require,
+    scatter_cotangents,
 )
 from rruletest.tangents import NO_TANGENT, AbstractZero
 
@@ -61,10 +63,7 @@ def _output(out: Any) -> Any:
 
 def _autograd_cotangent(ybar: Any, out: Any) -> Any:
     """ybar in rruletest's convention as autograd's (conjugated), zeros made concrete."""
-    if isinstance(out, tuple | list):
-        leaves = cotangent_leaves(ybar, len(out))
-        return type(out)(_ct_leaf(g, o) for g, o in zip(leaves, out, strict=True))
-    return _ct_leaf(cotangent_leaves(ybar, None)[0], out)
+    return map_cotangent(ybar, out, _ct_leaf)
 
 
 def _ct_leaf(g: Any, out: Any) -> Any:
@@ -183,14 +182,7 @@ class AutogradFunction(Adapted):
 
     def _closure(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, list[int]]:
         diff = differentiable_argnums(args, self.nondiff_argnums, structured=True)
-
-        def fn_diff(*d: Any) -> Any:
-            full = list(args)
-            for i, v in zip(diff, d, strict=True):
-                full[i] = v
-            return self.wrapped(*full, **kwargs)
-
-        return fn_diff, diff
+        return partial_in(self.wrapped, args, diff, kwargs), diff
 
     def _rrule(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Pullback]:
         autograd = require("autograd", "autograd")
@@ -204,10 +196,7 @@ class AutogradFunction(Adapted):
 
         def pullback(ybar: Any) -> tuple[Any, ...]:
             raw = vjp(_autograd_cotangent(ybar, ans))
-            xbars: list[Any] = [NO_TANGENT] * len(args)
-            for i, r in zip(diff, raw, strict=True):
-                xbars[i] = _cotangent_out(r, args[i])
-            return (NO_TANGENT, *xbars)
+            return scatter_cotangents(args, diff, raw, _cotangent_out)
 
         return _output(ans), pullback
 

@@ -40,7 +40,14 @@ from typing import Any
 
 import numpy as np
 
-from rruletest.interop._base import Adapted, InteropError, Pullback, differentiable_argnums
+from rruletest.interop._base import (
+    Adapted,
+    InteropError,
+    Pullback,
+    differentiable_argnums,
+    partial_in,
+    scatter_cotangents,
+)
 from rruletest.interop._jax_support import (
     PrecisionError,
     cotangent_out,
@@ -179,22 +186,13 @@ class _JaxAdapter(Adapted):
         diff = differentiable_argnums(args, self.nondiff_argnums, structured=True)
         with self._scope(args) as x64:
             jargs = self._to_jax(args, x64)
-
-            def fn_diff(*d: Any) -> Any:
-                full = list(jargs)
-                for i, v in zip(diff, d, strict=True):
-                    full[i] = v
-                return fn(*full, **kwargs)
-
+            fn_diff = partial_in(fn, jargs, diff, kwargs)
             out, vjp_fn = jax.vjp(fn_diff, *(jargs[i] for i in diff))
 
         def pullback(ybar: Any) -> tuple[Any, ...]:
             with self._scope(args):
                 raw = vjp_fn(cotangent_tree(ybar, out))
-                xbars: list[Any] = [NO_TANGENT] * len(args)
-                for i, r in zip(diff, raw, strict=True):
-                    xbars[i] = cotangent_out(r, args[i])
-            return (NO_TANGENT, *xbars)
+                return scatter_cotangents(args, diff, raw, cotangent_out)
 
         return to_numpy(out), pullback
 
@@ -209,16 +207,9 @@ class _JaxAdapter(Adapted):
         diff = differentiable_argnums(args, self.nondiff_argnums, structured=True)
         with self._scope(args) as x64:
             jargs = self._to_jax(args, x64)
-
-            def fn_diff(*d: Any) -> Any:
-                full = list(jargs)
-                for i, v in zip(diff, d, strict=True):
-                    full[i] = v
-                return fn(*full, **kwargs)
-
             primals = tuple(jargs[i] for i in diff)
             tangents = tuple(tangent_in(xdots[i], jargs[i]) for i in diff)
-            out, tout = jax.jvp(fn_diff, primals, tangents)
+            out, tout = jax.jvp(partial_in(fn, jargs, diff, kwargs), primals, tangents)
             return to_numpy(out), tangent_tree_out(tout, out)
 
 
@@ -288,10 +279,7 @@ class JaxCustomVJP(_JaxAdapter):
                 if len(raw) != len(positions):
                     # Report what bwd returned; the tester names the wrong count.
                     return (NO_TANGENT, *(cotangent_out(r, None) for r in raw))
-                xbars: list[Any] = [NO_TANGENT] * len(args)
-                for i, r in zip(positions, raw, strict=True):
-                    xbars[i] = cotangent_out(r, args[i])
-            return (NO_TANGENT, *xbars)
+                return scatter_cotangents(args, positions, raw, cotangent_out)
 
         return to_numpy(out), pullback
 

@@ -49,6 +49,7 @@ from rruletest.interop._base import (
     as_cotangent,
     cotangent_leaves,
     differentiable_argnums,
+    scatter_cotangents,
 )
 from rruletest.interop._torch_context import (
     FunctionContext,
@@ -258,10 +259,9 @@ class TorchCallable(Adapted):
                 )
             else:
                 grads = tuple(torch.zeros_like(t) for t in inputs)
-            xbars: list[Any] = [NO_TANGENT] * len(args)
-            for i, g in zip(diff, grads, strict=True):
-                xbars[i] = as_cotangent(to_numpy(torch, g), args[i])
-            return (NO_TANGENT, *xbars)
+            return scatter_cotangents(
+                args, diff, grads, lambda g, a: as_cotangent(to_numpy(torch, g), a)
+            )
 
         return output_to_numpy(torch, out), pullback
 

@@ -13,7 +13,15 @@ from rruletest import NoTangent, Tangent, Thunk, ZeroTangent
 from rruletest.interop import InteropError
 from rruletest.interop import torch as rtorch
 
-from ._numeric import complex_arrays, numeric_jvp, numeric_vjp, pair
+from ._numeric import (
+    WRONG_RULE_LINES,
+    assert_adjoint,
+    assert_one_element_off_is_caught,
+    assert_rrule_fails,
+    complex_arrays,
+    numeric_jvp,
+    numeric_vjp,
+)
 
 torch = pytest.importorskip("torch")
 Function = torch.autograd.Function
@@ -57,27 +65,18 @@ class ScaledSin(Function):
         return dx * torch.cos(x) * w + torch.sin(x) * dw
 
 
-class ScaledSinSetupContext(Function):
-    """The same rule in the ``setup_context`` style (forward without ctx)."""
+class ScaledSinSetupContext(ScaledSin):
+    """The same rule in the ``setup_context`` style (forward without ctx); ``backward`` and
+    ``jvp`` are ``ScaledSin``'s."""
 
     @staticmethod
-    def forward(x: Any, w: Any) -> Any:
+    def forward(x: Any, w: Any) -> Any:  # type: ignore[override]
         return torch.sin(x) * w
 
     @staticmethod
     def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
         ctx.save_for_backward(*inputs)
         ctx.save_for_forward(*inputs)
-
-    @staticmethod
-    def backward(ctx: Any, g: Any) -> Any:
-        x, w = ctx.saved_tensors
-        return g * torch.cos(x) * w, (g * torch.sin(x)).sum(0, keepdim=True)
-
-    @staticmethod
-    def jvp(ctx: Any, dx: Any, dw: Any) -> Any:
-        x, w = ctx.saved_tensors
-        return dx * torch.cos(x) * w + torch.sin(x) * dw
 
 
 class NoUnbroadcast(ScaledSin):
@@ -392,23 +391,11 @@ def adjoint_adapter() -> Any:
 @settings(max_examples=25)
 @given(complex_arrays())
 def test_pullback_is_the_adjoint_of_the_pushforward_for_complex_inputs(zs: Any) -> None:
-    """<pullback(ybar), dz> == <ybar, jvp(dz)> under rruletest's inner product, for all inputs:
-    the conjugations the adapter applies make the framework's vjp the adjoint of its jvp."""
-    z, dz, ybar = zs
-    f = adjoint_adapter()
-    (zbar,) = f.rrule(f, z)[1](ybar)[1:]
-    _, ydot = f.frule((NoTangent(), dz), f, z)
-    np.testing.assert_allclose(pair(zbar, dz), pair(ybar, ydot), rtol=1e-9, atol=1e-9)
+    """<pullback(ybar), dz> == <ybar, jvp(dz)> under rruletest's inner product, for all inputs."""
+    assert_adjoint(adjoint_adapter(), zs)
 
 
 # -- acceptance: rruletest's testers on torch rules ---------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def testers() -> Any:
-    import rruletest.testers
-
-    return rruletest.testers
 
 
 class OneElementOff(ScaledSin):
@@ -436,41 +423,18 @@ def test_correct_rules_pass_test_rrule_and_test_frule(testers: Any) -> None:
     testers.test_scalar(s, 0.5, rrule_f=s.rrule, frule_f=s.frule, rng=0)
 
 
-@pytest.mark.parametrize(
-    ("cls", "lines"),
-    [
-        (
-            NoUnbroadcast,
-            ["[type] args[1]: shape (3, 2) for a primal of shape (1, 2)", "unbroadcast"],
-        ),
-        (Float32Grad, ["[type] args[0]: dtype float32 for a float64 primal"]),
-        (Accumulates, ["[repeat] args[0]: calling the pullback a second time gave a different"]),
-    ],
-    ids=["no-unbroadcast", "float32", "accumulates"],
-)
-def test_wrong_rules_fail_with_rruletest_messages(
-    testers: Any, cls: type, lines: list[str]
-) -> None:
-    f = rtorch.from_function(cls)
-    with pytest.raises(AssertionError) as info:
-        testers.test_rrule(f, X, W, rrule_f=f.rrule, rng=0)
-    message = str(info.value)
-    assert message.startswith(f"test_rrule({cls.__name__}, float64[3, 2], float64[1, 2]) failed")
-    for line in lines:
-        assert line in message
+WRONG_RULES = {"no-unbroadcast": NoUnbroadcast, "float32": Float32Grad, "accumulates": Accumulates}
+
+
+@pytest.mark.parametrize("kind", WRONG_RULE_LINES)
+def test_wrong_rules_fail_with_rruletest_messages(testers: Any, kind: str) -> None:
+    cls = WRONG_RULES[kind]
+    head = f"test_rrule({cls.__name__}, float64[3, 2], float64[1, 2]) failed"
+    assert_rrule_fails(testers, rtorch.from_function(cls), (X, W), head, WRONG_RULE_LINES[kind])
 
 
 def test_one_element_off_by_a_thousandth_in_ten_thousand_is_caught(testers: Any) -> None:
-    x = RNG.uniform(-2, 2, (5000, 2))
-    f = rtorch.from_function(OneElementOff)
-    with pytest.raises(AssertionError, match=r"\[numeric\] args: adjoint identity fails"):
-        f.test_rrule(x, W, rng=0)
-    # Declared elementwise, every element is checked, and the report names the wrong one.
-    f = rtorch.from_function(OneElementOff, elementwise=True)
-    with pytest.raises(AssertionError, match=r"\[numeric\] args\[1\]") as info:
-        f.test_rrule(x, W, rng=0)
-    assert "617, 0" in str(info.value)
-    rtorch.from_function(ScaledSin, elementwise=True).test_rrule(x, W, rng=0)
+    assert_one_element_off_is_caught(rtorch.from_function, OneElementOff, ScaledSin, W)
 
 
 class WrongJvp(ScaledSin):

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from rruletest.projection import is_differentiable, unbroadcast
-from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
+from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, unthunk
 
 __all__ = [
     "MARGIN",
@@ -31,6 +31,7 @@ __all__ = [
     "examples_rng",
     "expand_reduced",
     "extreme_gaps",
+    "first_arg_pullback",
     "groups",
     "is_array_input",
     "like_output",
@@ -39,6 +40,10 @@ __all__ = [
     "near_real_segment",
     "normalize_axes",
     "project",
+    "pullback_over",
+    "pushforward",
+    "reduced_count",
+    "reduction_axes",
     "relative_gap",
     "sample",
     "sample_avoiding",
@@ -92,6 +97,54 @@ def project(x: Any, xbar: Any) -> Any:
     return unbroadcast(x, xbar) if is_differentiable(x) else NO_TANGENT
 
 
+def pullback_over(
+    inputs: Sequence[Any], xbars_of: Callable[[Any], Sequence[Any]], n_options: int = 0
+) -> Callable[[Any], tuple[Any, ...]]:
+    """The pullback of a rule over ``inputs`` followed by ``n_options`` non-differentiable options.
+
+    ``ybar`` is unthunked; a zero ``ybar`` gives ``cotangents(inputs, ybar)``, any other the
+    input cotangents ``xbars_of(ybar)`` (one per input, already projected). Options always get
+    ``NoTangent()``.
+
+    >>> pb = pullback_over((np.ones(2),), lambda ybar: (ybar * 2,), n_options=1)
+    >>> pb(np.ones(2))
+    (NoTangent(), array([2., 2.]), NoTangent())
+    """
+    options = (NO_TANGENT,) * n_options
+
+    def pullback(ybar: Any) -> tuple[Any, ...]:
+        ybar = unthunk(ybar)
+        if isinstance(ybar, AbstractZero):
+            return cotangents(inputs, ybar) + options
+        return (NO_TANGENT, *xbars_of(ybar), *options)
+
+    return pullback
+
+
+def first_arg_pullback(
+    args: Sequence[Any], xbar_of: Callable[[Any], Any]
+) -> Callable[[Any], tuple[Any, ...]]:
+    """``pullback_over`` the first of ``args`` (the rest are options): ``xbar_of(ybar)``
+    projected onto ``args[0]``, not computed when ``args[0]`` is not differentiable."""
+    x = args[0]
+
+    def xbars_of(ybar: Any) -> tuple[Any]:
+        return (project(x, xbar_of(ybar)) if is_differentiable(x) else NO_TANGENT,)
+
+    return pullback_over((x,), xbars_of, len(args) - 1)
+
+
+def pushforward(y: Any, x: Any, tangent: Any, ydot_of: Callable[[Any], Any]) -> Any:
+    """An frule's output tangent: ``ydot_of(xdot)`` cast like ``y`` for the live tangent of
+    ``x``, ``ZeroTangent()`` when it has none (see ``live_tangent``).
+
+    >>> pushforward(np.float32(1.0), 1.0, 2.0, lambda xdot: 3 * xdot)
+    np.float32(6.0)
+    """
+    xdot = live_tangent(x, tangent)
+    return ZERO_TANGENT if xdot is None else like_output(y, ydot_of(xdot))
+
+
 def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     """``axis`` (None, an int or a tuple of ints) as sorted non-negative axes.
 
@@ -117,6 +170,24 @@ def expand_reduced(ybar: Any, ndim: int, axes: tuple[int, ...], keepdims: bool) 
     if keepdims or not axes:
         return ybar
     return np.expand_dims(ybar, axes) if ndim else ybar
+
+
+def reduction_axes(x: Any, opts: dict[str, Any]) -> tuple[tuple[int, ...], bool]:
+    """The reduced axes of ``x`` and ``keepdims`` from a reduction's bound options.
+
+    >>> reduction_axes(np.ones((2, 3)), {"axis": -1, "keepdims": None})
+    ((1,), False)
+    """
+    return normalize_axes(opts["axis"], np.ndim(x)), bool(opts["keepdims"])
+
+
+def reduced_count(x: Any, axes: tuple[int, ...]) -> int:
+    """How many elements of ``x`` each group of a reduction over ``axes`` holds.
+
+    >>> reduced_count(np.ones((2, 3, 4)), (0, 2))
+    8
+    """
+    return int(np.prod([np.shape(x)[a] for a in axes], dtype=np.int64))
 
 
 def relative_gap(a: Any, b: Any) -> Any:

@@ -22,17 +22,15 @@ import numpy as np
 from rruletest.domains import REALS, Domain
 from rruletest.rules import register_frule, register_rrule
 from rruletest.rulesets.numpy._common import (
-    cotangents,
     evaluate,
     examples_rng,
     expand_reduced,
-    like_output,
-    live_tangent,
+    first_arg_pullback,
     normalize_axes,
-    project,
+    pushforward,
+    reduction_axes,
     sample,
 )
-from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, unthunk
 
 __all__ = ["logsumexp", "softmax"]
 
@@ -108,18 +106,13 @@ def _logsumexp_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | Non
     if res is None:
         return None
     y, opts = res
-    axes = normalize_axes(opts["axis"], np.ndim(x))
-    keepdims = bool(opts["keepdims"])
+    axes, keepdims = reduction_axes(x, opts)
 
-    def pullback(ybar: Any) -> tuple[Any, ...]:
-        ybar = unthunk(ybar)
-        if isinstance(ybar, AbstractZero):
-            return cotangents((x,), ybar) + (NO_TANGENT,) * len(rest)
+    def xbar_of(ybar: Any) -> Any:
         y_kd = expand_reduced(y, np.ndim(x), axes, keepdims)
-        g = expand_reduced(ybar, np.ndim(x), axes, keepdims)
-        return (NO_TANGENT, project(x, g * np.exp(x - y_kd)), *(NO_TANGENT,) * len(rest))
+        return expand_reduced(ybar, np.ndim(x), axes, keepdims) * np.exp(x - y_kd)
 
-    return y, pullback
+    return y, first_arg_pullback((x, *rest), xbar_of)
 
 
 @register_frule(logsumexp, domain=_DOMAIN, examples=_examples(with_keepdims=True))
@@ -129,13 +122,13 @@ def _logsumexp_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any)
     if res is None:
         return None
     y, opts = res
-    xdot = live_tangent(x, tangents[1])
-    if xdot is None:
-        return y, ZERO_TANGENT
-    axes = normalize_axes(opts["axis"], np.ndim(x))
-    keepdims = bool(opts["keepdims"])
-    p = np.exp(x - expand_reduced(y, np.ndim(x), axes, keepdims))
-    return y, like_output(y, np.sum(p * xdot, axis=axes, keepdims=keepdims))
+    axes, keepdims = reduction_axes(x, opts)
+
+    def ydot_of(xdot: Any) -> Any:
+        p = np.exp(x - expand_reduced(y, np.ndim(x), axes, keepdims))
+        return np.sum(p * xdot, axis=axes, keepdims=keepdims)
+
+    return y, pushforward(y, x, tangents[1], ydot_of)
 
 
 @register_rrule(softmax, domain=_DOMAIN, examples=_examples(with_keepdims=False))
@@ -147,15 +140,11 @@ def _softmax_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     y, opts = res
     axis = opts["axis"]
 
-    def pullback(ybar: Any) -> tuple[Any, ...]:
-        ybar = unthunk(ybar)
-        if isinstance(ybar, AbstractZero):
-            return cotangents((x,), ybar) + (NO_TANGENT,) * len(rest)
+    def xbar_of(ybar: Any) -> Any:
         ybar = np.real(ybar)
-        xbar = y * (ybar - np.sum(ybar * y, axis=axis, keepdims=True))
-        return (NO_TANGENT, project(x, xbar), *(NO_TANGENT,) * len(rest))
+        return y * (ybar - np.sum(ybar * y, axis=axis, keepdims=True))
 
-    return y, pullback
+    return y, first_arg_pullback((x, *rest), xbar_of)
 
 
 @register_frule(softmax, domain=_DOMAIN, examples=_examples(with_keepdims=False))
@@ -165,8 +154,7 @@ def _softmax_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -
     if res is None:
         return None
     y, opts = res
-    xdot = live_tangent(x, tangents[1])
-    if xdot is None:
-        return y, ZERO_TANGENT
     axis = opts["axis"]
-    return y, like_output(y, y * (xdot - np.sum(y * xdot, axis=axis, keepdims=True)))
+    return y, pushforward(
+        y, x, tangents[1], lambda xdot: y * (xdot - np.sum(y * xdot, axis=axis, keepdims=True))
+    )

@@ -34,17 +34,19 @@ from rruletest.projection import is_differentiable, unbroadcast
 from rruletest.rules import register_frule, register_rrule
 from rruletest.rulesets.numpy._common import (
     MARGIN,
-    cotangents,
     evaluate,
     examples_rng,
+    first_arg_pullback,
     is_array_input,
     like_output,
     live_tangent,
     project,
+    pullback_over,
+    pushforward,
     sample,
     whole_call_predicate,
 )
-from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, unthunk
+from rruletest.tangents import NO_TANGENT, ZERO_TANGENT
 
 __all__: list[str] = []
 
@@ -105,14 +107,11 @@ def _inv_rrule(a: Any) -> tuple[Any, Any] | None:
     if not is_array_input(a):
         return None
 
-    def pullback(ybar: Any) -> tuple[Any, ...]:
-        ybar = unthunk(ybar)
-        if isinstance(ybar, AbstractZero):
-            return cotangents((a,), ybar)
+    def xbar_of(ybar: Any) -> Any:
         yh = _h(y)
-        return NO_TANGENT, project(a, -(yh @ ybar @ yh))
+        return -(yh @ ybar @ yh)
 
-    return y, pullback
+    return y, first_arg_pullback((a,), xbar_of)
 
 
 @register_frule(np.linalg.inv, domain=_SQUARE_DOMAIN, examples=_square_examples())
@@ -121,8 +120,7 @@ def _inv_frule(tangents: Sequence[Any], a: Any) -> Any:
     y = np.linalg.inv(a)
     if not is_array_input(a):
         return None
-    adot = live_tangent(a, tangents[1])
-    return y, ZERO_TANGENT if adot is None else like_output(y, -(y @ adot @ y))
+    return y, pushforward(y, a, tangents[1], lambda adot: -(y @ adot @ y))
 
 
 # -- det ----------------------------------------------------------------------------------
@@ -135,14 +133,11 @@ def _det_rrule(a: Any) -> tuple[Any, Any] | None:
     if not is_array_input(a):
         return None
 
-    def pullback(ybar: Any) -> tuple[Any, ...]:
-        ybar = unthunk(ybar)
-        if isinstance(ybar, AbstractZero):
-            return cotangents((a,), ybar)
+    def xbar_of(ybar: Any) -> Any:
         g = np.asarray(ybar * np.conj(y))[..., None, None]
-        return NO_TANGENT, project(a, g * _h(np.linalg.inv(a)))
+        return g * _h(np.linalg.inv(a))
 
-    return y, pullback
+    return y, first_arg_pullback((a,), xbar_of)
 
 
 @register_frule(np.linalg.det, domain=_SQUARE_DOMAIN, examples=_square_examples())
@@ -151,11 +146,11 @@ def _det_frule(tangents: Sequence[Any], a: Any) -> Any:
     y = np.linalg.det(a)
     if not is_array_input(a):
         return None
-    adot = live_tangent(a, tangents[1])
-    if adot is None:
-        return y, ZERO_TANGENT
-    inner = np.sum(np.swapaxes(np.linalg.inv(a), -1, -2) * adot, axis=(-2, -1))
-    return y, like_output(y, y * inner)
+
+    def ydot_of(adot: Any) -> Any:
+        return y * np.sum(np.swapaxes(np.linalg.inv(a), -1, -2) * adot, axis=(-2, -1))
+
+    return y, pushforward(y, a, tangents[1], ydot_of)
 
 
 # -- solve --------------------------------------------------------------------------------
@@ -185,10 +180,7 @@ def _solve_rrule(a: Any, b: Any) -> tuple[Any, Any] | None:
     if not (is_array_input(a) and is_array_input(b)):
         return None
 
-    def pullback(xbar: Any) -> tuple[Any, ...]:
-        xbar = unthunk(xbar)
-        if isinstance(xbar, AbstractZero):
-            return cotangents((a, b), xbar)
+    def cotangents_of(xbar: Any) -> tuple[Any, Any]:
         am = np.asarray(a)
         g = np.broadcast_to(_as_matrix(xbar), np.broadcast_shapes(_as_matrix(x).shape))
         full_b = np.linalg.solve(np.broadcast_to(_h(am), (*g.shape[:-2], *am.shape[-2:])), g)
@@ -196,9 +188,9 @@ def _solve_rrule(a: Any, b: Any) -> tuple[Any, Any] | None:
         abar = NO_TANGENT
         if is_differentiable(a):
             abar = project(a, unbroadcast(am, -(full_b @ _h(_as_matrix(x)))))
-        return NO_TANGENT, abar, bbar
+        return abar, bbar
 
-    return x, pullback
+    return x, pullback_over((a, b), cotangents_of)
 
 
 @register_frule(np.linalg.solve, domain=_SQUARE_DOMAIN, examples=_solve_examples())
@@ -246,19 +238,15 @@ def _trace_rrule(a: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
         return None
     y, opts = res
 
-    def pullback(ybar: Any) -> tuple[Any, ...]:
-        ybar = unthunk(ybar)
-        if isinstance(ybar, AbstractZero):
-            return cotangents((a,), ybar) + (NO_TANGENT,) * len(rest)
+    def xbar_of(ybar: Any) -> Any:
         nd = np.ndim(a)
         ax1, ax2 = int(opts["axis1"]) % nd, int(opts["axis2"]) % nd
         n1, n2 = np.shape(a)[ax1], np.shape(a)[ax2]
         eye = np.eye(n1, n2, k=int(opts["offset"]))
         full = np.asarray(ybar)[..., None, None] * eye
-        abar = np.moveaxis(full, (-2, -1), (ax1, ax2))
-        return (NO_TANGENT, project(a, abar), *(NO_TANGENT,) * len(rest))
+        return np.moveaxis(full, (-2, -1), (ax1, ax2))
 
-    return y, pullback
+    return y, first_arg_pullback((a, *rest), xbar_of)
 
 
 @register_frule(np.trace, domain=_DOMAIN, examples=_trace_examples())
@@ -268,5 +256,4 @@ def _trace_frule(tangents: Sequence[Any], a: Any, *rest: Any, **kwargs: Any) -> 
     if res is None:
         return None
     y = res[0]
-    adot = live_tangent(a, tangents[1])
-    return y, ZERO_TANGENT if adot is None else like_output(y, np.trace(adot, *rest, **kwargs))
+    return y, pushforward(y, a, tangents[1], lambda adot: np.trace(adot, *rest, **kwargs))

@@ -42,21 +42,18 @@ from rruletest.rules import register_frule, register_rrule
 from rruletest.rulesets.numpy._common import (
     MARGIN,
     bind_options,
-    cotangents,
     evaluate,
     examples_rng,
     expand_reduced,
     extreme_gaps,
+    first_arg_pullback,
     groups,
-    like_output,
-    live_tangent,
     normalize_axes,
-    project,
+    pushforward,
     sample,
     sample_avoiding,
     whole_call_predicate,
 )
-from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, unthunk
 
 __all__: list[str] = []
 
@@ -227,15 +224,11 @@ def _norm_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     y, opts = res
     axes, matrix = setup
 
-    def pullback(ybar: Any) -> tuple[Any, ...]:
-        ybar = unthunk(ybar)
-        if isinstance(ybar, AbstractZero):
-            return cotangents((x,), ybar) + (NO_TANGENT,) * len(rest)
+    def xbar_of(ybar: Any) -> Any:
         g = expand_reduced(np.real(ybar), np.ndim(x), axes, bool(opts["keepdims"]))
-        xbar = project(x, g * _gradient(x, opts, axes, matrix))
-        return (NO_TANGENT, xbar, *(NO_TANGENT,) * len(rest))
+        return g * _gradient(x, opts, axes, matrix)
 
-    return y, pullback
+    return y, first_arg_pullback((x, *rest), xbar_of)
 
 
 @register_frule(np.linalg.norm, domain=_DOMAIN, examples=_examples())
@@ -247,9 +240,9 @@ def _norm_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -> A
         return None
     y, opts = res
     axes, matrix = setup
-    xdot = live_tangent(x, tangents[1])
-    if xdot is None:
-        return y, ZERO_TANGENT
-    g = _gradient(x, opts, axes, matrix)
-    ydot = np.sum(np.real(np.conj(g) * xdot), axis=axes, keepdims=bool(opts["keepdims"]))
-    return y, like_output(y, ydot)
+
+    def ydot_of(xdot: Any) -> Any:
+        g = _gradient(x, opts, axes, matrix)
+        return np.sum(np.real(np.conj(g) * xdot), axis=axes, keepdims=bool(opts["keepdims"]))
+
+    return y, pushforward(y, x, tangents[1], ydot_of)

@@ -26,19 +26,26 @@ from rruletest.domains import REALS, Domain
 from rruletest.projection import is_differentiable, unbroadcast
 from rruletest.rules import register_frule, register_rrule
 from rruletest.rulesets.numpy._common import (
-    cotangents,
     examples_rng,
     is_array_input,
     like_output,
     live_tangent,
     project,
+    pullback_over,
     sample,
 )
-from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, unthunk
+from rruletest.tangents import NO_TANGENT, ZERO_TANGENT
 
 __all__: list[str] = []
 
 _DOMAIN = Domain((REALS,), complex=True)
+
+
+def _evaluate(product: Any, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
+    """``product(a, b, **kwargs)`` (numpy's errors first), or None when the rule declines:
+    keyword options, or operands that are not arrays or numbers."""
+    y = product(a, b, **kwargs)
+    return None if kwargs or not (is_array_input(a) and is_array_input(b)) else y
 
 
 def _bilinear_frule(
@@ -77,14 +84,11 @@ def _matmul_examples() -> list[tuple[Any, ...]]:
 @register_rrule(np.matmul, domain=_DOMAIN, examples=_matmul_examples())
 def _matmul_rrule(a: Any, b: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     """``abar = ybar @ conj(b)^T``, ``bbar = conj(a)^T @ ybar``, batch dims unbroadcast."""
-    y = np.matmul(a, b, **kwargs)
-    if kwargs or not (is_array_input(a) and is_array_input(b)):
+    y = _evaluate(np.matmul, a, b, kwargs)
+    if y is None:
         return None
 
-    def pullback(ybar: Any) -> tuple[Any, ...]:
-        ybar = unthunk(ybar)
-        if isinstance(ybar, AbstractZero):
-            return cotangents((a, b), ybar)
+    def cotangents_of(ybar: Any) -> tuple[Any, Any]:
         am, bm = np.asarray(a), np.asarray(b)
         g = np.asarray(ybar)
         if bm.ndim == 1:
@@ -98,18 +102,16 @@ def _matmul_rrule(a: Any, b: Any, **kwargs: Any) -> tuple[Any, Any] | None:
         if is_differentiable(b):
             full = np.matmul(np.conj(am).swapaxes(-1, -2), g)
             bbar = project(b, unbroadcast(bm, full).reshape(np.shape(b)))
-        return NO_TANGENT, abar, bbar
+        return abar, bbar
 
-    return y, pullback
+    return y, pullback_over((a, b), cotangents_of)
 
 
 @register_frule(np.matmul, domain=_DOMAIN, examples=_matmul_examples())
 def _matmul_frule(tangents: Sequence[Any], a: Any, b: Any, **kwargs: Any) -> Any:
     """``ydot = adot @ b + a @ bdot``."""
-    y = np.matmul(a, b, **kwargs)
-    if kwargs or not (is_array_input(a) and is_array_input(b)):
-        return None
-    return _bilinear_frule(np.matmul, tangents, a, b, y)
+    y = _evaluate(np.matmul, a, b, kwargs)
+    return None if y is None else _bilinear_frule(np.matmul, tangents, a, b, y)
 
 
 # -- dot ----------------------------------------------------------------------------------
@@ -143,34 +145,29 @@ def _dot_examples() -> list[tuple[Any, ...]]:
 @register_rrule(np.dot, domain=_DOMAIN, examples=_dot_examples())
 def _dot_rrule(a: Any, b: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     """Contractions of ``ybar`` with ``conj`` of the other operand; scalars multiply."""
-    y = np.dot(a, b, **kwargs)
-    if kwargs or not (is_array_input(a) and is_array_input(b)):
+    y = _evaluate(np.dot, a, b, kwargs)
+    if y is None:
         return None
 
-    def pullback(ybar: Any) -> tuple[Any, ...]:
-        ybar = unthunk(ybar)
-        if isinstance(ybar, AbstractZero):
-            return cotangents((a, b), ybar)
+    def cotangents_of(ybar: Any) -> tuple[Any, Any]:
         if np.ndim(a) == 0 or np.ndim(b) == 0:
-            return NO_TANGENT, project(a, ybar * np.conj(b)), project(b, np.conj(a) * ybar)
+            return project(a, ybar * np.conj(b)), project(b, np.conj(a) * ybar)
         sa, sb, sy = _dot_subscripts(np.ndim(a), np.ndim(b))
         abar = bbar = NO_TANGENT
         if is_differentiable(a):
             abar = project(a, np.einsum(f"{sy},{sb}->{sa}", ybar, np.conj(b), optimize=True))
         if is_differentiable(b):
             bbar = project(b, np.einsum(f"{sa},{sy}->{sb}", np.conj(a), ybar, optimize=True))
-        return NO_TANGENT, abar, bbar
+        return abar, bbar
 
-    return y, pullback
+    return y, pullback_over((a, b), cotangents_of)
 
 
 @register_frule(np.dot, domain=_DOMAIN, examples=_dot_examples())
 def _dot_frule(tangents: Sequence[Any], a: Any, b: Any, **kwargs: Any) -> Any:
     """``ydot = dot(adot, b) + dot(a, bdot)``."""
-    y = np.dot(a, b, **kwargs)
-    if kwargs or not (is_array_input(a) and is_array_input(b)):
-        return None
-    return _bilinear_frule(np.dot, tangents, a, b, y)
+    y = _evaluate(np.dot, a, b, kwargs)
+    return None if y is None else _bilinear_frule(np.dot, tangents, a, b, y)
 
 
 # -- outer --------------------------------------------------------------------------------
@@ -190,27 +187,22 @@ def _outer_examples() -> list[tuple[Any, ...]]:
 @register_rrule(np.outer, domain=_DOMAIN, examples=_outer_examples())
 def _outer_rrule(a: Any, b: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     """``abar = ybar @ conj(b)``, ``bbar = ybar^T @ conj(a)`` on the flattened operands."""
-    y = np.outer(a, b, **kwargs)
-    if kwargs or not (is_array_input(a) and is_array_input(b)):
+    y = _evaluate(np.outer, a, b, kwargs)
+    if y is None:
         return None
 
-    def pullback(ybar: Any) -> tuple[Any, ...]:
-        ybar = unthunk(ybar)
-        if isinstance(ybar, AbstractZero):
-            return cotangents((a, b), ybar)
+    def cotangents_of(ybar: Any) -> tuple[Any, Any]:
         g = np.asarray(ybar)
         af, bf = np.ravel(a), np.ravel(b)
         abar = project(a, (g @ np.conj(bf)).reshape(np.shape(a)))
         bbar = project(b, (g.T @ np.conj(af)).reshape(np.shape(b)))
-        return NO_TANGENT, abar, bbar
+        return abar, bbar
 
-    return y, pullback
+    return y, pullback_over((a, b), cotangents_of)
 
 
 @register_frule(np.outer, domain=_DOMAIN, examples=_outer_examples())
 def _outer_frule(tangents: Sequence[Any], a: Any, b: Any, **kwargs: Any) -> Any:
     """``ydot = outer(adot, b) + outer(a, bdot)``."""
-    y = np.outer(a, b, **kwargs)
-    if kwargs or not (is_array_input(a) and is_array_input(b)):
-        return None
-    return _bilinear_frule(np.outer, tangents, a, b, y)
+    y = _evaluate(np.outer, a, b, kwargs)
+    return None if y is None else _bilinear_frule(np.outer, tangents, a, b, y)

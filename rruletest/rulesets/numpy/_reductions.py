@@ -18,26 +18,23 @@ array([0., 6., 0.])
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from rruletest.domains import REALS, Domain
-from rruletest.projection import is_differentiable
 from rruletest.rules import register_frule, register_rrule
 from rruletest.rulesets.numpy._common import (
-    cotangents,
     evaluate,
     examples_rng,
     expand_reduced,
-    like_output,
-    live_tangent,
-    normalize_axes,
-    project,
+    first_arg_pullback,
+    pushforward,
+    reduced_count,
+    reduction_axes,
     sample,
 )
-from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, unthunk
 
 __all__: list[str] = []
 
@@ -63,26 +60,6 @@ def _examples(*, scan: bool = False) -> list[tuple[Any, ...]]:
     return out
 
 
-def _pullback_of(
-    args: tuple[Any, ...], xbar_of: Callable[[Any], Any]
-) -> Callable[[Any], tuple[Any, ...]]:
-    """A pullback giving ``xbar_of(ybar)`` to the first argument and NoTangent to the rest."""
-    x = args[0]
-
-    def pullback(ybar: Any) -> tuple[Any, ...]:
-        ybar = unthunk(ybar)
-        if isinstance(ybar, AbstractZero):
-            return cotangents(args[:1], ybar) + (NO_TANGENT,) * (len(args) - 1)
-        xbar = project(x, xbar_of(ybar)) if is_differentiable(x) else NO_TANGENT
-        return (NO_TANGENT, xbar, *(NO_TANGENT,) * (len(args) - 1))
-
-    return pullback
-
-
-def _reduction_axes(x: Any, opts: dict[str, Any]) -> tuple[tuple[int, ...], bool]:
-    return normalize_axes(opts["axis"], np.ndim(x)), bool(opts["keepdims"])
-
-
 def _spread(ybar: Any, x: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
     """``ybar`` of a reduction, repeated over the reduced axes (a fresh, writable array)."""
     g = expand_reduced(ybar, np.ndim(x), axes, keepdims)
@@ -99,8 +76,8 @@ def _sum_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     if res is None:
         return None
     y, opts = res
-    axes, keepdims = _reduction_axes(x, opts)
-    return y, _pullback_of((x, *rest), lambda ybar: _spread(ybar, x, axes, keepdims))
+    axes, keepdims = reduction_axes(x, opts)
+    return y, first_arg_pullback((x, *rest), lambda ybar: _spread(ybar, x, axes, keepdims))
 
 
 @register_frule(np.sum, domain=_DOMAIN, examples=_examples())
@@ -110,15 +87,10 @@ def _sum_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -> An
     if res is None:
         return None
     y = res[0]
-    xdot = live_tangent(x, tangents[1])
-    return y, ZERO_TANGENT if xdot is None else like_output(y, np.sum(xdot, *rest, **kwargs))
+    return y, pushforward(y, x, tangents[1], lambda xdot: np.sum(xdot, *rest, **kwargs))
 
 
 # -- mean ---------------------------------------------------------------------------------
-
-
-def _count(x: Any, axes: tuple[int, ...]) -> int:
-    return int(np.prod([np.shape(x)[a] for a in axes], dtype=np.int64))
 
 
 @register_rrule(np.mean, domain=_DOMAIN, examples=_examples())
@@ -128,9 +100,9 @@ def _mean_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     if res is None:
         return None
     y, opts = res
-    axes, keepdims = _reduction_axes(x, opts)
-    n = _count(x, axes)
-    return y, _pullback_of((x, *rest), lambda ybar: _spread(ybar, x, axes, keepdims) / n)
+    axes, keepdims = reduction_axes(x, opts)
+    n = reduced_count(x, axes)
+    return y, first_arg_pullback((x, *rest), lambda ybar: _spread(ybar, x, axes, keepdims) / n)
 
 
 @register_frule(np.mean, domain=_DOMAIN, examples=_examples())
@@ -140,8 +112,7 @@ def _mean_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -> A
     if res is None:
         return None
     y = res[0]
-    xdot = live_tangent(x, tangents[1])
-    return y, ZERO_TANGENT if xdot is None else like_output(y, np.mean(xdot, *rest, **kwargs))
+    return y, pushforward(y, x, tangents[1], lambda xdot: np.mean(xdot, *rest, **kwargs))
 
 
 # -- prod ---------------------------------------------------------------------------------
@@ -173,13 +144,13 @@ def _prod_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     if res is None:
         return None
     y, opts = res
-    axes, keepdims = _reduction_axes(x, opts)
+    axes, keepdims = reduction_axes(x, opts)
 
     def xbar_of(ybar: Any) -> Any:
         g = expand_reduced(ybar, np.ndim(x), axes, keepdims)
         return g * np.conj(_prod_of_others(x, axes))
 
-    return y, _pullback_of((x, *rest), xbar_of)
+    return y, first_arg_pullback((x, *rest), xbar_of)
 
 
 @register_frule(np.prod, domain=_DOMAIN, examples=_examples())
@@ -189,12 +160,13 @@ def _prod_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -> A
     if res is None:
         return None
     y, opts = res
-    xdot = live_tangent(x, tangents[1])
-    if xdot is None:
-        return y, ZERO_TANGENT
-    axes, keepdims = _reduction_axes(x, opts)
-    ydot = np.sum(_prod_of_others(x, axes) * xdot, axis=axes, keepdims=keepdims)
-    return y, like_output(y, ydot)
+    axes, keepdims = reduction_axes(x, opts)
+    return y, pushforward(
+        y,
+        x,
+        tangents[1],
+        lambda xdot: np.sum(_prod_of_others(x, axes) * xdot, axis=axes, keepdims=keepdims),
+    )
 
 
 # -- cumsum -------------------------------------------------------------------------------
@@ -215,7 +187,7 @@ def _cumsum_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
         rev = np.flip(np.cumsum(np.flip(g, ax), axis=ax), ax)
         return rev.reshape(np.shape(x))
 
-    return y, _pullback_of((x, *rest), xbar_of)
+    return y, first_arg_pullback((x, *rest), xbar_of)
 
 
 @register_frule(np.cumsum, domain=_DOMAIN, examples=_examples(scan=True))
@@ -225,7 +197,4 @@ def _cumsum_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) ->
     if res is None:
         return None
     y = res[0]
-    xdot = live_tangent(x, tangents[1])
-    if xdot is None:
-        return y, ZERO_TANGENT
-    return y, like_output(y, np.cumsum(xdot, *rest, **kwargs))
+    return y, pushforward(y, x, tangents[1], lambda xdot: np.cumsum(xdot, *rest, **kwargs))

@@ -21,28 +21,20 @@ from typing import Any
 import numpy as np
 
 from rruletest.domains import REALS, Domain
-from rruletest.projection import is_differentiable
 from rruletest.rules import register_frule, register_rrule
 from rruletest.rulesets.numpy._common import (
     bind_options,
-    cotangents,
     evaluate,
     examples_rng,
+    first_arg_pullback,
     is_array_input,
-    like_output,
-    live_tangent,
-    project,
+    pushforward,
     sample,
 )
-from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, unthunk
 
 __all__: list[str] = []
 
 _DOMAIN = Domain((REALS,), complex=True)
-
-
-def _rest_cotangents(x: Any, xbar: Any, n_rest: int) -> tuple[Any, ...]:
-    return (NO_TANGENT, project(x, xbar), *(NO_TANGENT,) * n_rest)
 
 
 # -- transpose ----------------------------------------------------------------------------
@@ -75,15 +67,7 @@ def _transpose_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | Non
     y, opts = res
     inverse = tuple(int(i) for i in np.argsort(_permutation(opts["axes"], np.ndim(x))))
 
-    def pullback(ybar: Any) -> tuple[Any, ...]:
-        ybar = unthunk(ybar)
-        if isinstance(ybar, AbstractZero):
-            return cotangents((x,), ybar) + (NO_TANGENT,) * len(rest)
-        if not is_differentiable(x):
-            return (NO_TANGENT,) * (2 + len(rest))
-        return _rest_cotangents(x, np.array(np.transpose(ybar, inverse)), len(rest))
-
-    return y, pullback
+    return y, first_arg_pullback((x, *rest), lambda ybar: np.array(np.transpose(ybar, inverse)))
 
 
 @register_frule(np.transpose, domain=_DOMAIN, examples=_transpose_examples())
@@ -93,8 +77,7 @@ def _transpose_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any)
     if res is None:
         return None
     y, opts = res
-    xdot = live_tangent(x, tangents[1])
-    return y, ZERO_TANGENT if xdot is None else like_output(y, np.transpose(xdot, opts["axes"]))
+    return y, pushforward(y, x, tangents[1], lambda xdot: np.transpose(xdot, opts["axes"]))
 
 
 # -- reshape ------------------------------------------------------------------------------
@@ -142,15 +125,10 @@ def _reshape_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     order = _resolved_order(x, opts["order"])
     shape = np.shape(x)
 
-    def pullback(ybar: Any) -> tuple[Any, ...]:
-        ybar = unthunk(ybar)
-        if isinstance(ybar, AbstractZero):
-            return cotangents((x,), ybar) + (NO_TANGENT,) * len(rest)
-        if not is_differentiable(x):
-            return (NO_TANGENT,) * (2 + len(rest))
-        return _rest_cotangents(x, np.array(np.reshape(ybar, shape, order=order)), len(rest))
+    def xbar_of(ybar: Any) -> Any:
+        return np.array(np.reshape(ybar, shape, order=order))
 
-    return y, pullback
+    return y, first_arg_pullback((x, *rest), xbar_of)
 
 
 @register_frule(np.reshape, domain=_DOMAIN, examples=_reshape_examples())
@@ -160,8 +138,7 @@ def _reshape_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -
     if res is None:
         return None
     y, opts = res
-    xdot = live_tangent(x, tangents[1])
-    if xdot is None:
-        return y, ZERO_TANGENT
     order = _resolved_order(x, opts["order"])
-    return y, like_output(y, np.reshape(xdot, opts["shape"], order=order))
+    return y, pushforward(
+        y, x, tangents[1], lambda xdot: np.reshape(xdot, opts["shape"], order=order)
+    )

@@ -23,7 +23,7 @@ array([0. , 0.5, 0.5])
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,20 +33,19 @@ from rruletest.rules import register_frule, register_rrule
 from rruletest.rulesets.numpy._common import (
     MARGIN,
     bind_options,
-    cotangents,
     evaluate,
     examples_rng,
     expand_reduced,
     extreme_gaps,
+    first_arg_pullback,
     groups,
-    like_output,
-    live_tangent,
     normalize_axes,
-    project,
+    pushforward,
+    reduced_count,
+    reduction_axes,
     sample_avoiding,
     whole_call_predicate,
 )
-from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, unthunk
 
 __all__: list[str] = []
 
@@ -54,16 +53,23 @@ _EXTREMUM = ("axis", "out", "keepdims")
 _MOMENT = ("axis", "dtype", "out", "ddof", "keepdims")
 
 
-def _pullback(args: tuple[Any, ...], xbar_of: Any) -> Any:
-    x = args[0]
-
-    def pullback(ybar: Any) -> tuple[Any, ...]:
-        ybar = unthunk(ybar)
-        if isinstance(ybar, AbstractZero):
-            return cotangents((x,), ybar) + (NO_TANGENT,) * (len(args) - 1)
-        return (NO_TANGENT, project(x, xbar_of(ybar)), *(NO_TANGENT,) * (len(args) - 1))
-
-    return pullback
+def _register(
+    f: Any,
+    domain: Domain,
+    examples: Callable[[], list[tuple[Any, ...]]],
+    rrule_and_doc: tuple[Callable[..., Any], str],
+    frule_and_doc: tuple[Callable[..., Any], str],
+) -> None:
+    """Name the rules made for ``f`` (``_<name>_rrule``/``_frule``), document them and
+    register them with ``domain`` and fresh ``examples()``."""
+    name = f.__name__
+    for (rule, doc), kind, register in (
+        (rrule_and_doc, "rrule", register_rrule),
+        (frule_and_doc, "frule", register_frule),
+    ):
+        rule.__name__ = rule.__qualname__ = f"_{name}_{kind}"
+        rule.__doc__ = f"``{name}``: {doc}"
+        register(f, domain=domain, examples=examples())(rule)
 
 
 # -- max / min ----------------------------------------------------------------------------
@@ -125,14 +131,13 @@ def _register_extremum(fs: Sequence[Any]) -> None:
             if res is None or np.iscomplexobj(x):
                 return None
             y, opts = res
-            axes = normalize_axes(opts["axis"], np.ndim(x))
-            keepdims = bool(opts["keepdims"])
+            axes, keepdims = reduction_axes(x, opts)
 
             def xbar_of(ybar: Any) -> Any:
                 g = expand_reduced(ybar, np.ndim(x), axes, keepdims)
                 return g * _share(x, y, axes, keepdims)
 
-            return y, _pullback((x, *rest), xbar_of)
+            return y, first_arg_pullback((x, *rest), xbar_of)
 
         def frule_(
             tangents: Sequence[Any], x: Any, *rest: Any, _f: Any = f, **kwargs: Any
@@ -141,21 +146,21 @@ def _register_extremum(fs: Sequence[Any]) -> None:
             if res is None or np.iscomplexobj(x):
                 return None
             y, opts = res
-            xdot = live_tangent(x, tangents[1])
-            if xdot is None:
-                return y, ZERO_TANGENT
-            axes = normalize_axes(opts["axis"], np.ndim(x))
-            keepdims = bool(opts["keepdims"])
-            share = _share(x, y, axes, keepdims)
-            return y, like_output(y, np.sum(share * xdot, axis=axes, keepdims=keepdims))
+            axes, keepdims = reduction_axes(x, opts)
 
-        name = f.__name__
-        rrule_.__name__ = rrule_.__qualname__ = f"_{name}_rrule"
-        frule_.__name__ = frule_.__qualname__ = f"_{name}_frule"
-        rrule_.__doc__ = f"``{name}``: ``xbar = ybar`` shared equally by the extreme elements."
-        frule_.__doc__ = f"``{name}``: ``ydot`` = mean of ``xdot`` over the extreme elements."
-        register_rrule(f, domain=domain, examples=_extremum_examples())(rrule_)
-        register_frule(f, domain=domain, examples=_extremum_examples())(frule_)
+            def ydot_of(xdot: Any) -> Any:
+                share = _share(x, y, axes, keepdims)
+                return np.sum(share * xdot, axis=axes, keepdims=keepdims)
+
+            return y, pushforward(y, x, tangents[1], ydot_of)
+
+        _register(
+            f,
+            domain,
+            _extremum_examples,
+            (rrule_, "``xbar = ybar`` shared equally by the extreme elements."),
+            (frule_, "``ydot`` = mean of ``xdot`` over the extreme elements."),
+        )
 
 
 _register_extremum([np.max, np.min, np.amax, np.amin])
@@ -185,9 +190,8 @@ def _centred(x: Any, opts: dict[str, Any]) -> tuple[Any, tuple[int, ...], float]
     """``x - mean(x)`` (reduced axes kept), the axes, and the divisor ``n - ddof``."""
     x = np.asarray(x)
     axes = normalize_axes(opts["axis"], x.ndim)
-    n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
     d = x - np.mean(x, axis=axes, keepdims=True)
-    return d, axes, n - float(opts["ddof"] or 0)
+    return d, axes, reduced_count(x, axes) - float(opts["ddof"] or 0)
 
 
 def _register_moment(f: Any, is_std: bool) -> None:
@@ -213,28 +217,30 @@ def _register_moment(f: Any, is_std: bool) -> None:
             g = expand_reduced(np.real(ybar), np.ndim(x), axes, keepdims)
             return g * scale(y, axes, keepdims, np.ndim(x)) * (2 / div) * d
 
-        return y, _pullback((x, *rest), xbar_of)
+        return y, first_arg_pullback((x, *rest), xbar_of)
 
     def frule_(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -> Any:
         res = evaluate(f, x, rest, kwargs, _MOMENT, {"keepdims": False})
         if res is None:
             return None
         y, opts = res
-        xdot = live_tangent(x, tangents[1])
-        if xdot is None:
-            return y, ZERO_TANGENT
         keepdims = bool(opts["keepdims"])
-        d, axes, div = _centred(x, opts)
-        dvar = (2 / div) * np.sum(np.real(np.conj(d) * xdot), axis=axes, keepdims=True)
-        ydot = scale(y, axes, keepdims, np.ndim(x)) * dvar
-        return y, like_output(y, ydot if keepdims else np.squeeze(ydot, axis=axes))
 
-    rrule_.__name__ = rrule_.__qualname__ = f"_{name}_rrule"
-    frule_.__name__ = frule_.__qualname__ = f"_{name}_frule"
-    rrule_.__doc__ = f"``{name}``: ``xbar = ybar * d{name}/dvar * 2 (x - mean) / (n - ddof)``."
-    frule_.__doc__ = f"``{name}``: ``ydot = d{name}/dvar * 2 Re(sum(conj(x - mean) xdot)) / ...``."
-    register_rrule(f, domain=domain, examples=_moment_examples())(rrule_)
-    register_frule(f, domain=domain, examples=_moment_examples())(frule_)
+        def ydot_of(xdot: Any) -> Any:
+            d, axes, div = _centred(x, opts)
+            dvar = (2 / div) * np.sum(np.real(np.conj(d) * xdot), axis=axes, keepdims=True)
+            ydot = scale(y, axes, keepdims, np.ndim(x)) * dvar
+            return ydot if keepdims else np.squeeze(ydot, axis=axes)
+
+        return y, pushforward(y, x, tangents[1], ydot_of)
+
+    _register(
+        f,
+        domain,
+        _moment_examples,
+        (rrule_, f"``xbar = ybar * d{name}/dvar * 2 (x - mean) / (n - ddof)``."),
+        (frule_, f"``ydot = d{name}/dvar * 2 Re(sum(conj(x - mean) xdot)) / ...``."),
+    )
 
 
 _register_moment(np.var, is_std=False)
