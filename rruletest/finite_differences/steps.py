@@ -394,6 +394,52 @@ def _magnitude_pass(
     return _evaluation(prob, b.grid, rows, good_y), mag, fm
 
 
+def restricted(prob: Problem, mask: Arr) -> tuple[npt.NDArray[np.intp], Problem] | None:
+    """The flat indices of the ``mask``ed elements and the problem on them alone, or None when
+    the problem has no subsets or every element is masked (then work on the whole problem).
+
+    The engine's kernels are elementwise, so work on a subset gives, bit for bit, what work on
+    the whole problem gives for those elements, at the cost of those elements only.
+    """
+    if not prob.elementwise:
+        return None
+    index = np.flatnonzero(mask)
+    if index.size == mask.size:
+        return None
+    sub = prob.subset(index)
+    return None if sub is None else (index, sub)
+
+
+def scatter(index: npt.NDArray[np.intp], part: Arr, shape: tuple[int, ...], fill: Any) -> Arr:
+    """An array of ``shape`` holding ``part`` at the flat ``index``es and ``fill`` elsewhere."""
+    part = np.asarray(part)
+    out = np.full(shape, fill, dtype=part.dtype)
+    out.reshape(-1)[index] = part.reshape(-1)
+    return out
+
+
+def _magnitude_pass_on(
+    b: FiniteDifferenceMethod, prob: Problem, h: Arr, mask: Arr
+) -> tuple[_Evaluation, Arr, Arr]:
+    """``_magnitude_pass`` for the ``mask``ed elements, on a subset when the problem allows one.
+
+    Elsewhere the results are placeholders: not good, magnitudes 0.
+    """
+    part = restricted(prob, mask)
+    if part is None:
+        return _magnitude_pass(b, prob, h)
+    index, sub = part
+    ev, mag, fm = _magnitude_pass(b, sub, np.asarray(h).reshape(-1)[index])
+    shape = prob.t_shape
+    good = scatter(index, ev.good, shape, False)
+    nearest = None if ev.nearest_bad is None else scatter(index, ev.nearest_bad, shape, np.inf)
+    return (
+        _Evaluation(good, nearest),
+        scatter(index, mag, shape, 0.0),
+        scatter(index, fm, shape, 0.0),
+    )
+
+
 def _magnitudes(
     b: FiniteDifferenceMethod, prob: Problem, h_cap: Any, grow: bool = True
 ) -> _Magnitudes:
@@ -406,7 +452,11 @@ def _magnitudes(
     fmag: Arr | None = None
     span: Arr | None = None
     for attempt in range(MAX_SHRINK + 1):
-        ev, mag, fm = _magnitude_pass(b, prob, h)
+        # Retries re-evaluate only the elements still without magnitudes.
+        if attempt == 0:
+            ev, mag, fm = _magnitude_pass(b, prob, h)
+        else:
+            ev, mag, fm = _magnitude_pass_on(b, prob, h, ~done)
         new = ev.good & ~done
         df = _merge_into(df, mag, new, attempt == 0)
         fmag = _merge_into(fmag, fm, new, attempt == 0)
@@ -490,7 +540,7 @@ def _rescale_flat(
         if not flat.any():
             break
         h2 = _snap(prob, np.where(flat, target, h))
-        ev, mag, fm = _magnitude_pass(b, prob, h2)
+        ev, mag, fm = _magnitude_pass_on(b, prob, h2, flat)
         take = flat & ev.good
         df = np.where(take, mag, df)
         fmag = np.where(take, fm, fmag)
