@@ -12,7 +12,10 @@ exactly representable (no positional round-off, so ``1e8`` is as accurate as ``1
 ``p``-th derivative estimate is pure round-off (the function is flat at the default scale), the
 bound estimator's step grows (``log`` at ``1e8``) or shrinks (``x**3`` at ``1e-8``); where a
 stencil point is NaN or infinite (outside the domain), the step shrinks. Elementwise work on
-large arrays runs in cache-sized blocks (``problem.chunked``).
+large arrays runs in cache-sized blocks (``problem.chunked``). Shrinking and rescaling passes
+re-evaluate only the elements that need them, on a subset of the problem where it allows one;
+every kernel is elementwise (weighted sums included), so a subset gives its elements, bit for
+bit, what a full-size pass would.
 """
 
 from __future__ import annotations
