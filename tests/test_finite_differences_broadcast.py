@@ -295,3 +295,35 @@ def test_output_aliasing_the_input_is_kept_apart(g):
     slope = 2.0 if g(np.ones(1))[0] == 2.0 else 1.0
     np.testing.assert_allclose(est.value, slope, rtol=1e-12)
     assert np.all(np.abs(est.value - slope) <= est.error)
+
+
+class _CountedHypot:
+    """``np.hypot``, counting the output elements its calls computed."""
+
+    def __init__(self) -> None:
+        self.elements = 0
+
+    def __call__(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        self.elements += np.broadcast(a, b).size
+        out: np.ndarray = np.hypot(a, b)
+        return out
+
+
+def test_a_few_flat_elements_are_re_worked_alone():
+    # hypot(1e8, 1) looks flat at the default step: those elements' steps grow, on a subset of
+    # three elements, not in full-size passes.
+    fdm = central_fdm(5, 1)
+    for n in (200, 40_000):
+        rng = np.random.default_rng(0)
+        a, b, ybar = rng.uniform(0.5, 2, n), rng.uniform(0.5, 2, n), rng.standard_normal(n)
+        plain = _CountedHypot()
+        broadcast_vjp(fdm, plain, ybar, a, b)
+        assert plain.elements == 21 * n  # the primal, then 10 per argument
+        a[[3, n // 2]] = [1e8, 3e9]
+        b[7] = 1e9
+        flat = _CountedHypot()
+        abar, bbar = broadcast_vjp(fdm, flat, ybar, a, b)
+        # Some re-work, on the flagged elements only: full-size passes would add 24 * n.
+        assert 0 < flat.elements - plain.elements < 200
+        assert np.all(np.abs(abar.value - ybar * a / np.hypot(a, b)) <= abar.error)
+        assert np.all(np.abs(bbar.value - ybar * b / np.hypot(a, b)) <= bbar.error)

@@ -9,7 +9,16 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from rruletest.finite_differences import central_fdm
-from rruletest.finite_differences.steps import _absmax, _combine_kernel, _mag_kernel
+from rruletest.finite_differences.estimation import run
+from rruletest.finite_differences.problem import Problem
+from rruletest.finite_differences.steps import (
+    _absmax,
+    _combine_kernel,
+    _mag_kernel,
+    _weighted_sum,
+    restricted,
+    scatter,
+)
 
 BOUND = central_fdm(5, 1).bound_estimator
 FLOATS = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
@@ -38,3 +47,99 @@ def test_finiteness_follows_every_value():
         complex_rows, np.ones(1), weights=np.array([-1.0, 1.0]), q=1, anchor=0
     )
     assert good.tolist() == [True]
+
+
+# ------------------------------------------------------------------------------------------------
+# re-work on a subset: only the flagged elements are evaluated again, with the same result
+# ------------------------------------------------------------------------------------------------
+
+
+class _Counted:
+    """``np.log``, counting the elements its calls computed."""
+
+    def __init__(self) -> None:
+        self.elements = 0
+
+    def __call__(self, t: np.ndarray) -> np.ndarray:
+        self.elements += np.size(t)
+        out: np.ndarray = np.log(t)
+        return out
+
+
+def _with_special(n: int) -> np.ndarray:
+    """``n`` ordinary points of ``log``, with a few where it looks flat at the default scale
+    (``1e8``: the step grows) and a few near its domain edge (``1e-6``: the step shrinks)."""
+    x = np.random.default_rng(0).uniform(0.5, 2.0, n)
+    x[[3, n // 2, n - 2]] = [1e8, 3e9, 7e7]
+    x[[5, n // 3]] = [1e-6, 2e-7]
+    return x
+
+
+def _elements(x: np.ndarray) -> int:
+    f = _Counted()
+    central_fdm(5, 1).estimate(f, x)
+    return f.elements
+
+
+def test_a_few_flagged_elements_cost_no_full_size_evaluations():
+    # Chunked (above 2 * CHUNK elements) and not: growing and shrinking steps of a few
+    # elements re-evaluate those elements only, so the work is that of ordinary points.
+    extra = []
+    for n in (200, 40_000):
+        ordinary = _elements(np.random.default_rng(0).uniform(0.5, 2.0, n))
+        assert ordinary == 11 * n  # the centre, 6 bound points, 4 stencil points
+        extra.append(_elements(_with_special(n)) - ordinary)
+    # The same few elements are re-worked whatever n (full-size passes would add 18 * n).
+    assert extra[0] == extra[1] < 200
+
+
+def test_subset_re_work_is_bit_identical_to_full_re_runs():
+    fdm = central_fdm(5, 1)
+    for n in (200, 40_000):
+        x = _with_special(n)
+        sub = run(fdm, Problem(np.log, x, restrict=lambda i, x=x: (np.log, x[i], np.log(x)[i])))
+        full = run(fdm, Problem(np.log, x))  # no subsets: every re-run is full-size
+        for a, b in zip(sub, full, strict=True):
+            np.testing.assert_array_equal(a, b)
+        assert sub.step[3] > 1e3
+        assert sub.step[5] < 1e-7
+        assert np.all(np.abs(sub.value - 1 / x) <= sub.error)
+
+
+def test_subset_re_work_matches_element_by_element():
+    fdm = central_fdm(5, 1)
+    n = 40_000
+    x = _with_special(n)
+    whole = fdm.estimate(np.log, x)
+    for i in [3, 5, 7, n // 3, n // 2, n - 2]:
+        alone = fdm.estimate(np.log, x[i : i + 1])  # one element: no subset, full passes
+        assert whole.step[i] == alone.step[0], i
+        assert whole.error[i] == alone.error[0], i
+        assert whole.value[i] == alone.value[0], i
+
+
+def test_weighted_sums_do_not_depend_on_the_other_elements():
+    # BLAS rounds an element's sum differently depending on the number of columns; the
+    # engine's sums must not, or work on a subset would differ from work on the whole.
+    rng = np.random.default_rng(0)
+    for weights in (rng.standard_normal(5), rng.standard_normal((3, 5))):
+        rows = rng.standard_normal((5, 1000))
+        whole = _weighted_sum(weights, rows)
+        np.testing.assert_allclose(whole, weights @ rows, rtol=0, atol=1e-13)
+        for size in (1, 2, 5, 17, 100):
+            index = np.arange(size) * 7
+            np.testing.assert_array_equal(_weighted_sum(weights, rows[:, index]), whole[..., index])
+
+
+def test_restricted_and_scatter():
+    t0 = np.array([1.0, 2.0, 3.0])
+    prob = Problem(np.log, t0, restrict=lambda i: (np.log, t0[i], np.log(t0)[i]))
+    mask = np.array([False, True, True])
+    part = restricted(prob, mask)
+    assert part is not None
+    index, sub = part
+    assert index.tolist() == [1, 2]
+    assert sub.t0.tolist() == [2.0, 3.0]
+    assert restricted(prob, np.ones(3, dtype=bool)) is None  # everything: the whole problem
+    assert restricted(Problem(np.log, np.ones(3)), mask) is None  # no subsets
+    assert scatter(index, np.array([5.0, 6.0]), (3,), np.inf).tolist() == [np.inf, 5.0, 6.0]

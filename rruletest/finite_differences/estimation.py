@@ -38,6 +38,7 @@ from rruletest.finite_differences.steps import (
     MAX_SHRINK,
     _accuracy,
     _combine_kernel,
+    _Evaluation,
     _evaluation,
     _ew,
     _merge_into,
@@ -46,6 +47,8 @@ from rruletest.finite_differences.steps import (
     _straddle_mask,
     _ulp,
     choose_step,
+    restricted,
+    scatter,
 )
 
 if TYPE_CHECKING:
@@ -97,10 +100,12 @@ def _estimate(
     done = dead.copy()
     kernel = functools.partial(_combine_kernel, weights=m.weights, q=m.q, anchor=len(m.points) // 2)
     for attempt in range(MAX_SHRINK + 1):
-        rows = [prob.at(int(g), h) for g in m.points]
-        est, fm, good_y = _ew(prob, kernel, rows, h)
-        est = _position_correction(m, prob, h, est)
-        ev = _evaluation(prob, m.points, rows, good_y)
+        # Retries re-evaluate only the elements still without an estimate.
+        part = None if attempt == 0 else restricted(prob, ~done)
+        if part is None:
+            est, fm, ev = _stencil_pass(m, prob, h, kernel)
+        else:
+            est, fm, ev = _stencil_pass_on(m, prob, h, kernel, *part)
         new = ev.good & ~done
         value = _merge_into(value, est, new, attempt == 0)
         fmag = _merge_into(fmag, fm, new, attempt == 0)
@@ -124,6 +129,37 @@ def _estimate(
     error = np.where(good_y, error, np.inf)
     value = np.where(good_y, value, np.nan)
     return _Result(value, error, used, done, retried, coarse, grown, unresolved)
+
+
+def _stencil_pass(
+    m: FiniteDifferenceMethod, prob: Problem, h: Arr, kernel: Callable[..., Any]
+) -> tuple[Arr, Arr, _Evaluation]:
+    """The stencil's estimate (position-corrected), ``max|f|`` and which elements were good."""
+    rows = [prob.at(int(g), h) for g in m.points]
+    est, fm, good_y = _ew(prob, kernel, rows, h)
+    est = _position_correction(m, prob, h, est)
+    return est, fm, _evaluation(prob, m.points, rows, good_y)
+
+
+def _stencil_pass_on(
+    m: FiniteDifferenceMethod,
+    prob: Problem,
+    h: Arr,
+    kernel: Callable[..., Any],
+    index: npt.NDArray[np.intp],
+    sub: Problem,
+) -> tuple[Arr, Arr, _Evaluation]:
+    """``_stencil_pass`` for the elements at ``index`` alone, on the problem ``sub`` restricted
+    to them; elsewhere the results are placeholders (not good, values 0)."""
+    est, fm, ev = _stencil_pass(m, sub, np.asarray(h).reshape(-1)[index], kernel)
+    shape = prob.t_shape
+    good = scatter(index, ev.good, shape, False)
+    nearest = None if ev.nearest_bad is None else scatter(index, ev.nearest_bad, shape, np.inf)
+    return (
+        scatter(index, est, shape, 0.0),
+        scatter(index, fm, shape, 0.0),
+        _Evaluation(good, nearest),
+    )
 
 
 def _crossing_kernel(t0: Arr, h: Arr, *, reach: float) -> tuple[Arr]:

@@ -12,7 +12,10 @@ exactly representable (no positional round-off, so ``1e8`` is as accurate as ``1
 ``p``-th derivative estimate is pure round-off (the function is flat at the default scale), the
 bound estimator's step grows (``log`` at ``1e8``) or shrinks (``x**3`` at ``1e-8``); where a
 stencil point is NaN or infinite (outside the domain), the step shrinks. Elementwise work on
-large arrays runs in cache-sized blocks (``problem.chunked``).
+large arrays runs in cache-sized blocks (``problem.chunked``). Shrinking and rescaling passes
+re-evaluate only the elements that need them, on a subset of the problem where it allows one;
+every kernel is elementwise (weighted sums included), so a subset gives its elements, bit for
+bit, what a full-size pass would.
 """
 
 from __future__ import annotations
@@ -235,6 +238,32 @@ def _evaluation(prob: Problem, offsets: Any, rows: list[Arr], good_y: Arr) -> _E
     return _Evaluation(good, nearest)
 
 
+def _weighted_sum(weights: Arr, rows: Arr, skip: int | None = None) -> Arr:
+    """``weights @ rows`` (``rows`` 2-D) by elementwise multiply-adds in a fixed order.
+
+    Not BLAS: its rounding of an element's sum depends on how many columns there are (SIMD
+    blocks, FMA), so an element re-worked on a subset would not get the value the whole
+    problem gives it. Elementwise, every element's sum is the same bit for bit whatever the
+    other elements. Zero weights, and the row ``skip`` (the anchor row, zero after its own
+    subtraction wherever the element is good), add nothing and are left out.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    flat_w = w.reshape(-1, w.shape[-1])
+    n = rows.shape[1]
+    out: Arr = np.zeros((len(flat_w), n), dtype=np.result_type(rows.dtype, np.float64))
+    tmp = np.empty(n, dtype=out.dtype)
+    for j, wj in enumerate(flat_w):
+        terms = [(float(c), i) for i, c in enumerate(wj) if c != 0 and i != skip]
+        if not terms:
+            continue
+        c, i = terms[0]
+        np.multiply(rows[i], c, out=out[j])
+        for c, i in terms[1:]:
+            np.multiply(rows[i], c, out=tmp)
+            out[j] += tmp
+    return out.reshape((*w.shape[:-1], n))
+
+
 def _combine_kernel(
     rows: list[Arr], h: Arr, *, weights: Arr, q: int, anchor: int, scale: bool = True
 ) -> tuple[Arr, Arr, Arr]:
@@ -248,7 +277,8 @@ def _combine_kernel(
     # A copy of the anchor row: subtracting a view of ``ys`` from ``ys`` makes numpy take its
     # slow path for overlapping operands (ten times slower).
     ys -= rows[anchor]
-    est = np.dot(weights, ys.reshape(len(ys), -1)).reshape(weights.shape[:-1] + ys.shape[1:])
+    est = _weighted_sum(weights, ys.reshape(len(ys), -1), anchor)
+    est = est.reshape(weights.shape[:-1] + ys.shape[1:])
     if scale:
         est *= _ipow(h, -q)
     return est, fm, good
@@ -394,6 +424,52 @@ def _magnitude_pass(
     return _evaluation(prob, b.grid, rows, good_y), mag, fm
 
 
+def restricted(prob: Problem, mask: Arr) -> tuple[npt.NDArray[np.intp], Problem] | None:
+    """The flat indices of the ``mask``ed elements and the problem on them alone, or None when
+    the problem has no subsets or every element is masked (then work on the whole problem).
+
+    The engine's kernels are elementwise, so work on a subset gives, bit for bit, what work on
+    the whole problem gives for those elements, at the cost of those elements only.
+    """
+    if not prob.elementwise:
+        return None
+    index = np.flatnonzero(mask)
+    if index.size == mask.size:
+        return None
+    sub = prob.subset(index)
+    return None if sub is None else (index, sub)
+
+
+def scatter(index: npt.NDArray[np.intp], part: Arr, shape: tuple[int, ...], fill: Any) -> Arr:
+    """An array of ``shape`` holding ``part`` at the flat ``index``es and ``fill`` elsewhere."""
+    part = np.asarray(part)
+    out = np.full(shape, fill, dtype=part.dtype)
+    out.reshape(-1)[index] = part.reshape(-1)
+    return out
+
+
+def _magnitude_pass_on(
+    b: FiniteDifferenceMethod, prob: Problem, h: Arr, mask: Arr
+) -> tuple[_Evaluation, Arr, Arr]:
+    """``_magnitude_pass`` for the ``mask``ed elements, on a subset when the problem allows one.
+
+    Elsewhere the results are placeholders: not good, magnitudes 0.
+    """
+    part = restricted(prob, mask)
+    if part is None:
+        return _magnitude_pass(b, prob, h)
+    index, sub = part
+    ev, mag, fm = _magnitude_pass(b, sub, np.asarray(h).reshape(-1)[index])
+    shape = prob.t_shape
+    good = scatter(index, ev.good, shape, False)
+    nearest = None if ev.nearest_bad is None else scatter(index, ev.nearest_bad, shape, np.inf)
+    return (
+        _Evaluation(good, nearest),
+        scatter(index, mag, shape, 0.0),
+        scatter(index, fm, shape, 0.0),
+    )
+
+
 def _magnitudes(
     b: FiniteDifferenceMethod, prob: Problem, h_cap: Any, grow: bool = True
 ) -> _Magnitudes:
@@ -406,7 +482,11 @@ def _magnitudes(
     fmag: Arr | None = None
     span: Arr | None = None
     for attempt in range(MAX_SHRINK + 1):
-        ev, mag, fm = _magnitude_pass(b, prob, h)
+        # Retries re-evaluate only the elements still without magnitudes.
+        if attempt == 0:
+            ev, mag, fm = _magnitude_pass(b, prob, h)
+        else:
+            ev, mag, fm = _magnitude_pass_on(b, prob, h, ~done)
         new = ev.good & ~done
         df = _merge_into(df, mag, new, attempt == 0)
         fmag = _merge_into(fmag, fm, new, attempt == 0)
@@ -490,7 +570,7 @@ def _rescale_flat(
         if not flat.any():
             break
         h2 = _snap(prob, np.where(flat, target, h))
-        ev, mag, fm = _magnitude_pass(b, prob, h2)
+        ev, mag, fm = _magnitude_pass_on(b, prob, h2, flat)
         take = flat & ev.good
         df = np.where(take, mag, df)
         fmag = np.where(take, fm, fmag)
