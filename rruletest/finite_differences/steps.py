@@ -238,30 +238,21 @@ def _evaluation(prob: Problem, offsets: Any, rows: list[Arr], good_y: Arr) -> _E
     return _Evaluation(good, nearest)
 
 
-def _weighted_sum(weights: Arr, rows: Arr, skip: int | None = None) -> Arr:
-    """``weights @ rows`` (``rows`` 2-D) by elementwise multiply-adds in a fixed order.
+def _weighted_sum(weights: Arr, rows: Arr) -> Arr:
+    """``weights @ rows`` by elementwise multiply-adds in a fixed order.
 
     Not BLAS: its rounding of an element's sum depends on how many columns there are (SIMD
     blocks, FMA), so an element re-worked on a subset would not get the value the whole
     problem gives it. Elementwise, every element's sum is the same bit for bit whatever the
-    other elements. Zero weights, and the row ``skip`` (the anchor row, zero after its own
-    subtraction wherever the element is good), add nothing and are left out.
+    other elements.
     """
     w = np.asarray(weights, dtype=np.float64)
-    flat_w = w.reshape(-1, w.shape[-1])
-    n = rows.shape[1]
-    out: Arr = np.zeros((len(flat_w), n), dtype=np.result_type(rows.dtype, np.float64))
-    tmp = np.empty(n, dtype=out.dtype)
-    for j, wj in enumerate(flat_w):
-        terms = [(float(c), i) for i, c in enumerate(wj) if c != 0 and i != skip]
-        if not terms:
-            continue
-        c, i = terms[0]
-        np.multiply(rows[i], c, out=out[j])
-        for c, i in terms[1:]:
-            np.multiply(rows[i], c, out=tmp)
-            out[j] += tmp
-    return out.reshape((*w.shape[:-1], n))
+    est: Arr = w[..., 0, None] * rows[0]
+    tmp = np.empty_like(est)
+    for i in range(1, len(rows)):
+        np.multiply(w[..., i, None], rows[i], out=tmp)
+        est += tmp
+    return est
 
 
 def _combine_kernel(
@@ -277,8 +268,7 @@ def _combine_kernel(
     # A copy of the anchor row: subtracting a view of ``ys`` from ``ys`` makes numpy take its
     # slow path for overlapping operands (ten times slower).
     ys -= rows[anchor]
-    est = _weighted_sum(weights, ys.reshape(len(ys), -1), anchor)
-    est = est.reshape(weights.shape[:-1] + ys.shape[1:])
+    est = _weighted_sum(weights, ys.reshape(len(ys), -1)).reshape(weights.shape[:-1] + ys.shape[1:])
     if scale:
         est *= _ipow(h, -q)
     return est, fm, good
