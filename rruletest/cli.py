@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from rruletest import _options as opts
+from rruletest._plugin import options as opts
 
 __all__ = ["DEFAULT_MODULES", "ENTRY_POINT_GROUP", "main"]
 
@@ -128,7 +128,7 @@ class _Results:
     seed: int | None = None
 
     def pytest_configure(self, config: Any) -> None:
-        from rruletest._pytest_items import SESSION_KEY
+        from rruletest._plugin.items import SESSION_KEY
 
         session = config.stash.get(SESSION_KEY, None)
         if session is not None:

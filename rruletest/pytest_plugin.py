@@ -1,7 +1,7 @@
 """The rruletest pytest plugin (entry point ``pytest11``, name ``rruletest``).
 
 Loaded by pytest at start-up, so beyond ``import rruletest`` it imports only the standard library,
-pytest, ``rruletest._options`` and ``rruletest._pytest_items``: no findiff, scipy, sympy or
+pytest, ``rruletest._plugin.options`` and ``rruletest._plugin.items``: no findiff, scipy, sympy or
 hypothesis until a rule item runs or a fixture is used. It provides:
 
 - a session seed: ``--rruletest-seed=N``, ``--rruletest-seed=last`` (from pytest's cache), else a
@@ -9,7 +9,7 @@ hypothesis until a rule item runs or a fixture is used. It provides:
   Each test derives its own seed from it and its node id, so one command reproduces one failure;
 - fixtures ``rruletest_rng`` (a seeded ``numpy.random.Generator``) and ``rruletest_config``
   (a ``RuleTestConfig``: seed, tolerance overrides per dtype, fdm, and testers using them);
-  during each test ``rruletest._options.current_test_seed()`` gives the test's seed, and the
+  during each test ``rruletest._plugin.options.current_test_seed()`` gives the test's seed, and the
   tolerance overrides are the library's defaults (``rruletest.tolerances``);
 - options and ini keys: ``--rruletest-rtol``/``--rruletest-atol`` (``[DTYPE=]VALUE``, ini
   ``rruletest_rtol``/``rruletest_atol``), ``--rruletest-fdm`` (``central:5``),
@@ -31,8 +31,8 @@ from typing import Any
 
 import pytest
 
-from rruletest import _options as opts
-from rruletest._pytest_items import (
+from rruletest._plugin import options as opts
+from rruletest._plugin.items import (
     SESSION_KEY,
     RuleItem,
     RuleModule,

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rruletest._options import derive_seed
+from rruletest._plugin.options import derive_seed
 from rruletest.rules import default_ruleset
 
 pytest_plugins = ["pytester"]
@@ -578,14 +578,19 @@ def test_plugin_module_imports_nothing_heavy() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     added = {m for m in ast.literal_eval(out.strip()) if not m.startswith("_")}
-    light = {"rruletest._options", "rruletest._pytest_items", "rruletest.pytest_plugin"}
+    light = {
+        "rruletest._plugin",
+        "rruletest._plugin.options",
+        "rruletest._plugin.items",
+        "rruletest.pytest_plugin",
+    }
     assert added <= light | {"contextvars", "shlex"}
 
 
 def test_current_test_seed_is_set_during_a_test(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         """
-        from rruletest._options import current_test_seed, derive_seed
+        from rruletest._plugin.options import current_test_seed, derive_seed
 
         def test_seed(request):
             assert current_test_seed() == derive_seed(21, request.node.nodeid)
@@ -616,7 +621,7 @@ def _reproduced_rng(text: str) -> int:
 
 
 def test_tester_without_rng_uses_the_test_seed(pytester: pytest.Pytester) -> None:
-    from rruletest._options import derive_seed
+    from rruletest._plugin.options import derive_seed
 
     pytester.makepyfile(test_wrong=_WRONG_COS_RULE)
     first = pytester.runpytest("--rruletest-seed=5")
@@ -632,8 +637,8 @@ def test_tester_without_rng_uses_the_test_seed(pytester: pytest.Pytester) -> Non
 
 
 def test_tester_without_rng_outside_pytest_draws_a_fresh_seed() -> None:
-    from rruletest._options import TEST_SEED
-    from rruletest._rand_tangent import resolve_rng
+    from rruletest._plugin.options import TEST_SEED
+    from rruletest.testers._rand_tangent import resolve_rng
 
     token = TEST_SEED.set(None)  # as outside a test run with the plugin
     try:

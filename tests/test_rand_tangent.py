@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from rruletest import NoTangent, Tangent, rand_tangent
-from rruletest._rand_tangent import resolve_rng
+from rruletest.testers._rand_tangent import resolve_rng
 
 
 @given(

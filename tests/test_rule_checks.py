@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from hypothesis import find
 
-from rruletest import _rule_cases, _rule_checks
-from rruletest._options import RuleTestConfig
-from rruletest._rule_cases import Case, bound_margin, finite_output, rule_arity
-from rruletest._rule_checks import RunRecord, check_rule
+from rruletest._plugin import cases as _rule_cases
+from rruletest._plugin import checks as _rule_checks
+from rruletest._plugin.cases import Case, bound_margin, finite_output, rule_arity
+from rruletest._plugin.checks import RunRecord, check_rule
+from rruletest._plugin.options import RuleTestConfig
 from rruletest.broadcast import broadcasted
 from rruletest.domains import Domain
 from rruletest.errors import RuleTestFailure

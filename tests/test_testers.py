@@ -352,7 +352,7 @@ def test_one_wrong_element_in_a_large_broadcast_is_caught() -> None:
 def test_auto_mode_switches_to_the_adjoint_identity_beyond_the_limit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from rruletest import _reference
+    from rruletest.testers import _reference
 
     monkeypatch.setattr(_reference, "DENSE_LIMIT", 10)
     bad = rrule_of(np.sin, lambda x: lambda ybar: (NT, ybar * np.cos(x) * 1.001))
@@ -453,7 +453,7 @@ def test_snapshot_keeps_callables_by_identity() -> None:
     import functools
     import math
 
-    from rruletest._checks import changes, snapshot
+    from rruletest.testers._checks import changes, snapshot
 
     obj, part = _Scaled(2.0), functools.partial(np.add, 1.0)
     value = [obj, part, np.sin, math, _Scaled, {"f": obj}, np.ones(2)]

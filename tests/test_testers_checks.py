@@ -329,7 +329,7 @@ def test_unexpected_values_become_failures_not_internal_errors() -> None:
 def test_internal_errors_are_reported_as_failures_with_the_cause(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from rruletest import _rrule_tester
+    from rruletest.testers import _rrule_tester
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("internal bug")

@@ -19,8 +19,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Unsatisfiable
 
 from rruletest import strategies as rst
-from rruletest._options import RuleTestConfig
-from rruletest._rule_cases import (
+from rruletest._plugin.cases import (
     CannotGenerate,
     Case,
     example_cases,
@@ -28,6 +27,7 @@ from rruletest._rule_cases import (
     fname,
     generated_cases,
 )
+from rruletest._plugin.options import RuleTestConfig
 from rruletest.errors import Mismatch, RuleTestFailure
 from rruletest.rules import RuleInfo, default_ruleset
 from rruletest.tangents import NoTangent

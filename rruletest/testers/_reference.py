@@ -25,8 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from rruletest._args import Arg
-from rruletest._checks import _kids
 from rruletest.domains import Domain
 from rruletest.finite_differences import (
     Estimate,
@@ -35,6 +33,8 @@ from rruletest.finite_differences import (
     to_vec,
 )
 from rruletest.tangents import AbstractZero, Tangent, unthunk
+from rruletest.testers._args import Arg
+from rruletest.testers._checks import _kids
 from rruletest.tolerances import default_tolerances
 
 __all__ = [

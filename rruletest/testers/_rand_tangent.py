@@ -46,7 +46,7 @@ def resolve_rng(rng: Any) -> tuple[np.random.Generator, int | None]:
     (7, True)
     """
     if rng is None:
-        from rruletest._options import current_test_seed
+        from rruletest._plugin.options import current_test_seed
 
         seed = current_test_seed()
         if seed is None:

@@ -20,11 +20,11 @@ import math
 import textwrap
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from rruletest._args import describe
 from rruletest.errors import Mismatch, RuleTestFailure
+from rruletest.testers._args import describe
 
 if TYPE_CHECKING:
-    from rruletest._result import TesterReport
+    from rruletest.testers._result import TesterReport
 
 __all__ = ["Report"]
 
@@ -111,7 +111,7 @@ class Report:
     def measured(self, actual: Any, expected: Any, *, scale: float | None = None) -> None:
         """Track the worst differences of a tangent from its numerical reference (relative to
         ``scale`` when given, else to the reference)."""
-        from rruletest._result import combine, worst_errors
+        from rruletest.testers._result import combine, worst_errors
 
         found = worst_errors(actual, expected)
         if found is not None and scale is not None:
@@ -122,7 +122,7 @@ class Report:
 
     def result(self, not_checked: tuple[str, ...]) -> TesterReport:
         """The ``TesterReport`` a passing tester returns."""
-        from rruletest._result import TesterReport
+        from rruletest.testers._result import TesterReport
 
         tester, f, _, _, _ = self._what
         return TesterReport(

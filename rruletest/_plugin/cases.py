@@ -20,7 +20,7 @@ import numpy as np
 from hypothesis.extra import numpy as hnp
 
 from rruletest import strategies as rst
-from rruletest._options import RuleTestConfig
+from rruletest._plugin.options import RuleTestConfig
 from rruletest.domains import Domain
 from rruletest.projection import is_differentiable
 from rruletest.rules import RuleInfo

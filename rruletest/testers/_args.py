@@ -62,7 +62,7 @@ def with_tangent(x: Any, dx: Any) -> WithTangent:
             "with_tangent(x, dx) takes a primal and a tangent, not another with_tangent"
         )
     if not isinstance(dx, AbstractZero | Thunk):
-        from rruletest._fit import fit_problems
+        from rruletest.testers._fit import fit_problems
 
         problems = fit_problems(x, dx, "dx", kind="tangent")
         if problems:

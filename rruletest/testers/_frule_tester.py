@@ -8,10 +8,13 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from rruletest import _reference as ref
-from rruletest._args import describe, has_coordinates
-from rruletest._checks import changes, copyable, is_lazy, nonzero_paths, snapshot
-from rruletest._common import (
+from rruletest.broadcast._apply import broadcasted_in
+from rruletest.finite_differences import broadcast_jvp, jvp_estimate
+from rruletest.tangents import NO_TANGENT, AbstractZero
+from rruletest.testers import _reference as ref
+from rruletest.testers._args import describe, has_coordinates
+from rruletest.testers._checks import changes, copyable, is_lazy, nonzero_paths, snapshot
+from rruletest.testers._common import (
     MISSING,
     call_f,
     check_mutation,
@@ -23,12 +26,9 @@ from rruletest._common import (
     note_unchecked,
     note_unchecked_elements,
 )
-from rruletest._fit import fit_problems
-from rruletest._rand_tangent import rand_tangent
-from rruletest._setup import Setup, ruleset_of
-from rruletest.broadcast._apply import broadcasted_in
-from rruletest.finite_differences import broadcast_jvp, jvp_estimate
-from rruletest.tangents import NO_TANGENT, AbstractZero
+from rruletest.testers._fit import fit_problems
+from rruletest.testers._rand_tangent import rand_tangent
+from rruletest.testers._setup import Setup, ruleset_of
 
 __all__ = ["run_frule_checks"]
 

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from rruletest import _options as opts
+from rruletest._plugin import options as opts
 
 if TYPE_CHECKING:
-    from rruletest._rule_checks import RunRecord
+    from rruletest._plugin.checks import RunRecord
     from rruletest.rules import RuleInfo
 
 __all__ = ["SESSION_KEY", "RuleItem", "RuleModule", "Session", "is_rule_failure", "plan"]
@@ -159,7 +159,7 @@ class RuleItem(pytest.Item):
         self.extra_keyword_matches.update({info.kind, info.module})
 
     def runtest(self) -> None:
-        from rruletest._rule_checks import CannotGenerate, RunRecord, check_rule
+        from rruletest._plugin.checks import CannotGenerate, RunRecord, check_rule
 
         s = self.config.stash[SESSION_KEY]
         self.record = record = RunRecord()

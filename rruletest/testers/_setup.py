@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from rruletest._args import Arg, WithTangent, classify_args
-from rruletest._rand_tangent import resolve_rng
-from rruletest._report import Report
 from rruletest.rules import RuleSet, default_ruleset
+from rruletest.testers._args import Arg, WithTangent, classify_args
+from rruletest.testers._rand_tangent import resolve_rng
+from rruletest.testers._report import Report
 
 __all__ = ["BadArgumentError", "Setup", "guarded", "ruleset_of", "setup"]
 
@@ -80,7 +80,7 @@ class Setup:
         """``(rtol, atol)`` in force: the given ones, else the loosest default among the
         dtypes of the primals and the output ``y`` (computed once)."""
         if self.tolerance is None:
-            from rruletest._reference import tolerances
+            from rruletest.testers._reference import tolerances
 
             self.tolerance = tolerances([*self.primals, y], self.rtol, self.atol)
         return self.tolerance

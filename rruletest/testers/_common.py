@@ -8,14 +8,14 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from rruletest import _reference as ref
-from rruletest._args import Arg, describe
-from rruletest._checks import changes, copyable, is_lazy, snapshot
-from rruletest._report import Report
-from rruletest._setup import Setup, ruleset_of
 from rruletest.approx import collect_mismatches
 from rruletest.broadcast import broadcasted
 from rruletest.tangents import NO_TANGENT
+from rruletest.testers import _reference as ref
+from rruletest.testers._args import Arg, describe
+from rruletest.testers._checks import changes, copyable, is_lazy, snapshot
+from rruletest.testers._report import Report
+from rruletest.testers._setup import Setup, ruleset_of
 
 __all__ = [
     "MISSING",

@@ -37,14 +37,14 @@ from typing import Any
 
 import numpy as np
 
-from rruletest._args import describe, with_tangent
-from rruletest._frule_tester import run_frule_checks
-from rruletest._rand_tangent import rand_tangent, resolve_rng
-from rruletest._result import TesterReport, combine
-from rruletest._rrule_tester import run_rrule_checks
-from rruletest._setup import Setup, guarded, ruleset_of, setup
 from rruletest.errors import Mismatch, RuleTestFailure
 from rruletest.rules import frule, rrule
+from rruletest.testers._args import describe, with_tangent
+from rruletest.testers._frule_tester import run_frule_checks
+from rruletest.testers._rand_tangent import rand_tangent, resolve_rng
+from rruletest.testers._result import TesterReport, combine
+from rruletest.testers._rrule_tester import run_rrule_checks
+from rruletest.testers._setup import Setup, guarded, ruleset_of, setup
 
 __all__ = [
     "TesterReport",

@@ -11,14 +11,20 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from rruletest import _reference as ref
-from rruletest._checks import abs_inner, inner, nonzero_paths
-from rruletest._common import compare, domain_for, fd_failure, is_broadcast, note_unchecked_elements
-from rruletest._rand_tangent import rand_tangent
-from rruletest._setup import Setup, ruleset_of
 from rruletest.broadcast._apply import broadcasted_in
 from rruletest.finite_differences import broadcast_vjp, jvp_estimate
 from rruletest.tangents import AbstractZero
+from rruletest.testers import _reference as ref
+from rruletest.testers._checks import abs_inner, inner, nonzero_paths
+from rruletest.testers._common import (
+    compare,
+    domain_for,
+    fd_failure,
+    is_broadcast,
+    note_unchecked_elements,
+)
+from rruletest.testers._rand_tangent import rand_tangent
+from rruletest.testers._setup import Setup, ruleset_of
 
 __all__ = ["check_adjoint", "check_vjp"]
 

@@ -10,22 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rruletest._args import describe
-from rruletest._checks import copyable, nonzero_paths, snapshot
-from rruletest._common import (
-    MISSING,
-    call_f,
-    check_mutation,
-    check_primal,
-    check_ybar,
-    compare,
-    note_unchecked,
-)
-from rruletest._fit import fit_problems
-from rruletest._numeric_checks import check_vjp
-from rruletest._rand_tangent import rand_tangent
-from rruletest._report import Report
-from rruletest._setup import BadArgumentError, Setup
 from rruletest.tangents import (
     NO_TANGENT,
     ZERO_TANGENT,
@@ -35,6 +19,22 @@ from rruletest.tangents import (
     Thunk,
     ZeroTangent,
 )
+from rruletest.testers._args import describe
+from rruletest.testers._checks import copyable, nonzero_paths, snapshot
+from rruletest.testers._common import (
+    MISSING,
+    call_f,
+    check_mutation,
+    check_primal,
+    check_ybar,
+    compare,
+    note_unchecked,
+)
+from rruletest.testers._fit import fit_problems
+from rruletest.testers._numeric_checks import check_vjp
+from rruletest.testers._rand_tangent import rand_tangent
+from rruletest.testers._report import Report
+from rruletest.testers._setup import BadArgumentError, Setup
 
 __all__ = ["check_cotangent_types", "run_rrule_checks"]
 
