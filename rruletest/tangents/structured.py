@@ -412,3 +412,10 @@ def _equal(a: Any, b: Any) -> bool:
         return bool(a == b)
     except (TypeError, ValueError):
         return False
+
+
+def declare_fields(t: type, names: tuple[str, ...]) -> None:
+    """Record the field names of a type registered with ``rruletest.walk.register_structure``,
+    so ``Tangent(t, name=...)`` accepts exactly those fields."""
+    with contextlib.suppress(TypeError):
+        _FIELDS[t] = names
