@@ -5,14 +5,10 @@ generator from the running test without importing the plugin above them: the plu
 ``TEST_SEED`` around each test, and ``rand_tangent``'s rng resolution (``rng=None``) reads
 ``current_test_seed()``. Outside a test run with the plugin the seed is ``None``.
 
->>> current_test_seed() is None
-True
->>> token = TEST_SEED.set(7)
+>>> token = TEST_SEED.set(7)  # what the plugin does around a test
 >>> current_test_seed()
 7
 >>> TEST_SEED.reset(token)
->>> current_test_seed() is None
-True
 """
 
 from __future__ import annotations
@@ -31,7 +27,9 @@ def current_test_seed() -> int | None:
     Testers called with ``rng=None`` seed their generator from it, so a test that never
     mentions a seed still reproduces from ``pytest --rruletest-seed=N <nodeid>``.
 
+    >>> token = TEST_SEED.set(None)  # as outside a test run with the plugin
     >>> current_test_seed() is None
     True
+    >>> TEST_SEED.reset(token)
     """
     return TEST_SEED.get()
