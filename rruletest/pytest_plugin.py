@@ -1,8 +1,8 @@
 """The rruletest pytest plugin (entry point ``pytest11``, name ``rruletest``).
 
 Loaded by pytest at start-up, so beyond ``import rruletest`` it imports only the standard library,
-pytest, ``rruletest._plugin.options`` and ``rruletest._plugin.items``: no findiff, scipy, sympy or
-hypothesis until a rule item runs or a fixture is used. It provides:
+pytest, ``rruletest._seed``, ``rruletest._plugin.options`` and ``rruletest._plugin.items``: no
+findiff, scipy, sympy or hypothesis until a rule item runs or a fixture is used. It provides:
 
 - a session seed: ``--rruletest-seed=N``, ``--rruletest-seed=last`` (from pytest's cache), else a
   random one; printed in the header (``rruletest: seed=N``) and in every rruletest failure.

@@ -100,12 +100,23 @@ def test_every_exemption_still_matches_a_cycle(package_imports: list[Import]) ->
 
 
 def test_the_reader_sees_the_known_kinds_of_imports(package_imports: list[Import]) -> None:
-    """The package's own lazy and function-level imports are read, so the checks see them."""
+    """The package's own lazy, type-only and function-level imports are read."""
     seen = {(i.source, i.target, i.kind) for i in package_imports}
     assert ("rruletest", "rruletest.testers", "lazy export") in seen
     assert ("rruletest", "rruletest.approx", "TYPE_CHECKING") in seen
     assert ("rruletest.strategies", "rruletest._hypothesis_strategies", "function level") in seen
-    assert ("rruletest.testers._rand_tangent", "rruletest._seed", "module level") in seen
+
+
+def test_the_plugin_writes_the_seed_and_the_testers_read_it(package_imports: list[Import]) -> None:
+    def importers(prefix: str) -> set[str]:
+        return {
+            i.source
+            for i in package_imports
+            if i.target == "rruletest._seed" and i.source.startswith(prefix)
+        }
+
+    assert importers("rruletest.pytest_plugin")
+    assert importers("rruletest.testers")
 
 
 # -- the checker itself, on small packages --------------------------------------------------------
