@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from rruletest.errors import Mismatch
 from rruletest.broadcast import broadcasted
+from rruletest.errors import Mismatch
 from rruletest.finite_differences import Estimate, broadcast_jvp, jvp_estimate, to_vec
 from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
 from rruletest.tolerances import default_tolerances
