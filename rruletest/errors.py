@@ -46,6 +46,7 @@ class Mismatch:
     extra: dict[str, Any] = field(default_factory=dict)
     count: int | None = None
     size: int | None = None
+    steps: tuple[Any, ...] = ()
 
 
 class RuleTestFailure(AssertionError):
