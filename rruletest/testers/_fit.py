@@ -219,13 +219,16 @@ def _fit_array(primal: np.ndarray, t: Any, path: str, kind: str, out: list[Misma
             )
         )
         return
-    if t.dtype.kind == "O":  # an array of tangents, element by element (at most 5 reported)
-        for idx in np.ndindex(t.shape):
-            elem = unthunk(t[idx])
-            if not isinstance(elem, AbstractZero):
-                _fit_scalar(primal[idx], elem, f"{path}[{', '.join(map(str, idx))}]", kind, out)
-            if len(out) >= 5:
-                return
+    if t.dtype.kind not in "fc":  # integers, booleans, objects: not a float array's tangent
+        out.append(
+            _problem(
+                path,
+                f"dtype {t.dtype} for a {primal.dtype} primal (a {kind} of a float array is a "
+                f"float array of its dtype: build it with np.asarray(..., dtype=np.{primal.dtype}))",
+                t.dtype,
+                primal.dtype,
+            )
+        )
         return
     if real and t.dtype.kind == "c":
         out.append(
