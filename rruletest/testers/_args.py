@@ -99,8 +99,7 @@ def has_coordinates(x: Any) -> bool:
     while stack:
         item = stack.pop()
         if isinstance(item, float | complex | np.floating | np.complexfloating):
-            if not isinstance(item, bool):
-                return True
+            return True
         if isinstance(item, np.ndarray) and item.dtype.kind in "fc":
             return True
         if id(item) in seen:

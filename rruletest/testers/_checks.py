@@ -84,8 +84,7 @@ def compare(
 def call_f(s: Setup, inputs: Inputs) -> Any:
     """Check: ``f(*args, **fkwargs)`` runs (on copies) and returns a collected value."""
     args = tuple(
-        snapshot(b) if copyable(b) else a.primal
-        for b, a in zip(inputs.before, s.args, strict=True)
+        snapshot(b) if copyable(b) else a.primal for b, a in zip(inputs.before, s.args, strict=True)
     )
     f = s.f
     if f is broadcasted:  # the rules in use say whether args[0] takes whole arrays

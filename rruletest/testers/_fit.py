@@ -219,12 +219,32 @@ def _fit_array(primal: np.ndarray, t: Any, path: str, kind: str, out: list[Misma
             )
         )
         return
-    if t.dtype.kind not in "fc":  # integers, booleans, objects: not a float array's tangent
+    if t.dtype.kind == "O":
+        # An array of tangents (numbers, zeros, thunks): element by element, at most 5.
+        for idx in np.ndindex(t.shape):
+            elem = unthunk(t[idx])
+            where = f"{path}[{', '.join(map(str, idx))}]"
+            if isinstance(elem, int | np.integer) and not isinstance(elem, bool | np.bool_):
+                out.append(
+                    _problem(
+                        where,
+                        f"integer {elem!r} for a {primal.dtype} element (a {kind} of floats is "
+                        "floats)",
+                        elem,
+                        primal.dtype,
+                    )
+                )
+            elif not isinstance(elem, AbstractZero):
+                _fit_scalar(primal[idx], elem, where, kind, out)
+            if len(out) >= 5:
+                return
+        return
+    if t.dtype.kind not in "fc":  # integers, booleans: not a float array's tangent
         out.append(
             _problem(
                 path,
                 f"dtype {t.dtype} for a {primal.dtype} primal (a {kind} of a float array is a "
-                f"float array of its dtype: build it with np.asarray(..., dtype=np.{primal.dtype}))",
+                f"float array of its dtype: np.asarray(..., dtype=np.{primal.dtype}))",
                 t.dtype,
                 primal.dtype,
             )

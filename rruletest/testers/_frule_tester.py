@@ -58,7 +58,8 @@ def test_frule(
     by the engine's error estimate; inputs and tangents are not mutated. The rule is called
     once. Arguments and options are as in ``test_rrule``.
 
-    >>> from rruletest import RuleSet
+    >>> import numpy as np
+    >>> from rruletest import RuleSet, with_tangent
     >>> rules = RuleSet()
     >>> _ = rules.scalar_rule(np.exp, lambda x, y: y)
     >>> test_frule(np.exp, with_tangent(np.ones(3), np.full(3, 2.0)), frule_f=rules.frule).tester

@@ -159,7 +159,7 @@ def run_rrule_checks(
         report.raise_now()
     out_snap = snapshot(out)  # later calls may write into buffers this result shares
     out = out_snap if copyable(out_snap) else out
-    intact = check_unchanged(report, "ybar", ybar_snap, ybar_in, _MUTATED_YBAR("pullback(ybar)"))
+    intact = check_unchanged(report, "ybar", ybar_snap, ybar_in, _ybar_mutated("pullback(ybar)"))
     good = check_cotangent_types(report, s, out)
 
     if check_fd and y_f is not MISSING:
@@ -174,7 +174,7 @@ def run_rrule_checks(
     again = call_pullback(report, pullback, passed, call, n)
     calls.append("ybar again")
     if intact:
-        intact = check_unchanged(report, "ybar", ybar_snap, passed, _MUTATED_YBAR(call))
+        intact = check_unchanged(report, "ybar", ybar_snap, passed, _ybar_mutated(call))
     repeatable = again is not None and check_repeat(report, again, out, rtol, atol)
     if check_thunked and not isinstance(ybar, AbstractZero):
         if not repeatable:
@@ -185,7 +185,7 @@ def run_rrule_checks(
             calls.append("Thunk(ybar)")
             if intact:
                 check_unchanged(
-                    report, "ybar", ybar_snap, ybar_t, _MUTATED_YBAR("pullback(Thunk(ybar))")
+                    report, "ybar", ybar_snap, ybar_t, _ybar_mutated("pullback(Thunk(ybar))")
                 )
     if not isinstance(ybar, AbstractZero):
         check_zero(report, pullback, n)
@@ -197,7 +197,7 @@ def run_rrule_checks(
     report.finish()
 
 
-def _MUTATED_YBAR(call: str) -> str:  # noqa: N802 - reads as the message it builds
+def _ybar_mutated(call: str) -> str:
     return f"{call} mutated the output cotangent"
 
 
@@ -311,8 +311,7 @@ def check_zero(report: Report, pullback: Any, n: int) -> None:
                 Check.ZERO,
                 root,
                 (*steps, *path),
-                f"pullback(ZeroTangent()) gave a nonzero cotangent: {short(value)} "
-                "(expected zero)",
+                f"pullback(ZeroTangent()) gave a nonzero cotangent: {short(value)} (expected zero)",
                 actual=zero[k],
                 expected=ZERO_TANGENT,
             )
