@@ -187,7 +187,7 @@ def _is_plain_nondiff(x: Any) -> bool:
     return isinstance(x, np.ndarray) and x.dtype.kind in "biuSUM"
 
 
-def describe(x: Any, limit: int = 6) -> str:
+def describe(x: Any, limit: int = 6, _depth: int = 0) -> str:
     """A short description of a value for report headers: shapes and dtypes, not huge arrays.
 
     >>> describe(np.arange(3.0)), describe(np.zeros((1000, 2))), describe((1, "a"))
@@ -207,20 +207,22 @@ def describe(x: Any, limit: int = 6) -> str:
     if isinstance(x, float | int | complex | bool | str | AbstractZero) or x is None:
         text = repr(x)
         return text if len(text) <= 40 else text[:37] + "..."
+    if _depth > 3 and isinstance(x, tuple | list | dict):  # deep (or containing itself)
+        return f"{type(x).__name__}(...)"
     if isinstance(x, tuple) and hasattr(type(x), "_fields") and len(x) <= limit:
         inner = ", ".join(
-            f"{k}={describe(v, limit)}" for k, v in zip(getattr(x, "_fields", ()), x, strict=True)
+            f"{k}={describe(v, limit, _depth + 1)}" for k, v in zip(getattr(x, "_fields", ()), x, strict=True)
         )
         return f"{type(x).__name__}({inner})"
     if isinstance(x, dict) and len(x) <= limit:
-        return "{" + ", ".join(f"{k!r}: {describe(v, limit)}" for k, v in x.items()) + "}"
+        return "{" + ", ".join(f"{k!r}: {describe(v, limit, _depth + 1)}" for k, v in x.items()) + "}"
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
         fields = dataclasses.fields(x)
         if len(fields) <= limit:
-            inner = ", ".join(f"{fl.name}={describe(getattr(x, fl.name), limit)}" for fl in fields)
+            inner = ", ".join(f"{fl.name}={describe(getattr(x, fl.name), limit, _depth + 1)}" for fl in fields)
             return f"{type(x).__name__}({inner})"
     if isinstance(x, tuple | list) and len(x) <= limit:
-        inner = ", ".join(describe(v, limit) for v in x)
+        inner = ", ".join(describe(v, limit, _depth + 1) for v in x)
         if isinstance(x, list):
             return f"[{inner}]"
         return f"({inner},)" if len(x) == 1 else f"({inner})"
