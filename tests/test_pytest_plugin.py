@@ -582,6 +582,7 @@ def test_plugin_module_imports_nothing_heavy() -> None:
         "rruletest._plugin",
         "rruletest._plugin.options",
         "rruletest._plugin.items",
+        "rruletest.defaults",
         "rruletest.pytest_plugin",
     }
     assert added <= light | {"contextvars", "shlex"}

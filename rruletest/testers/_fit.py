@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from rruletest.errors import Mismatch
+from rruletest.testers._report import Check
 from rruletest.tangents import AbstractZero, Tangent, Thunk, unthunk
 
 __all__ = ["fit_problems", "precision_of"]
@@ -48,7 +49,7 @@ def _primal_precision(x: Any) -> int:
 
 def _problem(path: str, text: str, actual: Any, expected: Any, hint: str | None = None) -> Mismatch:
     return Mismatch(
-        check="type",
+        check=Check.TYPE,
         path=path,
         actual=actual,
         expected=expected,

@@ -58,6 +58,9 @@ class Check(enum.StrEnum):
     CONVENTION = "convention"  #: a complex pullback used ``f'(z)`` for ``conj(f'(z))``
     INTERNAL = "internal"  #: rruletest itself failed on a value (a bug to report)
 
+    def __repr__(self) -> str:
+        return repr(self.value)  # shown as the string it equals: ['numeric']
+
 
 @dataclass(frozen=True)
 class TesterReport:

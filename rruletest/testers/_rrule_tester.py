@@ -413,7 +413,7 @@ def call_pullback(report: Report, pullback: Any, ybar: Any, call: str, n: int) -
         )
         return None
     report.problem(
-        "output",
+        Check.OUTPUT,
         call,
         f"returned {describe(out)}; expected a tuple of "
         f"length {n}: (fbar, xbar_0, ..., xbar_{n - 2}), one tangent for f then one "

@@ -137,7 +137,8 @@ def render_change(root: str, c: Change) -> str:
 def _comparable(b: Any) -> bool:
     """Whether a leaf compares by value: an object with ``object``'s own ``==`` (identity)
     says nothing about its state after a deep copy, so it is not compared."""
-    return type(b).__eq__ is not object.__eq__
+    eq: Any = type(b).__eq__
+    return eq is not object.__eq__
 
 
 def _random_state(g: Any) -> Any:
