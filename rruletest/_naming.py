@@ -3,7 +3,8 @@
 numpy functions are shown as their users write them (``np.sin``, ``np.linalg.norm``), other
 functions by their name (``softplus``; a function defined inside another by its own name, not
 ``test_x.<locals>.softplus``), and, where a line must be importable (``qualified=True``), with
-their module (``mypkg.rules.softplus``). Bottom layer: imports nothing of rruletest, nor numpy.
+their module (``mypkg.rules.softplus``; rruletest's own functions, which users import from
+``rruletest``, and builtins without). Bottom layer: imports nothing of rruletest, nor numpy.
 
 >>> import math
 >>> function_name(math.sqrt), function_name(math.sqrt, qualified=True)
@@ -57,6 +58,7 @@ def function_name(f: Any, *, qualified: bool = False) -> str:
         np_module = _numpy_module(module)
         if np_module is not None:
             return f"{np_module}.{name}"
-        if qualified and module not in ("builtins", "__main__") and "<locals>" not in name:
+        public = module in ("builtins", "__main__") or module.split(".")[0] == "rruletest"
+        if qualified and not public:
             return f"{module}.{name}"
     return name

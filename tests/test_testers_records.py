@@ -17,7 +17,7 @@ from rruletest.testers import Check, test_frule, test_rrule, with_tangent
 from rruletest.testers._args import classify_args
 from rruletest.testers._report import worst_errors
 from rruletest.tolerances import leaf_dtypes, tolerances_for
-from rruletest.walk import Element, Index, Key
+from rruletest.walk import MAX_DEPTH, Element, Index, Key
 
 
 def _first(x: Any) -> Any:
@@ -105,7 +105,8 @@ class _Scale:
 
 def test_a_callable_dataclass_has_a_tangent_space() -> None:
     callable_arg, plain_arg = classify_args((_CallableScale(2.0), _Scale(2.0)))
-    assert callable_arg.numeric and plain_arg.numeric
+    assert callable_arg.numeric
+    assert plain_arg.numeric
 
 
 def _innermost(x: Any) -> Any:
@@ -124,21 +125,24 @@ def test_a_self_containing_argument_is_a_finding() -> None:
     assert err.mismatches[0].steps == (Index(0), Index(1))
 
 
-def test_a_400_deep_list_is_no_recursion_error() -> None:
-    deep: Any = 0.5
-    for _ in range(400):
-        deep = [deep]
+def _nested(v: Any, depth: int) -> Any:
+    for _ in range(depth):
+        v = [v]
+    return v
 
-    def nested(v: Any) -> Any:
-        for _ in range(400):
-            v = [v]
-        return v
 
-    rules = rrule_of(_innermost, lambda x: lambda ybar: (NT, nested(2.0 * unthunk(ybar))))
-    try:
-        test_rrule(_innermost, deep, rrule_f=rules.rrule, rng=0)
-    except AssertionError as exc:  # a finding is fine; a RecursionError is not
-        assert "RecursionError" not in type(exc).__name__
+def test_a_400_deep_list_just_works() -> None:
+    rules = rrule_of(_innermost, lambda x: lambda ybar: (NT, _nested(2.0 * unthunk(ybar), 400)))
+    report = test_rrule(_innermost, _nested(0.5, 400), rrule_f=rules.rrule, rng=0)
+    assert report.worst_abs_err is not None
+    assert report.worst_abs_err < 1e-9
+
+
+def test_a_list_deeper_than_the_walk_follows_is_a_finding() -> None:
+    rules = rrule_of(_innermost, lambda x: lambda ybar: (NT, _nested(2.0 * unthunk(ybar), 1500)))
+    err = failure(lambda: test_rrule(_innermost, _nested(0.5, 1500), rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["input"]
+    assert f"the value nests deeper than {MAX_DEPTH} levels" in str(err)
 
 
 def _sin_of_first(x: Any, _other: Any) -> Any:

@@ -177,7 +177,9 @@ def test_override_stays_in_its_thread() -> None:
         pytest.param({np.int64: (1, 1)}, "keys must be real float dtypes", id="int-key"),
         pytest.param({np.complex64: (1, 1)}, "keys must be real float dtypes", id="complex-key"),
         pytest.param({np.float32: (1,)}, r"values must be \(rtol, atol\)", id="short-pair"),
-        pytest.param({np.float32: (1, -1)}, "atol must be a number >= 0, got atol=-1", id="negative"),
+        pytest.param(
+            {np.float32: (1, -1)}, "atol must be a number >= 0, got atol=-1", id="negative"
+        ),
     ],
 )
 def test_override_rejects_bad_tables(table: dict[object, tuple[float, ...]], message: str) -> None:

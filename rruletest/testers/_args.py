@@ -211,15 +211,20 @@ def describe(x: Any, limit: int = 6, _depth: int = 0) -> str:
         return f"{type(x).__name__}(...)"
     if isinstance(x, tuple) and hasattr(type(x), "_fields") and len(x) <= limit:
         inner = ", ".join(
-            f"{k}={describe(v, limit, _depth + 1)}" for k, v in zip(getattr(x, "_fields", ()), x, strict=True)
+            f"{k}={describe(v, limit, _depth + 1)}"
+            for k, v in zip(getattr(x, "_fields", ()), x, strict=True)
         )
         return f"{type(x).__name__}({inner})"
     if isinstance(x, dict) and len(x) <= limit:
-        return "{" + ", ".join(f"{k!r}: {describe(v, limit, _depth + 1)}" for k, v in x.items()) + "}"
+        return (
+            "{" + ", ".join(f"{k!r}: {describe(v, limit, _depth + 1)}" for k, v in x.items()) + "}"
+        )
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
         fields = dataclasses.fields(x)
         if len(fields) <= limit:
-            inner = ", ".join(f"{fl.name}={describe(getattr(x, fl.name), limit, _depth + 1)}" for fl in fields)
+            inner = ", ".join(
+                f"{fl.name}={describe(getattr(x, fl.name), limit, _depth + 1)}" for fl in fields
+            )
             return f"{type(x).__name__}({inner})"
     if isinstance(x, tuple | list) and len(x) <= limit:
         inner = ", ".join(describe(v, limit, _depth + 1) for v in x)

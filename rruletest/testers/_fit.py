@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from rruletest.errors import Mismatch
-from rruletest.testers._report import Check
 from rruletest.tangents import AbstractZero, Tangent, Thunk, unthunk
+from rruletest.testers._report import Check
 
 __all__ = ["fit_problems", "precision_of"]
 
