@@ -224,7 +224,7 @@ class TestBroadcasted:
             broadcasted(np.sin, np.ones(2), **{kw: np.ones(2, bool)})
 
     def test_shapes_that_do_not_broadcast(self) -> None:
-        msg = r"broadcasted\(add, \.\.\.\): the argument shapes do not broadcast \(args\[0\]: "
+        msg = r"broadcasted\(np\.add, \.\.\.\): the argument shapes do not broadcast \(args\[0\]: "
         with pytest.raises(ValueError, match=msg + r"\(3,\), args\[1\]: \(4,\)\)"):
             broadcasted(np.add, np.ones(3), np.ones(4))
 
