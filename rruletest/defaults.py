@@ -84,8 +84,9 @@ EXAMPLES = 20
 #: Floating dtypes rule items draw their inputs in unless told otherwise.
 DTYPES: tuple[str, ...] = ("float64", "float32")
 
-#: How far (relative to the scale of the input) generated inputs keep from the points a
-#: ruleset's domains avoid (kinks, poles, ties).
+#: How far the built-in numpy ruleset's generated inputs keep from kinks, poles and branch
+#: cuts, so that no finite-difference stencil straddles one (float32 steps are a few
+#: hundredths, and a tester moves along tangents of a few units).
 AVOID_MARGIN = 0.25
 
 
