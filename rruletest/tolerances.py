@@ -128,8 +128,8 @@ def leaf_dtypes(x: Any) -> set[np.dtype[Any]]:
     """
     if type(x) is float:
         return {np.dtype(np.float64)}
-    if isinstance(x, np.ndarray) and x.dtype.kind in "fc":
-        return {x.dtype}
+    if isinstance(x, np.ndarray | np.generic) and x.dtype.kind != "O":  # no walk needed
+        return {x.dtype} if x.dtype.kind in "fc" else set()
     out: set[np.dtype[Any]] = set()
     try:
         for _, leaf in leaves(x):

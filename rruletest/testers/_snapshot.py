@@ -74,6 +74,8 @@ def snapshot(x: Any) -> Any:
         return x
     if isinstance(x, np.ndarray) and x.dtype.kind != "O":
         return x.copy()
+    if type(x) in (tuple, list) and all(isinstance(v, _IMMUTABLE) or v is None for v in x):
+        return x if type(x) is tuple else list(x)  # numbers and zeros: nothing deeper to copy
     memo: dict[int, Any] = {}
     try:
         _keep_callables(x, memo)
@@ -177,6 +179,8 @@ def changes(before: Any, after: Any, limit: int = 3) -> list[Change]:
     places, in order. Random generators compare by their state; objects without a value
     equality are not compared; functions compare by identity.
     """
+    if type(before) in _NUMBERS:  # a plain number (the common case): no walk
+        return [] if _same_leaf(before, after) else [Change((), before, after)]
     out: list[Change] = []
     stack: list[tuple[Any, Any, Path]] = [(before, after, ())]
     seen: set[int] = set()
@@ -232,6 +236,10 @@ def nonzero(t: Any, limit: int = 3) -> list[tuple[Path, Any]]:
     values are zero; for an array the path ends at its first nonzero element). A thunk that
     raises, or a value that nests without end, is a nonzero place holding the exception.
     """
+    if isinstance(t, AbstractZero):
+        return []
+    if type(t) in _NUMBERS:  # a plain number (the common case): no walk
+        return [] if t == 0 else [((), t)]
     out: list[tuple[Path, Any]] = []
     try:
         for path, leaf in leaves(t):
