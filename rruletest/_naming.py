@@ -51,7 +51,8 @@ def function_name(f: Any, *, qualified: bool = False) -> str:
     name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
     if not isinstance(name, str) or not name:
         return type(f).__name__ + "(...)"
-    if "<locals>" in name:
+    local = "<locals>" in name  # defined inside a function: not importable, shown by its name
+    if local:
         name = str(getattr(f, "__name__", name))
     module = getattr(f, "__module__", None)
     if isinstance(module, str):
@@ -59,6 +60,6 @@ def function_name(f: Any, *, qualified: bool = False) -> str:
         if np_module is not None:
             return f"{np_module}.{name}"
         public = module in ("builtins", "__main__") or module.split(".")[0] == "rruletest"
-        if qualified and not public:
+        if qualified and not public and not local:
             return f"{module}.{name}"
     return name

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from testers_helpers import NT, failure, rrule_of, sin_rules
 
-from rruletest import RuleSet, Thunk, ZeroTangent, unthunk
+from rruletest import RuleSet, Tangent, Thunk, ZeroTangent, unthunk
 from rruletest.tangents import AbstractZero
 from rruletest.testers import Check, test_frule, test_rrule, with_tangent
 from rruletest.testers._args import classify_args
@@ -215,3 +215,55 @@ def test_a_thunk_returned_as_the_primal_output_fails() -> None:
     assert "[primal] y: the rule returned a Thunk as its output; thunks are for tangents" in str(
         err
     )
+
+
+def _apply(c: Any, x: Any) -> Any:
+    return c.k * x
+
+
+def test_a_callable_dataclass_argument_is_checked_numerically() -> None:
+    rules = RuleSet()
+
+    @rules.register_rrule(_apply)
+    def _rule(c: Any, x: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            return NT, Tangent(_CallableScale, k=ybar * x * 1.5), ybar * c.k  # k's is wrong
+
+        return _apply(c, x), pullback
+
+    err = failure(lambda: test_rrule(_apply, _CallableScale(2.0), 0.5, rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["numeric"]
+    assert err.path == "args[0].k"
+
+
+def test_type_problems_carry_their_walk_steps() -> None:
+    def pullback_of(x: Any) -> Any:
+        return lambda ybar: (NT, {"w": np.ones(3), "b": 0.0})
+
+    rules = rrule_of(_first_w, pullback_of)
+    arg = {"w": np.ones(2), "b": 1.0}
+    err = failure(lambda: test_rrule(_first_w, arg, rrule_f=rules.rrule, rng=0))
+    m = err.mismatches[0]
+    assert (m.check, m.path, m.steps) == ("type", "args[0]['w']", (Index(0), Key("w")))
+    assert "args[0]['w']: shape (3,) for a primal of shape (2,)" in str(err)
+
+
+def _first_w(p: Any) -> Any:
+    return p["w"] * p["b"]
+
+
+class _BrokenEngine:
+    """A finite-difference method whose own code fails before calling f."""
+
+    def estimate(self, f: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("engine bug")
+
+
+def test_an_engine_failure_is_told_from_f_failing_by_data() -> None:
+    err = failure(
+        lambda: test_rrule(np.sin, 0.5, fdm=_BrokenEngine(), rrule_f=sin_rules().rrule, rng=0)
+    )
+    assert err.checks == ["numeric"]
+    assert "[numeric] the finite-difference engine raised RuntimeError: engine bug" in str(err)
+    assert "this is a bug in rruletest's finite differences" in str(err)

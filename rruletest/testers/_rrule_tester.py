@@ -368,7 +368,7 @@ def check_cotangent_types(report: Report, s: Setup, out: tuple[Any, ...]) -> set
                     expected=NO_TANGENT,
                 )
             continue
-        problems = fit_problems(a.primal, t, a.path)
+        problems = fit_problems(a.primal, t, "args", steps=(a.step,))
         for m in problems:
             report.add(m)
         if not problems:

@@ -25,7 +25,7 @@ from rruletest.testers._frule_tester import run_frule_checks
 from rruletest.testers._rand_tangent import resolve_rng
 from rruletest.testers._report import Check, TesterReport, combine
 from rruletest.testers._rrule_tester import run_rrule_checks
-from rruletest.testers._setup import guarded, ruleset_of, setup
+from rruletest.testers._setup import check_options, guarded, ruleset_of, setup
 
 __all__ = ["test_scalar"]
 
@@ -81,6 +81,7 @@ def test_scalar(
             f"test_scalar: check_complex must be None, True or False, got "
             f"check_complex={check_complex!r}"
         )
+    check_options("test_scalar", rtol=rtol, atol=atol, fdm=fdm, fkwargs=fkwargs)
     gen, seed = resolve_rng(rng)
     kw: dict[str, Any] = {"fdm": fdm, "rtol": rtol, "atol": atol, "fkwargs": fkwargs, "rng": gen}
     points = [x]

@@ -33,7 +33,7 @@ from rruletest.testers._snapshot import copyable, snapshot
 from rruletest.tolerances import tolerances_for
 from rruletest.walk import MAX_DEPTH, Index, Key, WalkError, leaves
 
-__all__ = ["BadArgumentError", "Setup", "guarded", "ruleset_of", "setup"]
+__all__ = ["BadArgumentError", "Setup", "check_options", "guarded", "ruleset_of", "setup"]
 
 
 class BadArgumentError(ValueError):
@@ -111,6 +111,25 @@ def _tol(name: str, value: Any, tester: str) -> float | None:
         raise type(exc)(f"{tester}: {exc}") from None
 
 
+def check_options(
+    tester: str, *, rtol: Any, atol: Any, fdm: Any, fkwargs: Any
+) -> tuple[dict[str, Any], float | None, float | None]:
+    """Validate the options every tester takes; returns ``(fkwargs, rtol, atol)``."""
+    if fkwargs is None:
+        fkwargs = {}
+    if not isinstance(fkwargs, dict) or not all(isinstance(k, str) for k in fkwargs):
+        raise TypeError(
+            f"{tester}: fkwargs must be a dict of keyword arguments for f, got fkwargs={fkwargs!r}"
+        )
+    r, a = _tol("rtol", rtol, tester), _tol("atol", atol, tester)
+    if fdm is not None and not callable(getattr(fdm, "estimate", None)):
+        raise TypeError(
+            f"{tester}: fdm must be a FiniteDifferenceMethod (e.g. central_fdm(5, 1)), "
+            f"got fdm={fdm!r}"
+        )
+    return fkwargs, r, a
+
+
 def setup(
     tester: str,
     f: Any,
@@ -136,20 +155,9 @@ def setup(
         raise TypeError(f"{tester}: f must be callable, got f={f!r}")
     if not callable(rule_f):
         raise TypeError(f"{tester}: {rule_name} must be callable, got {rule_name}={rule_f!r}")
-    if fkwargs is None:
-        fkwargs = {}
-    if not isinstance(fkwargs, dict) or not all(isinstance(k, str) for k in fkwargs):
-        raise TypeError(
-            f"{tester}: fkwargs must be a dict of keyword arguments for f, got fkwargs={fkwargs!r}"
-        )
+    fkwargs, r, a = check_options(tester, rtol=rtol, atol=atol, fdm=fdm, fkwargs=fkwargs)
     if not isinstance(check_fd, bool):
         raise TypeError(f"{tester}: check_fd must be True or False, got check_fd={check_fd!r}")
-    r, a = _tol("rtol", rtol, tester), _tol("atol", atol, tester)
-    if fdm is not None and not callable(getattr(fdm, "estimate", None)):
-        raise TypeError(
-            f"{tester}: fdm must be a FiniteDifferenceMethod (e.g. central_fdm(5, 1)), "
-            f"got fdm={fdm!r}"
-        )
     gen, seed = resolve_rng(rng)
     if fdm is None and check_fd:
         from rruletest.finite_differences import default_fdm
