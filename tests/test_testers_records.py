@@ -16,7 +16,7 @@ from rruletest.tangents import AbstractZero
 from rruletest.testers import Check, test_frule, test_rrule, with_tangent
 from rruletest.testers._args import classify_args
 from rruletest.testers._report import worst_errors
-from rruletest.tolerances import leaf_dtypes, tolerances_for
+from rruletest.tolerances import default_tolerances, leaf_dtypes, tolerances_for
 from rruletest.walk import MAX_DEPTH, Element, Index, Key
 
 
@@ -55,6 +55,7 @@ def test_float32_inside_a_plain_object_has_float32_tolerances_everywhere() -> No
     box = _Box(np.ones(2, np.float32))
     assert leaf_dtypes(box) == {np.dtype(np.float32)}
     assert tolerances_for([box]) == (1e-4, 1e-4)
+    assert default_tolerances(box) == (1e-4, 1e-4)
     cfg = RuleTestConfig(seed=1, rtol={"float32": 1e-3, "float64": 1e-8})
     assert cfg.tolerance_overrides(box) == {"rtol": 1e-3}
 
