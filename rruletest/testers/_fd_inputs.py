@@ -4,7 +4,7 @@ domain, and the tolerance widened by the engine's own error estimate.
 
 >>> widen(1e-9, np.array([0.0, 1e-10, np.inf]))
 array([1.e-09, 2.e-09,    inf])
->>> g = OfLive(lambda x, n: x * n, {}, (1.0, 3), [0])
+>>> g = of_live(lambda x, n: x * n, {}, (1.0, 3), [0])
 >>> g(2.0), g.raised
 (6.0, [])
 """
@@ -27,53 +27,57 @@ from rruletest.testers._snapshot import copyable, snapshot
 from rruletest.walk import leaves, map_leaves
 
 __all__ = [
-    "OfLive",
-    "Recorded",
     "coordinate_count",
     "domain_room",
     "fdm_for_domain",
+    "of_live",
     "raised_by_f",
+    "recorded",
     "unchecked",
     "widen",
 ]
 
 
-class Recorded:
-    """A function that remembers every exception it raised (then raises it on)."""
+def recorded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, remembering in its ``raised`` list every exception it raised (raised on)."""
+    raised: list[BaseException] = []
 
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        self.fn = fn
-        self.raised: list[BaseException] = []
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
         try:
-            return self.fn(*args, **kwargs)
+            return fn(*args, **kwargs)
         except Exception as exc:
-            self.raised.append(exc)
+            raised.append(exc)
             raise
 
+    setattr(call, "raised", raised)  # noqa: B010 - an attribute of a function
+    return call
 
-class OfLive(Recorded):
+
+def of_live(
+    f: Callable[..., Any], fkwargs: dict[str, Any], primals: Sequence[Any], live: Sequence[int]
+) -> Callable[..., Any]:
     """``f`` as a function of the arguments at positions ``live`` only (the others fixed), its
-    keyword arguments copied for every call (``f`` may change them in place)."""
+    keyword arguments copied for every call (``f`` may change them in place); like
+    ``recorded``, it remembers what ``f`` raised. One frame per call: the finite differences
+    call it hundreds of times."""
+    fixed, where = list(primals), list(live)
+    raised: list[BaseException] = []
 
-    def __init__(
-        self,
-        f: Callable[..., Any],
-        fkwargs: dict[str, Any],
-        primals: Sequence[Any],
-        live: Sequence[int],
-    ) -> None:
-        fixed, where = list(primals), list(live)
-
-        def g(*xs: Any) -> Any:
-            full = list(fixed)
-            for i, x in zip(where, xs, strict=True):
-                full[i] = x
+    def g(*xs: Any) -> Any:
+        full = list(fixed)
+        for i, x in zip(where, xs, strict=True):
+            full[i] = x
+        try:
+            if not fkwargs:
+                return f(*full)
             kw = {k: (c if copyable(c := snapshot(v)) else v) for k, v in fkwargs.items()}
             return f(*full, **kw)
+        except Exception as exc:
+            raised.append(exc)
+            raise
 
-        super().__init__(g)
+    setattr(g, "raised", raised)  # noqa: B010 - an attribute of a function
+    return g
 
 
 def raised_by_f(exc: BaseException, g: Any) -> bool:

@@ -36,11 +36,11 @@ from rruletest.finite_differences import (
 from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
 from rruletest.testers._checks import compare
 from rruletest.testers._fd_inputs import (
-    OfLive,
-    Recorded,
     coordinate_count,
     fdm_for_domain,
+    of_live,
     raised_by_f,
+    recorded,
     unchecked,
     widen,
 )
@@ -64,9 +64,9 @@ __all__ = [
 
 def closed_over(
     f: Callable[..., Any], fkwargs: dict[str, Any], primals: Sequence[Any], live: Sequence[int]
-) -> OfLive:
+) -> Callable[..., Any]:
     """``f`` as a function of the arguments at positions ``live`` only (others fixed)."""
-    return OfLive(f, fkwargs, primals, live)
+    return of_live(f, fkwargs, primals, live)
 
 
 def fd_failure(report: Report, exc: BaseException, register: str, g: Any = None) -> None:
@@ -100,9 +100,9 @@ def _note_unchecked_elements(report: Report, path: str, error: Any) -> None:
         )
 
 
-def _broadcast_f(s: Setup, rule_f: Any) -> Recorded:
+def _broadcast_f(s: Setup, rule_f: Any) -> Callable[..., Any]:
     rules = ruleset_of(rule_f)  # its scalar rules say whether f takes whole arrays
-    return Recorded(functools.partial(broadcasted_in, rules, s.primals[0], **s.kwargs()))
+    return recorded(functools.partial(broadcasted_in, rules, s.primals[0], **s.kwargs()))
 
 
 def _is_broadcast(s: Setup) -> bool:
