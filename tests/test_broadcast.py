@@ -611,7 +611,7 @@ class TestResolution:
         with pytest.raises(NoBroadcastRuleError) as info:
             rules.rrule(broadcasted, softsign, np.ones(2))
         msg = str(info.value)
-        assert msg.startswith("rrule(broadcasted, test_broadcast.")
+        assert msg.startswith("rrule(broadcasted, softsign, ...): softsign has no rule")
         assert "softsign has no rule in RuleSet('test'" in msg
         assert "scalar_rule(softsign, partials)" in msg
         assert "register_rrule(softsign)" in msg
