@@ -5,7 +5,8 @@
 2. neither the inputs, the keyword arguments nor the input tangents were mutated;
 3. ``y`` matches ``f(*args, **fkwargs)`` and is a value (``_checks.check_primal``);
 4. ``ydot`` is a collected value that fits ``y``: type, shape, dtype (``check_ydot_type``);
-5. ``ydot`` matches the numerical jvp (``_reference.check_jvp`` chooses it).
+5. ``ydot`` matches the numerical jvp (``_reference.check_jvp`` chooses it);
+6. when ``f`` has an rrule too, ``<ybar, ydot> == <pullback(ybar), xdot>`` (``_cross_check``).
 """
 
 # The public testers are named test_* (like ChainRulesTestUtils') but are not pytest tests.
@@ -27,6 +28,7 @@ from rruletest.testers._checks import (
     check_unchanged,
     note_unchecked,
 )
+from rruletest.testers._cross_check import after_frule, check_transpose_option, partner
 from rruletest.testers._fit import fit_problems
 from rruletest.testers._rand_tangent import rand_tangent
 from rruletest.testers._reference import check_jvp
@@ -47,6 +49,8 @@ def test_frule(
     check_fd: bool = True,
     frule_f: Any = frule,
     rng: Any = None,
+    rrule_f: Any = None,
+    check_transpose: bool | None = None,
 ) -> TesterReport:
     """Check the forward rule of ``f`` at ``args``; raise one ``RuleTestFailure`` listing
     every problem, or return a ``TesterReport``.
@@ -55,8 +59,10 @@ def test_frule(
     ``with_tangent`` (else ``rand_tangent``) and checks: a rule exists and returns
     ``(y, ydot)``; ``y`` matches ``f(*args)``; ``ydot`` fits ``y`` (type, shape, dtype); ``ydot``
     matches the numerical jvp (the structured one for ``broadcasted``) within tolerance widened
-    by the engine's error estimate; inputs and tangents are not mutated. The rule is called
-    once. Arguments and options are as in ``test_rrule``.
+    by the engine's error estimate; inputs and tangents are not mutated; when ``f`` has an rrule
+    too (``rrule_f``, default: from where ``frule_f`` comes), ``<ybar, ydot> == <pullback(ybar),
+    xdot>`` (``check_transpose``: None when it exists, True required, False off). The rule is
+    called once. Arguments and options are as in ``test_rrule``.
 
     >>> import numpy as np
     >>> from rruletest import RuleSet, with_tangent
@@ -66,6 +72,9 @@ def test_frule(
     'test_frule'
     """
     __tracebackhide__ = True
+    check_transpose_option("test_frule", check_transpose)
+    if rrule_f is None and check_transpose is not False:
+        rrule_f = partner(frule_f, "rrule")
     s = setup(
         "test_frule",
         f,
@@ -79,11 +88,13 @@ def test_frule(
         rule_name="frule_f",
         check_fd=check_fd,
     )
-    guarded(s, run_frule_checks, frule_f, check_fd)
+    guarded(s, run_frule_checks, frule_f, check_fd, rrule_f, check_transpose)
     return s.report.result(tuple(a.path for a in s.args if not a.numeric))
 
 
-def run_frule_checks(s: Setup, frule_f: Any, check_fd: bool) -> None:
+def run_frule_checks(
+    s: Setup, frule_f: Any, check_fd: bool, rrule_f: Any = None, transpose: bool | None = False
+) -> None:
     """The checks of ``test_frule`` in order, recording into ``s.report``; raises at the end."""
     __tracebackhide__ = True
     report = s.report
@@ -117,6 +128,8 @@ def run_frule_checks(s: Setup, frule_f: Any, check_fd: bool) -> None:
         check_jvp(s, ydot, [xdots[a.index] for a in live], y_ref, frule_f)
     elif not check_fd:
         report.note("numerical check: off (check_fd=False): structural checks only")
+    if fits and y_f is not MISSING:
+        after_frule(s, y_ref, xdots, ydot, rrule_f, transpose, check_fd)
 
     note_unchecked(report, s.args)
     report.finish()

@@ -93,6 +93,7 @@ class Report:
         self.seed = seed
         self.mismatches: list[Mismatch] = []
         self.notes: list[str] = []
+        self.passing_notes: list[str] = []
         self.cause: BaseException | None = None
         self.mutated: set[tuple[str, Path]] = set()  # places already reported as mutated
         self.numerical: str | None = None  # the numerical reference used, once one was
@@ -153,8 +154,10 @@ class Report:
         text = f"{call} raised {type(exc).__name__}: {exc}"
         self.add(Mismatch(check, call, exc, "no exception", text, hint=hint))
 
-    def note(self, line: str) -> None:
-        self.notes.append(line)
+    def note(self, line: str, *, on_failure: bool = True) -> None:
+        """Add a line explaining a check; ``on_failure=False`` keeps it out of a failure's
+        header (a check that passed and says nothing about the problems found)."""
+        (self.notes if on_failure else self.passing_notes).append(line)
 
     def reference(self, mode: str, fdm: Any) -> None:
         """Note the numerical reference used (``mode``, with the ``fdm``)."""
@@ -182,7 +185,7 @@ class Report:
             worst_abs_err=self.worst_abs_err,
             worst_rel_err=self.worst_rel_err,
             seed=self.seed,
-            notes=tuple(self.notes),
+            notes=(*self.notes, *self.passing_notes),
         )
 
     # -- raising -----------------------------------------------------------------------------

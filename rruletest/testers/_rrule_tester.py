@@ -5,7 +5,8 @@
 3. ``pullback(ybar)`` returns a tuple ``(fbar, xbar_0, ..., xbar_n-1)`` (``call_pullback``);
 4. each cotangent fits its primal: type, shape, dtype, ``NoTangent()`` where it belongs
    (``check_cotangent_types``);
-5. each matches the numerical vjp (``_reference.check_vjp`` chooses it);
+5. each matches the numerical vjp (``_reference.check_vjp`` chooses it); when ``f`` has an
+   frule too, ``<ybar, frule(xdot)> == <pullback(ybar), xdot>`` (``_cross_check``);
 6. a second call gives the same (``check_repeat``), 7. so does ``Thunk(ybar)``
    (``check_thunked``), 8. ``ZeroTangent()`` gives zeros (``check_zero``);
 9. neither the inputs, the keyword arguments nor ``ybar`` were mutated (after each call).
@@ -41,6 +42,7 @@ from rruletest.testers._checks import (
     compare,
     note_unchecked,
 )
+from rruletest.testers._cross_check import after_rrule, check_transpose_option, partner
 from rruletest.testers._fit import fit_problems
 from rruletest.testers._rand_tangent import rand_tangent
 from rruletest.testers._reference import check_vjp
@@ -72,6 +74,8 @@ def test_rrule(
     vjp_mode: str = "auto",
     rrule_f: Any = rrule,
     rng: Any = None,
+    frule_f: Any = None,
+    check_transpose: bool | None = None,
 ) -> TesterReport:
     """Check the reverse rule of ``f`` at ``args``; raise one ``RuleTestFailure`` listing
     every problem, or return a ``TesterReport`` (the numerical reference used, the arguments
@@ -105,12 +109,20 @@ def test_rrule(
         rng: a ``numpy.random.Generator``, an int seed, or None: the running test's seed under
             the rruletest pytest plugin (``pytest --rruletest-seed=N nodeid`` reproduces it),
             else a fresh seed; the seed is reported.
+        frule_f: the forward rule for the cross-check; default: the frule of where
+            ``rrule_f`` comes from (its RuleSet, its adapter, or the module-level ``frule``).
+        check_transpose: the frule/rrule cross-check ``<ybar, frule(xdot)> ==
+            <pullback(ybar), xdot>``: None runs it when an frule exists, True requires it,
+            False turns it off. It needs no finite differences.
 
     Raises:
         RuleTestFailure: the rule failed a check.
         TypeError, ValueError: the tester was misused (bad option, unfit output_tangent).
     """
     __tracebackhide__ = True
+    check_transpose_option("test_rrule", check_transpose)
+    if frule_f is None and check_transpose is not False:
+        frule_f = partner(rrule_f, "frule")
     if vjp_mode not in _VJP_MODES:
         raise ValueError(
             f"test_rrule: vjp_mode must be one of {_VJP_MODES}, got vjp_mode={vjp_mode!r}"
@@ -134,12 +146,19 @@ def test_rrule(
         check_fd=check_fd,
     )
     guarded(s, run_rrule_checks, rrule_f, output_tangent, check_thunked_output_tangent, check_fd,
-            vjp_mode)  # fmt: skip
+            vjp_mode, frule_f, check_transpose)  # fmt: skip
     return s.report.result(tuple(a.path for a in s.args if not a.numeric))
 
 
 def run_rrule_checks(
-    s: Setup, rrule_f: Any, output_tangent: Any, check_thunked: bool, check_fd: bool, vjp_mode: str
+    s: Setup,
+    rrule_f: Any,
+    output_tangent: Any,
+    check_thunked: bool,
+    check_fd: bool,
+    vjp_mode: str,
+    frule_f: Any = None,
+    transpose: bool | None = False,
 ) -> None:
     """The checks of ``test_rrule`` in order, recording into ``s.report``; raises at the end."""
     __tracebackhide__ = True
@@ -166,6 +185,8 @@ def run_rrule_checks(
         check_vjp(s, out, good, ybar, y_ref, vjp_mode, rrule_f)
     elif not check_fd:
         report.note("numerical check: off (check_fd=False): structural checks only")
+    if y_f is not MISSING and len(good) == n:
+        after_rrule(s, y_ref, ybar, out[1:], frule_f, transpose, check_fd)
 
     rtol, atol = s.tolerances(y_ref)
     # An unmutated ybar is passed again as it is (no copy); a mutated one is copied afresh.

@@ -102,7 +102,7 @@ def test_scalar(
     for point in points:
         for tester, rule_f, run, extra in (
             ("test_frule", frule_f, run_frule_checks, (True,)),
-            ("test_rrule", rrule_f, run_rrule_checks, (None, True, True, "auto")),
+            ("test_rrule", rrule_f, run_rrule_checks, (None, True, True, "auto", frule_f, None)),
         ):
             try:
                 s = setup(tester, f, (point,), rule_f=rule_f, rule_name=f"{tester[5:]}_f",
