@@ -54,6 +54,8 @@ __all__ = [
     "Step",
     "WalkError",
     "children",
+    "fold",
+    "is_registered",
     "is_structure",
     "leaves",
     "map_leaves",
@@ -109,6 +111,8 @@ class Element(Step):
     """An element of an object array: ``[1, 3]``."""
 
     def render(self) -> str:
+        if not self.key:  # the one element of a 0-d object array: no index to write
+            return ""
         return f"[{', '.join(str(int(i)) for i in self.key)}]"
 
 
@@ -196,6 +200,11 @@ def register_structure(
     make = rebuild if rebuild is not None else (lambda _x, values: cls(**values))
     _REGISTRY[cls] = _Registered(names, getter, make)
     declare_fields(cls, names)
+
+
+def is_registered(x: Any) -> bool:
+    """Whether the type of ``x`` (or a base class) was given to ``register_structure``."""
+    return _registered(x) is not None
 
 
 def _registered(x: Any) -> _Registered | None:
@@ -331,7 +340,14 @@ def rebuild(x: Any, values: Sequence[Any]) -> Any:
         return list(values) if type(x) is list else type(x)(values)
     if isinstance(x, Mapping):
         pairs = [(s.key, v) for s, v in zip(steps, values, strict=True)]
-        return dict(pairs) if type(x) is dict else type(x)(pairs)  # type: ignore[call-arg]
+        if type(x) is dict:
+            return dict(pairs)
+        if isinstance(x, dict):  # OrderedDict, defaultdict, ...: a copy keeps the extras
+            copied = copy.copy(x)
+            copied.clear()
+            copied.update(pairs)
+            return copied
+        return type(x)(pairs)  # type: ignore[call-arg]
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
         new = dict(zip((s.key for s in steps), values, strict=True))
         init = {f.name: new[f.name] for f in dataclasses.fields(x) if f.init}
@@ -452,6 +468,53 @@ def map_leaves(
         grandkids = children(child)
         if grandkids is None:
             done.append(fn(child_path, child))
+            continue
+        guard.enter(child, child_path)
+        stack.append((child, child_path, grandkids, []))
+
+
+def fold(
+    x: Any,
+    leaf: Callable[[Path, Any], Any],
+    node: Callable[[Path, Any, list[Step], list[Any]], Any],
+    *,
+    expand: Callable[[Any], list[tuple[Step, Any]] | None] = children,
+    root: str = "x",
+    thunks: bool = True,
+) -> Any:
+    """A bottom-up walk: ``leaf(path, v)`` at every leaf, ``node(path, x, steps, results)`` at
+    every container once its children are done, in the order of ``children``; returns the
+    result at the root. ``expand`` says what a container's children are (``None``: a leaf),
+    so a caller can stop early at values it treats as leaves. Iterative and guarded like
+    ``leaves``; ``map_leaves`` is ``fold`` with ``rebuild`` at the nodes.
+
+    >>> fold({"a": [1.0, 2.0], "b": 3.0}, lambda p, v: v, lambda p, x, s, r: sum(r))
+    6.0
+    """
+    guard = Guard(root)
+    first = unthunk(x) if thunks else x
+    kids = expand(first)
+    if kids is None:
+        return leaf((), first)
+    guard.enter(first, ())
+    # Each frame: the container, its path, its children, the results of those done so far.
+    stack: list[tuple[Any, Path, list[tuple[Step, Any]], list[Any]]] = [(first, (), kids, [])]
+    while True:
+        here, path, todo, done = stack[-1]
+        if len(done) == len(todo):
+            stack.pop()
+            guard.leave(here)
+            value = node(path, here, [s for s, _ in todo], done)
+            if not stack:
+                return value
+            stack[-1][3].append(value)
+            continue
+        step, child = todo[len(done)]
+        child = unthunk(child) if thunks else child
+        child_path = (*path, step)
+        grandkids = expand(child)
+        if grandkids is None:
+            done.append(leaf(child_path, child))
             continue
         guard.enter(child, child_path)
         stack.append((child, child_path, grandkids, []))
