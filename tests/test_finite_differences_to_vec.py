@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from rruletest import walk
 from rruletest.finite_differences import to_vec
 from rruletest.tangents import NoTangent, Tangent, Thunk, ZeroTangent
-from rruletest import walk
 from rruletest.walk import MAX_DEPTH, WalkError, register_structure
 
 Pair = namedtuple("Pair", "a b")
