@@ -26,7 +26,7 @@ a structure deeper than ``MAX_DEPTH`` is a ``WalkError`` naming the path, never 
 >>> list(leaves(loop))
 Traceback (most recent call last):
 ...
-rruletest.walk.WalkError: x[1]: the value contains itself (a cycle)
+rruletest.walk.WalkError: x[1]: the value contains itself (a cycle: it is x again)
 """
 
 from __future__ import annotations
@@ -138,13 +138,16 @@ def _safe_repr(x: Any) -> str:
 
 class WalkError(ValueError):
     """A value the walk cannot follow: it contains itself, or it nests deeper than
-    ``MAX_DEPTH``. ``path`` is where; ``reason`` is ``"cycle"`` or ``"depth"``."""
+    ``MAX_DEPTH``. ``path`` is where; ``reason`` is ``"cycle"`` or ``"depth"``; for a cycle,
+    ``again`` is the path of the container met again (when known)."""
 
-    def __init__(self, root: str, path: Path, reason: str) -> None:
-        self.root, self.path, self.reason = root, path, reason
+    def __init__(self, root: str, path: Path, reason: str, again: Path | None = None) -> None:
+        self.root, self.path, self.reason, self.again = root, path, reason, again
         where = render_path(root, path)
         if reason == "cycle":
             text = f"{where}: the value contains itself (a cycle)"
+            if again is not None:
+                text = f"{where}: the value contains itself (a cycle: it is {render_path(root, again)} again)"
         else:
             text = f"{where}: the value nests deeper than {MAX_DEPTH} levels"
         super().__init__(text)
@@ -380,24 +383,25 @@ class Guard:
     >>> g.enter(x, (Index(0),))
     Traceback (most recent call last):
     ...
-    rruletest.walk.WalkError: args[0][0]: the value contains itself (a cycle)
+    rruletest.walk.WalkError: args[0][0]: the value contains itself (a cycle: it is args[0] again)
     """
 
     __slots__ = ("_active", "root")
 
     def __init__(self, root: str = "x") -> None:
         self.root = root
-        self._active: set[int] = set()
+        self._active: dict[int, Path] = {}
 
     def enter(self, x: Any, path: Path) -> None:
-        if id(x) in self._active:
-            raise WalkError(self.root, path, "cycle")
+        again = self._active.get(id(x))
+        if again is not None:
+            raise WalkError(self.root, path, "cycle", again)
         if len(path) > MAX_DEPTH:
             raise WalkError(self.root, path, "depth")
-        self._active.add(id(x))
+        self._active[id(x)] = path
 
     def leave(self, x: Any) -> None:
-        self._active.discard(id(x))
+        self._active.pop(id(x), None)
 
 
 def leaves(x: Any, *, root: str = "x", thunks: bool = True) -> Iterator[tuple[Path, Any]]:
