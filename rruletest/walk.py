@@ -40,8 +40,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from rruletest.tangents import AbstractZero, Tangent, Thunk, unthunk
-from rruletest.tangents.structured import declare_fields, declared_fields
+# The submodules, not the package: rruletest.tangents.primal (add_to_primal) walks with this module.
+from rruletest.tangents.structured import Tangent, declare_fields, declared_fields
+from rruletest.tangents.zeros import AbstractZero, Thunk, unthunk
 
 __all__ = [
     "MAX_DEPTH",
@@ -145,9 +146,8 @@ class WalkError(ValueError):
         self.root, self.path, self.reason, self.again = root, path, reason, again
         where = render_path(root, path)
         if reason == "cycle":
-            text = f"{where}: the value contains itself (a cycle)"
-            if again is not None:
-                text = f"{where}: the value contains itself (a cycle: it is {render_path(root, again)} again)"
+            seen = "" if again is None else f": it is {render_path(root, again)} again"
+            text = f"{where}: the value contains itself (a cycle{seen})"
         else:
             text = f"{where}: the value nests deeper than {MAX_DEPTH} levels"
         super().__init__(text)
@@ -350,7 +350,7 @@ def rebuild(x: Any, values: Sequence[Any]) -> Any:
             copied.clear()
             copied.update(pairs)
             return copied
-        return type(x)(pairs)  # type: ignore[call-arg]
+        return type(x)(dict(pairs))  # type: ignore[call-arg]
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
         new = dict(zip((s.key for s in steps), values, strict=True))
         init = {f.name: new[f.name] for f in dataclasses.fields(x) if f.init}
