@@ -22,6 +22,7 @@ from rruletest.broadcast import broadcasted
 from rruletest.errors import RuleTestFailure
 from rruletest.rules import RuleSet
 from rruletest.tangents import InplaceableThunk, NoTangent, Tangent, Thunk, ZeroTangent
+from rruletest.walk import MAX_DEPTH
 
 P = namedtuple("P", "x y")
 Q = namedtuple("Q", "x z")
@@ -934,8 +935,34 @@ def test_repr_failure_is_described() -> None:
 
 def test_very_deep_nesting_is_reported_not_raised() -> None:
     found = collect_mismatches(_deep(5000), _deep(5000))
-    assert [m.check for m in found] == ["exception"]
-    assert "nested too deeply" in found[0].message
+    assert [m.check for m in found] == ["structure"]
+    assert found[0].path == "[0]" * (MAX_DEPTH + 1)
+    assert found[0].message.startswith(
+        f"{found[0].path}: the values nest deeper than {MAX_DEPTH} levels "
+        "(rruletest.walk.MAX_DEPTH): not compared below this point\n"
+    )
+
+
+@pytest.mark.parametrize("depth", [300, 900, MAX_DEPTH])
+def test_deep_equal_structures_are_equal(depth: int) -> None:
+    # Regression: two equal structures 300 deep were reported as different (RecursionError).
+    test_approx(_deep(depth), _deep(depth))
+    test_approx(_deep(depth), _deep(depth), path="args[0]", rtol=1e-3)
+
+
+def test_a_difference_deep_down_is_found_at_its_path() -> None:
+    a, e = _deep(400), _deep(400)
+    leaf = e
+    for _ in range(399):
+        leaf = leaf[0]
+    leaf[0] = 3.0
+    [m] = collect_mismatches(a, e, path="y")
+    assert (m.check, m.path) == ("value", "y" + "[0]" * 400)
+
+
+def test_two_thousand_deep_is_a_clear_finding() -> None:
+    with pytest.raises(RuleTestFailure, match=f"nest deeper than {MAX_DEPTH} levels"):
+        test_approx(_deep(2000), _deep(2000))
 
 
 def test_moderate_nesting_compares() -> None:

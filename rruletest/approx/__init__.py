@@ -73,46 +73,64 @@ from rruletest.approx._numeric import shape_mismatch as _shape_mismatch
 from rruletest.approx._structure import StructureMixin, index_tol
 from rruletest.errors import Mismatch, RuleTestFailure
 from rruletest.tangents import NoTangent, Thunk
+from rruletest.walk import MAX_DEPTH, Element, Path, render_path
 
 __all__ = ["InvalidToleranceError", "collect_mismatches", "test_approx"]
 
 _FAILED = object()
-_TOO_DEEP = "the values are nested too deeply to compare (RecursionError)"
+_TOO_DEEP = (
+    f"the values nest deeper than {MAX_DEPTH} levels (rruletest.walk.MAX_DEPTH): not compared "
+    "below this point"
+)
 
 
 class _Walker(StructureMixin):
-    """One comparison: settings, the mismatches found so far, and the pairs being walked."""
+    """One comparison: settings, the mismatches found so far, and the pairs being walked.
 
-    def __init__(self, *, nan_equal: bool, strict_zero_kind: bool) -> None:
+    The walk is a loop over a stack of tasks, not a recursion: comparing a container schedules
+    its children (``walk``) and its own findings (``emit``) in order, and the loop runs them
+    depth first, so mismatches come out in the order of the paths whatever the depth.
+    """
+
+    def __init__(self, root: str, *, nan_equal: bool, strict_zero_kind: bool) -> None:
+        self.root = root
         self.nan_equal = nan_equal
         self.strict = strict_zero_kind
         self.found: list[Mismatch] = []
         self.active: set[tuple[int, int]] = set()
+        self._pending: list[tuple[Any, ...]] = []
 
     # -- reporting ---------------------------------------------------------------------------
+    def where(self, path: Path) -> str:
+        return render_path(self.root, path)
+
+    def emit(self, mismatch: Mismatch) -> None:
+        self._pending.append(("emit", mismatch))
+
     def report(
         self,
         check: str,
-        path: str,
+        path: Path,
         summary: str,
         actual: Any,
         expected: Any,
         hints: list[str] | tuple[str, ...] = (),
         **extra: Any,
     ) -> None:
-        self.found.append(
+        where = self.where(path)
+        self.emit(
             Mismatch(
                 check=check,
-                path=path,
+                path=where,
                 actual=actual,
                 expected=expected,
-                message=r.block(path, summary, actual, expected, (), hints),
+                message=r.block(where, summary, actual, expected, (), hints),
                 hint="\n".join(hints) or None,
                 extra=extra,
             )
         )
 
-    def guarded(self, path: str, what: str, fn: Callable[[], Any], a: Any, e: Any) -> Any:
+    def guarded(self, path: Path, what: str, fn: Callable[[], Any], a: Any, e: Any) -> Any:
         """``fn()``, or ``_FAILED`` after reporting the exception it raised."""
         try:
             return fn()
@@ -131,15 +149,33 @@ class _Walker(StructureMixin):
 
     def matches(self, a: Any, e: Any, rtol: Any, atol: Any) -> bool:
         """Whether ``a`` and ``e`` compare equal (a separate walk, nothing reported here)."""
-        sub = _Walker(nan_equal=self.nan_equal, strict_zero_kind=self.strict)
+        sub = _Walker("", nan_equal=self.nan_equal, strict_zero_kind=self.strict)
         try:
-            sub.walk(a, e, "", rtol, atol)
+            sub.run(a, e, rtol, atol)
         except InvalidToleranceError:
             return False
         return not sub.found
 
     # -- the walk ----------------------------------------------------------------------------
-    def walk(self, a: Any, e: Any, path: str, rtol: Any, atol: Any) -> None:
+    def walk(self, a: Any, e: Any, path: Path, rtol: Any, atol: Any) -> None:
+        """Schedule the comparison of ``a`` with ``e`` at ``path``."""
+        self._pending.append(("walk", a, e, path, rtol, atol))
+
+    def run(self, a: Any, e: Any, rtol: Any, atol: Any) -> None:
+        """Compare ``a`` with ``e`` from the root, collecting every mismatch in ``found``."""
+        stack: list[tuple[Any, ...]] = [("walk", a, e, (), rtol, atol)]
+        while stack:
+            task = stack.pop()
+            if task[0] == "emit":
+                self.found.append(task[1])
+            elif task[0] == "leave":
+                self.active.discard(task[1])
+            else:
+                self._pending = []
+                self._visit(*task[1:])
+                stack.extend(reversed(self._pending))
+
+    def _visit(self, a: Any, e: Any, path: Path, rtol: Any, atol: Any) -> None:
         if isinstance(a, Thunk):
             a = self.guarded(path, "unthunking the actual value", a.unthunk, a, e)
         if isinstance(e, Thunk):
@@ -149,13 +185,14 @@ class _Walker(StructureMixin):
         pair = (id(a), id(e))
         if pair in self.active:  # a structure that contains itself: already being compared
             return
+        if len(path) > MAX_DEPTH:
+            self.report("structure", path, _TOO_DEEP, a, e)
+            return
         self.active.add(pair)
         try:
             self._dispatch(a, e, path, rtol, atol)
         except InvalidToleranceError:
             raise
-        except RecursionError as exc:
-            self.report("exception", path, _TOO_DEEP, a, e, exception=exc)
         except Exception as exc:  # never leak: an odd value becomes a reported problem
             self.report(
                 "exception",
@@ -165,10 +202,9 @@ class _Walker(StructureMixin):
                 e,
                 exception=exc,
             )
-        finally:
-            self.active.discard(pair)
+        self._pending.append(("leave", pair))
 
-    def _dispatch(self, a: Any, e: Any, path: str, rtol: Any, atol: Any) -> None:
+    def _dispatch(self, a: Any, e: Any, path: Path, rtol: Any, atol: Any) -> None:
         ka, ke = kind(a), kind(e)
         if ka == "zero" or ke == "zero":
             self.zero(a, e, ka, ke, path, rtol, atol)
@@ -188,6 +224,8 @@ class _Walker(StructureMixin):
             self.mappings(a, e, path, rtol, atol)
         elif ka == ke == "dataclass":
             self.dataclasses(a, e, path, rtol, atol)
+        elif ka == ke == "registered":
+            self.registered(a, e, path, rtol, atol)
         elif ka == ke == "none":
             return
         elif ka == ke and ka in ("str", "other"):
@@ -207,7 +245,7 @@ class _Walker(StructureMixin):
         self,
         a: np.ndarray,
         e: np.ndarray,
-        path: str,
+        path: Path,
         rtol: Any,
         atol: Any,
         a_shown: Any,
@@ -215,22 +253,21 @@ class _Walker(StructureMixin):
         *,
         zero: bool = False,
     ) -> None:
-        self.found.extend(
-            compare_numeric(
-                path,
-                a,
-                e,
-                a_shown=a_shown,
-                e_shown=e_shown,
-                rtol=rtol,
-                atol=atol,
-                nan_equal=self.nan_equal,
-                check_dtype=not zero,
-                value_hints=not zero,
-            )
-        )
+        for mismatch in compare_numeric(
+            self.where(path),
+            a,
+            e,
+            a_shown=a_shown,
+            e_shown=e_shown,
+            rtol=rtol,
+            atol=atol,
+            nan_equal=self.nan_equal,
+            check_dtype=not zero,
+            value_hints=not zero,
+        ):
+            self.emit(mismatch)
 
-    def equality(self, a: Any, e: Any, path: str) -> None:
+    def equality(self, a: Any, e: Any, path: Path) -> None:
         try:
             result = a == e
             equal = bool(np.all(result)) if isinstance(result, np.ndarray) else bool(result)
@@ -251,7 +288,7 @@ class _Walker(StructureMixin):
         else:
             self.report("value", path, "values differ (compared with ==)", a, e)
 
-    def zero(self, a: Any, e: Any, ka: str, ke: str, path: str, rtol: Any, atol: Any) -> None:
+    def zero(self, a: Any, e: Any, ka: str, ke: str, path: Path, rtol: Any, atol: Any) -> None:
         if ka == ke == "zero":
             if self.strict and type(a) is not type(e):
                 self.report(
@@ -273,10 +310,10 @@ class _Walker(StructureMixin):
             zeros = np.zeros(flat.shape)
             na, ne = (zeros, flat) if zero_is_actual else (flat, zeros)
             self.numeric(na, ne, path, rtol, atol, a, e, zero=True)
-        elif kother in ("tangent", "objarray", "tuple", "list", "namedtuple", "dict", "dataclass"):
-            for step, child, sub_r, sub_a in self.children(other, rtol, atol):
+        elif kother in _CONTAINER_KINDS:
+            for step, child, sub_r, sub_a in self.zero_children(other, rtol, atol):
                 ca, ce = (z, child) if zero_is_actual else (child, z)
-                self.walk(ca, ce, path + step, sub_r, sub_a)
+                self.walk(ca, ce, (*path, step), sub_r, sub_a)
         elif kother == "other":
             self.report(
                 "type",
@@ -296,10 +333,11 @@ class _Walker(StructureMixin):
                 type_hints(a, e, ka, ke),
             )
 
-    def object_arrays(self, a: Any, e: Any, path: str, rtol: Any, atol: Any) -> None:
+    def object_arrays(self, a: Any, e: Any, path: Path, rtol: Any, atol: Any) -> None:
         shape_a, shape_e = np.shape(a), np.shape(e)
         if shape_a != shape_e:
-            self.found.append(_shape_mismatch(path, np.empty(shape_a), np.empty(shape_e), a, e))
+            where = self.where(path)
+            self.emit(_shape_mismatch(where, np.empty(shape_a), np.empty(shape_e), a, e))
             return
         na, ne = object_as_numeric(a, self.strict), object_as_numeric(e, self.strict)
         if na is not None and ne is not None:
@@ -313,10 +351,22 @@ class _Walker(StructureMixin):
             self.walk(
                 oa[idx],
                 oe[idx],
-                path + r.index_text(idx),
+                (*path, Element(idx)),
                 index_tol(rtol, idx, oa.shape),
                 index_tol(atol, idx, oa.shape),
             )
+
+
+_CONTAINER_KINDS = (
+    "tangent",
+    "objarray",
+    "tuple",
+    "list",
+    "namedtuple",
+    "dict",
+    "dataclass",
+    "registered",
+)
 
 
 def collect_mismatches(
@@ -360,11 +410,8 @@ def collect_mismatches(
     for name, tol in (("rtol", rtol), ("atol", atol)):
         if isinstance(tol, float | int | np.number | np.ndarray | str | bytes):
             leaf_tolerance(name, tol, np.shape(tol), path)
-    walker = _Walker(nan_equal=nan_equal, strict_zero_kind=strict_zero_kind)
-    try:
-        walker.walk(actual, expected, path, rtol, atol)
-    except RecursionError:  # pragma: no cover - every level catches its own
-        walker.report("exception", path, _TOO_DEEP, actual, expected)
+    walker = _Walker(path, nan_equal=nan_equal, strict_zero_kind=strict_zero_kind)
+    walker.run(actual, expected, rtol, atol)
     return walker.found
 
 
