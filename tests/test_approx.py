@@ -111,7 +111,9 @@ EQUAL = [
         {},
         id="nan-inf-same-place",
     ),
-    pytest.param(complex(np.nan, 0), complex(0, np.nan), {}, id="complex-nan"),
+    pytest.param(complex(np.nan, 1), complex(np.nan, 1), {}, id="complex-nan"),
+    pytest.param(complex(1 + 1e-12, np.nan), complex(1, np.nan), {}, id="complex-nan-close"),
+    pytest.param(complex(np.inf, 2), complex(np.inf, 2 + 1e-12), {}, id="complex-inf-close"),
     pytest.param(np.zeros((0, 3)), np.zeros((0, 3)), {}, id="empty-arrays"),
     pytest.param(Fraction(1, 2), 0.5, {}, id="fraction-number"),
     pytest.param(np.array([True, False]), np.array([1.0, 0.0]), {}, id="bool-array"),
@@ -213,6 +215,19 @@ DIFFERENT = [
     pytest.param(1 + 1j, 1.0, {}, [("dtype", ""), ("value", "")], id="complex-differs"),
     pytest.param(np.array([np.nan]), np.array([1.0]), {}, [("value", "")], id="nan-actual"),
     pytest.param(np.nan, np.nan, {"nan_equal": False}, [("value", "")], id="nan-not-equal"),
+    # Regression: complex(1, nan) passed against complex(5, nan). NaN equals NaN per part.
+    pytest.param(complex(1, np.nan), complex(5, np.nan), {}, [("value", "")], id="complex-nan"),
+    pytest.param(
+        complex(np.nan, 0), complex(0, np.nan), {}, [("value", "")], id="complex-nan-elsewhere"
+    ),
+    # Regression: a complex infinity in a list raised a TypeError inside the comparison.
+    pytest.param(
+        [complex(np.inf, 0)],
+        [np.complex64(complex(np.inf, 1))],
+        {},
+        [("value", "[0]")],
+        id="complex-inf-in-list",
+    ),
     pytest.param(np.inf, -np.inf, {}, [("value", "")], id="inf-signs"),
     pytest.param(np.inf, 1e308, {}, [("value", "")], id="inf-finite"),
     pytest.param(

@@ -304,6 +304,8 @@ class _Walker(StructureMixin):
         if kother == "numeric":
             arr = numeric_of(other)
             zeros = np.zeros(arr.shape)
+            if isinstance(arr, np.ma.MaskedArray):  # a zero has the other side's mask
+                zeros = np.ma.MaskedArray(zeros, mask=np.ma.getmaskarray(arr))
             na, ne = (zeros, arr) if zero_is_actual else (arr, zeros)
             self.numeric(na, ne, path, rtol, atol, a, e, zero=True)
         elif kother == "objarray" and (flat := object_as_numeric(other, self.strict)) is not None:

@@ -23,9 +23,16 @@ from typing import Any
 
 import numpy as np
 
-from rruletest.approx._render import block, diff, index_text, num
+from rruletest.approx._render import block, diff, num
 from rruletest.errors import Mismatch
 from rruletest.tolerances import loosest
+from rruletest.walk import Element
+
+
+def index_text(index: tuple[int, ...]) -> str:
+    """Where an element is in its array (``[1, 3]``), written as a walk step writes it."""
+    return Element(index).render()
+
 
 __all__ = [
     "InvalidToleranceError",
@@ -199,6 +206,8 @@ def compare_numeric(
     if a.shape != e.shape:
         return [shape_mismatch(path, a, e, a_shown, e_shown)]
     found: list[Mismatch] = []
+    if isinstance(a, np.ma.MaskedArray) or isinstance(e, np.ma.MaskedArray):
+        a, e = _unmasked(path, a, e, a_shown, e_shown, found)
     if check_dtype:
         dtype_problem = _dtype_mismatch(path, a, e, a_shown, e_shown)
         if dtype_problem is not None:
@@ -225,10 +234,16 @@ def compare_numeric(
         # From here on only the elements out of tolerance (or NaN, or infinite) matter.
         cand = np.flatnonzero(~good)
         a_c, e_c = np.take(af, cand), np.take(ef, cand)
-        nan_a, nan_e = np.isnan(a_c), np.isnan(e_c)
-        same = (a_c == e_c) & ~np.isfinite(e_c)
-        if nan_equal:
-            same |= nan_a & nan_e
+        if work.kind == "c":  # part by part: complex(1, nan) is not complex(5, nan)
+            r_c = np.take(np.broadcast_to(rtol, af.shape), cand)
+            t_c = np.take(np.broadcast_to(atol, af.shape), cand)
+            same = ~(np.isfinite(a_c) & np.isfinite(e_c))
+            for part_a, part_e in ((a_c.real, e_c.real), (a_c.imag, e_c.imag)):
+                same &= _parts_match(part_a, part_e, r_c, t_c, nan_equal)
+        else:
+            same = (a_c == e_c) & ~np.isfinite(e_c)
+            if nan_equal:
+                same |= np.isnan(a_c) & np.isnan(e_c)
         bad = ~same
         if not bad.any():
             return found
@@ -244,9 +259,60 @@ def compare_numeric(
                 a_shown,
                 e_shown,
                 _hints(af, ef, allowed, cand[bad]) if value_hints else [],
+                nan_equal=nan_equal,
             )
         )
     return found
+
+
+def _parts_match(
+    a: np.ndarray, e: np.ndarray, rtol: np.ndarray, atol: np.ndarray, nan_equal: bool
+) -> np.ndarray:
+    """Whether real parts (or imaginary parts) of complex elements match, NaN only with NaN."""
+    close = np.isfinite(a) & np.isfinite(e) & (np.abs(a - e) <= atol + rtol * np.abs(e))
+    same: np.ndarray = close | (a == e)  # equal infinities too
+    if nan_equal:
+        same |= np.isnan(a) & np.isnan(e)
+    return same
+
+
+def _unmasked(
+    path: str, a: np.ndarray, e: np.ndarray, a_shown: Any, e_shown: Any, found: list[Mismatch]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Masked arrays: report where the masks differ, and leave masked elements uncompared.
+
+    A plain array is masked nowhere. Elements masked on either side are set to 0 on both, so
+    they never take part in the comparison of values.
+    """
+    mask_a, mask_e = np.ma.getmaskarray(a), np.ma.getmaskarray(e)
+    differ = mask_a != mask_e
+    if differ.any():
+        n = int(np.count_nonzero(differ))
+        only_a = int(np.count_nonzero(mask_a & ~mask_e))
+        first = _at(int(np.argmax(differ)), a.shape)
+        at = f", first at {index_text(first)}" if first else ""
+        summary = (
+            f"masks differ: {n} element{'s' * (n != 1)} masked on one side only "
+            f"({only_a} in actual, {n - only_a} in expected){at}"
+        )
+        hint = "masked elements are not compared; an element masked on one side only is a mismatch"
+        found.append(
+            Mismatch(
+                check="structure",
+                path=path,
+                actual=a_shown,
+                expected=e_shown,
+                message=block(path, summary, a_shown, e_shown, (), [hint]),
+                hint=hint,
+                index=first or None,
+                count=n,
+                size=int(a.size),
+                extra={"actual_mask": mask_a, "expected_mask": mask_e},
+            )
+        )
+    masked = mask_a | mask_e
+    da, de = np.asarray(np.ma.getdata(a)), np.asarray(np.ma.getdata(e))
+    return np.where(masked, 0, da).astype(da.dtype), np.where(masked, 0, de).astype(de.dtype)
 
 
 def _hints(af: np.ndarray, ef: np.ndarray, allowed: np.ndarray, idx: np.ndarray) -> list[str]:
@@ -271,6 +337,8 @@ def _value_mismatch(
     a_shown: Any,
     e_shown: Any,
     hints: list[str],
+    *,
+    nan_equal: bool = True,
 ) -> Mismatch:
     """The block for the failing elements ``idx`` (flat indices), valued ``a_b`` and ``e_b``."""
     scalar = len(shape) == 0
@@ -298,10 +366,19 @@ def _value_mismatch(
             rworst = _at(int(idx[kr]), shape)
             details.append(f"max rel diff {diff(rel_err)} at {index_text(rworst)}")
     nan_a, nan_e = np.isnan(a_b), np.isnan(e_b)
+    both = "NaN in both (nan_equal=False)"
+    if a_b.dtype.kind == "c" and nan_equal:
+        same_parts = np.all(np.isnan(a_b.real) == np.isnan(e_b.real))
+        both = (
+            "NaN in the same part of both, the other part differs"
+            if same_parts
+            else "NaN in both, in different parts (NaN equals NaN only in the same part)"
+        )
     for label, mask in (
         ("NaN in actual only", nan_a & ~nan_e),
         ("NaN in expected only", nan_e & ~nan_a),
-        ("NaN in both (nan_equal=False)", nan_a & nan_e),
+        (both, nan_a & nan_e),
+        ("infinite values differ", ~numeric & ~nan_a & ~nan_e),
     ):
         n = int(np.count_nonzero(mask))
         if n:
@@ -310,6 +387,8 @@ def _value_mismatch(
             details.append(label + where)
             if not worst and not scalar:
                 worst = first
+    if not worst and not scalar:  # pragma: no cover - every failing element has a label above
+        worst = _at(int(idx[0]), shape)
     rtol_at = float(np.broadcast_to(rtol, shape)[worst])
     atol_at = float(np.broadcast_to(atol, shape)[worst])
     per_element = isinstance(rtol, np.ndarray) or isinstance(atol, np.ndarray)
