@@ -11,18 +11,20 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections import OrderedDict, namedtuple
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import pytest
 
+from rruletest import walk
 from rruletest.approx import InvalidToleranceError, collect_mismatches, test_approx
 from rruletest.broadcast import broadcasted
 from rruletest.errors import RuleTestFailure
 from rruletest.rules import RuleSet
 from rruletest.tangents import InplaceableThunk, NoTangent, Tangent, Thunk, ZeroTangent
-from rruletest.walk import MAX_DEPTH
+from rruletest.walk import MAX_DEPTH, register_structure
 
 P = namedtuple("P", "x y")
 Q = namedtuple("Q", "x z")
@@ -1088,3 +1090,79 @@ def test_large_arrays_compare_in_one_block() -> None:
     y[123_456] += 1e-3
     (m,) = collect_mismatches(y, x)
     assert (m.index, m.count, m.size) == ((123_456,), 1, 200_000)
+
+
+# ------------------------------------------------------------------------------------------
+# Masked arrays, Decimal, registered types
+# ------------------------------------------------------------------------------------------
+
+
+def test_masked_elements_are_not_compared() -> None:
+    a = np.ma.array([1.0, 2.0, 3.0], mask=[False, True, False])
+    e = np.ma.array([1.0, 99.0, 3.0], mask=[False, True, False])
+    test_approx(a, e)
+    test_approx(ZeroTangent(), np.ma.array([0.0, 5.0], mask=[False, True]))
+
+
+def test_masks_must_agree() -> None:
+    a = np.ma.array([1.0, 2.0, 3.0], mask=[False, True, False])
+    [m] = collect_mismatches(a, np.array([1.0, 2.0, 3.0]), path="y")
+    assert (m.check, m.path, m.index, m.count) == ("structure", "y", (1,), 1)
+    assert m.message.splitlines()[0] == (
+        "y: masks differ: 1 element masked on one side only (1 in actual, 0 in expected), "
+        "first at [1]"
+    )
+    # The unmasked elements are still compared, the masked one never.
+    found = collect_mismatches(a, np.ma.array([1.0, 7.0, 4.0], mask=[False, False, False]))
+    assert [(m.check, m.index) for m in found] == [("structure", (1,)), ("value", (2,))]
+    assert "1 of 3 elements differ" in found[1].message
+
+
+def test_decimal_is_a_real_number() -> None:
+    # Regression: Decimal('0.5') was taken for a complex number (a dtype mismatch).
+    test_approx(Decimal("0.5"), 0.5)
+    assert checks(Decimal("0.5"), 0.75) == [("value", "")]
+
+
+class Diagonal:
+    def __init__(self, diag: Any) -> None:
+        self.diag = diag
+
+    def __repr__(self) -> str:
+        return f"Diagonal({self.diag!r})"
+
+
+@pytest.fixture
+def registry() -> Any:
+    """Restores the registry of user types after the test (a registration is global)."""
+    saved = dict(walk._REGISTRY)
+    yield
+    walk._REGISTRY.clear()
+    walk._REGISTRY.update(saved)
+
+
+@pytest.mark.usefixtures("registry")
+def test_registered_types_compare_field_by_field() -> None:
+    register_structure(Diagonal, ["diag"])
+    test_approx(Diagonal(np.ones(2)), Diagonal(np.ones(2) + 1e-12))
+    assert checks(Diagonal(np.ones(2)), Diagonal(np.array([1.0, 2.0]))) == [("value", ".diag")]
+    test_approx(Tangent(Diagonal, diag=np.ones(2)), Diagonal(np.ones(2)))
+    assert checks([Tangent(Diagonal, diag=np.ones(2))], [Diagonal(np.zeros(2))]) == [
+        ("value", "[0].diag")
+    ]
+    test_approx(ZeroTangent(), Diagonal(np.zeros(2)))
+    assert checks(Diagonal(1.0), 1.0) == [("type", "")]
+
+
+@pytest.mark.usefixtures("registry")
+def test_registered_scipy_sparse_matrices_compare_their_values() -> None:
+    sparse = pytest.importorskip("scipy.sparse")
+    register_structure(
+        sparse.csr_matrix,
+        ["data"],
+        lambda x, v: sparse.csr_matrix((v["data"], x.indices, x.indptr), shape=x.shape),
+    )
+    x = sparse.csr_matrix(np.array([[0.0, 1.0], [2.0, 0.0]]))
+    test_approx(x, x * (1 + 1e-12))
+    [m] = collect_mismatches(x, x * 2, path="xbar")
+    assert (m.check, m.path, m.index) == ("value", "xbar.data", (1,))

@@ -24,15 +24,10 @@ from typing import Any
 import numpy as np
 
 from rruletest.approx._render import block, diff, num
+from rruletest.approx._special import at as _at
+from rruletest.approx._special import index_text, parts_match, unmasked
 from rruletest.errors import Mismatch
 from rruletest.tolerances import loosest
-from rruletest.walk import Element
-
-
-def index_text(index: tuple[int, ...]) -> str:
-    """Where an element is in its array (``[1, 3]``), written as a walk step writes it."""
-    return Element(index).render()
-
 
 __all__ = [
     "InvalidToleranceError",
@@ -207,7 +202,7 @@ def compare_numeric(
         return [shape_mismatch(path, a, e, a_shown, e_shown)]
     found: list[Mismatch] = []
     if isinstance(a, np.ma.MaskedArray) or isinstance(e, np.ma.MaskedArray):
-        a, e = _unmasked(path, a, e, a_shown, e_shown, found)
+        a, e = unmasked(path, a, e, a_shown, e_shown, found)
     if check_dtype:
         dtype_problem = _dtype_mismatch(path, a, e, a_shown, e_shown)
         if dtype_problem is not None:
@@ -239,7 +234,7 @@ def compare_numeric(
             t_c = np.take(np.broadcast_to(atol, af.shape), cand)
             same = ~(np.isfinite(a_c) & np.isfinite(e_c))
             for part_a, part_e in ((a_c.real, e_c.real), (a_c.imag, e_c.imag)):
-                same &= _parts_match(part_a, part_e, r_c, t_c, nan_equal)
+                same &= parts_match(part_a, part_e, r_c, t_c, nan_equal)
         else:
             same = (a_c == e_c) & ~np.isfinite(e_c)
             if nan_equal:
@@ -265,65 +260,11 @@ def compare_numeric(
     return found
 
 
-def _parts_match(
-    a: np.ndarray, e: np.ndarray, rtol: np.ndarray, atol: np.ndarray, nan_equal: bool
-) -> np.ndarray:
-    """Whether real parts (or imaginary parts) of complex elements match, NaN only with NaN."""
-    close = np.isfinite(a) & np.isfinite(e) & (np.abs(a - e) <= atol + rtol * np.abs(e))
-    same: np.ndarray = close | (a == e)  # equal infinities too
-    if nan_equal:
-        same |= np.isnan(a) & np.isnan(e)
-    return same
-
-
-def _unmasked(
-    path: str, a: np.ndarray, e: np.ndarray, a_shown: Any, e_shown: Any, found: list[Mismatch]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Masked arrays: report where the masks differ, and leave masked elements uncompared.
-
-    A plain array is masked nowhere. Elements masked on either side are set to 0 on both, so
-    they never take part in the comparison of values.
-    """
-    mask_a, mask_e = np.ma.getmaskarray(a), np.ma.getmaskarray(e)
-    differ = mask_a != mask_e
-    if differ.any():
-        n = int(np.count_nonzero(differ))
-        only_a = int(np.count_nonzero(mask_a & ~mask_e))
-        first = _at(int(np.argmax(differ)), a.shape)
-        at = f", first at {index_text(first)}" if first else ""
-        summary = (
-            f"masks differ: {n} element{'s' * (n != 1)} masked on one side only "
-            f"({only_a} in actual, {n - only_a} in expected){at}"
-        )
-        hint = "masked elements are not compared; an element masked on one side only is a mismatch"
-        found.append(
-            Mismatch(
-                check="structure",
-                path=path,
-                actual=a_shown,
-                expected=e_shown,
-                message=block(path, summary, a_shown, e_shown, (), [hint]),
-                hint=hint,
-                index=first or None,
-                count=n,
-                size=int(a.size),
-                extra={"actual_mask": mask_a, "expected_mask": mask_e},
-            )
-        )
-    masked = mask_a | mask_e
-    da, de = np.asarray(np.ma.getdata(a)), np.asarray(np.ma.getdata(e))
-    return np.where(masked, 0, da).astype(da.dtype), np.where(masked, 0, de).astype(de.dtype)
-
-
 def _hints(af: np.ndarray, ef: np.ndarray, allowed: np.ndarray, idx: np.ndarray) -> list[str]:
     """``_value_hints``, tried on the failing elements first (each hint holds for all or none)."""
     if not _value_hints(np.take(af, idx), np.take(ef, idx), np.take(allowed, idx)):
         return []
     return _value_hints(af, ef, allowed)
-
-
-def _at(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(int(i) for i in np.unravel_index(flat, shape))
 
 
 def _value_mismatch(
