@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from rruletest.tangents import AbstractZero, NoTangent, Tangent, Thunk
+from rruletest.walk import children, is_registered
 
 __all__ = ["Arg", "WithTangent", "classify_args", "describe", "has_coordinates", "with_tangent"]
 
@@ -92,6 +93,8 @@ def has_coordinates(x: Any, _seen: set[int] | None = None) -> bool:
 
 
 def _children(x: Any) -> list[Any]:
+    if is_registered(x):  # a type given to rruletest.walk.register_structure
+        return [v for _, v in children(x) or ()]
     if isinstance(x, np.ndarray):
         return list(x.flat)
     if isinstance(x, Tangent):
