@@ -211,7 +211,8 @@ def test_a_cycle_is_a_clear_error_naming_the_path():
     # Regression: to_vec of a self-containing list raised RecursionError.
     opts: list[Any] = [0.5]
     opts.append(opts)
-    with pytest.raises(WalkError, match=r"^args\[1\]: the value contains itself \(a cycle: it is args again\)$"):
+    message = r"^args\[1\]: the value contains itself \(a cycle: it is args again\)$"
+    with pytest.raises(WalkError, match=message):
         to_vec(opts, path="args")
 
 
