@@ -59,9 +59,18 @@ class _Walker(StructureMixin):
         self.found: list[Mismatch] = []
         self.active: set[tuple[int, int]] = set()
         self._pending: list[tuple[Any, ...]] = []
+        self._here: tuple[Path, str] = ((), root)  # the node being compared, and its text
+        self._scheduled = False  # whether that node scheduled children
 
     # -- reporting ---------------------------------------------------------------------------
     def where(self, path: Path) -> str:
+        """The text of ``path``: built from the current node's text when one step below it
+        (the common case, so a deep walk does not render its long paths over and over)."""
+        here, text = self._here
+        if path is here:
+            return text
+        if len(path) == len(here) + 1 and (not here or path[-2] is here[-1]):
+            return text + path[-1].render()
         return render_path(self.root, path)
 
     def emit(self, mismatch: Mismatch) -> None:
@@ -119,11 +128,12 @@ class _Walker(StructureMixin):
     # -- the walk ----------------------------------------------------------------------------
     def walk(self, a: Any, e: Any, path: Path, rtol: Any, atol: Any) -> None:
         """Schedule the comparison of ``a`` with ``e`` at ``path``."""
-        self._pending.append(("walk", a, e, path, rtol, atol))
+        self._pending.append(("walk", a, e, path, rtol, atol, self.where(path)))
+        self._scheduled = True
 
     def run(self, a: Any, e: Any, rtol: Any, atol: Any) -> None:
         """Compare ``a`` with ``e`` from the root, collecting every mismatch in ``found``."""
-        stack: list[tuple[Any, ...]] = [("walk", a, e, (), rtol, atol)]
+        stack: list[tuple[Any, ...]] = [("walk", a, e, (), rtol, atol, self.root)]
         while stack:
             task = stack.pop()
             if task[0] == "emit":
@@ -132,8 +142,11 @@ class _Walker(StructureMixin):
                 self.active.discard(task[1])
             else:
                 self._pending = []
-                self._visit(*task[1:])
-                stack.extend(reversed(self._pending))
+                self._scheduled = False
+                self._here = (task[3], task[6])
+                self._visit(*task[1:6])
+                if self._pending:
+                    stack.extend(reversed(self._pending))
 
     def _visit(self, a: Any, e: Any, path: Path, rtol: Any, atol: Any) -> None:
         if isinstance(a, Thunk):
@@ -162,7 +175,10 @@ class _Walker(StructureMixin):
                 e,
                 exception=exc,
             )
-        self._pending.append(("leave", pair))
+        if self._scheduled:
+            self._pending.append(("leave", pair))  # once its children are compared
+        else:
+            self.active.discard(pair)
 
     def _dispatch(self, a: Any, e: Any, path: Path, rtol: Any, atol: Any) -> None:
         ka, ke = kind(a), kind(e)
