@@ -31,26 +31,8 @@ rruletest.walk.WalkError: x[1]: the value contains itself (a cycle: it is x agai
 ``fold`` is the general bottom-up walk the others are made of (``to_vec`` builds its plan with
 it, ``rand_tangent`` draws with it, ``add_to_primal`` folds a primal and its tangent together).
 
-Your own types: ``register_structure``
---------------------------------------
-
-A class rruletest does not know (it is not a tuple, list, namedtuple, dict or dataclass) is
-opaque to finite differences and has no random tangent. Register it once, naming its
-differentiable fields and, when ``cls(**fields)`` is not how it is built, how to rebuild an
-instance from new field values; then every part of rruletest follows it:
-
-- ``to_vec`` gives its fields coordinates and rebuilds it (``from_vec(v)`` is a new instance;
-  a tangent is ``Tangent(cls, field=...)``), so ``jvp``, ``vjp`` and the testers' finite
-  differences perturb it;
-- ``rand_tangent`` draws ``Tangent(cls, field=...)`` for it, so the testers can use it as an
-  argument without ``with_tangent``;
-- ``test_approx`` compares two instances field by field (and an instance with a ``Tangent``
-  of its type); ``primal + tangent`` (``add_to_primal``) rebuilds it with your function;
-- paths in reports name its fields (``args[0].diag``).
-
-Fields not named (a sparsity pattern, a shape, a name) are kept as they are: the rebuild
-function receives the old instance and can take them from it. Registration is global and
-covers subclasses; register before the values are used.
+A user type is taught to every walk at once with ``register_structure`` (see the API page and
+the tangents guide):
 
 >>> class Diag:
 ...     def __init__(self, d):

@@ -1166,3 +1166,16 @@ def test_registered_scipy_sparse_matrices_compare_their_values() -> None:
     test_approx(x, x * (1 + 1e-12))
     [m] = collect_mismatches(x, x * 2, path="xbar")
     assert (m.check, m.path, m.index) == ("value", "xbar.data", (1,))
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix
+def test_matrices_and_number_subclasses_compare_by_value() -> None:
+    class MyFloat(float):
+        pass
+
+    m = np.asmatrix([[1.0, 2.0]])
+    test_approx(m, m.copy())
+    test_approx(MyFloat(1.5), 1.5)
+    [found] = collect_mismatches(m, m * 2)
+    assert (found.check, found.index) == ("value", (0, 1))  # the largest difference
+    assert "2 of 2 elements differ" in found.message

@@ -203,6 +203,7 @@ def compare_numeric(
     found: list[Mismatch] = []
     if isinstance(a, np.ma.MaskedArray) or isinstance(e, np.ma.MaskedArray):
         a, e = unmasked(path, a, e, a_shown, e_shown, found)
+    a, e = np.asarray(a), np.asarray(e)  # np.matrix and other subclasses: their values
     if check_dtype:
         dtype_problem = _dtype_mismatch(path, a, e, a_shown, e_shown)
         if dtype_problem is not None:
