@@ -302,6 +302,8 @@ def test_subclasses_keep_their_type():
     assert yma.mask is not ma.mask  # a copy: the rebuilt value is new
     assert (type(yf), yf) == (MyFloat, 3.0)
     assert type(back.error(np.abs(v))[0]) is np.ndarray  # errors are plain float64
+    tm, tma, tf = back.tangent(v)  # tangents are plain arrays, as rand_tangent draws them
+    assert (type(tm), type(tma), type(tf)) == (np.ndarray, np.ndarray, float)
 
 
 def test_a_number_subclass_that_cannot_be_rebuilt_is_refused():
@@ -356,3 +358,24 @@ def test_a_registered_scipy_sparse_matrix_keeps_its_pattern():
     y = back(v * 10)
     assert isinstance(y, sparse.csr_matrix)
     assert y.toarray().tolist() == [[0.0, 10.0], [20.0, 0.0]]
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix
+def test_the_testers_call_the_function_with_the_type_it_was_given():
+    from rruletest import RuleSet, test_rrule, unthunk
+
+    rules = RuleSet()
+    seen: list[type] = []
+
+    def f(x):
+        seen.append(type(x))
+        return np.sin(np.asarray(x))
+
+    @rules.register_rrule(f)
+    def f_rrule(x):
+        return f(x), lambda ybar: (NoTangent(), unthunk(ybar) * np.cos(np.asarray(x)))
+
+    for x in (np.asmatrix([[0.1, 0.2]]), np.ma.array([0.1, 0.2], mask=[False, True]), MyFloat(0.3)):
+        seen.clear()
+        test_rrule(f, x, rrule_f=rules.rrule, rng=0)
+        assert set(seen) == {type(x)}

@@ -20,10 +20,11 @@ array([1., 2., 3., 1., 2.])
 >>> back.tangent(v)
 (1.0, {'a': array([2., 3.], dtype=float32), 'n': NoTangent()}, (1+2j))
 
-Values come back with their own type: a float subclass, ``np.matrix`` and other array subclasses
-stay what they were, a masked array keeps its mask (its masked elements have coordinates too;
-they are perturbed like the others), and a complex leaf with an infinite or NaN part rebuilds
-exactly:
+Primals come back with their own type, so finite differences call a function with what it was
+given: a float subclass, ``np.matrix`` and other array subclasses stay what they were, a masked
+array keeps its mask (its masked elements have coordinates too and are perturbed like the
+others; their tangents are plain arrays, as ``rand_tangent`` draws them). A complex leaf with
+an infinite or NaN part rebuilds exactly:
 
 >>> back2 = to_vec(complex(1, float("inf")))[1]
 >>> back2(np.array([1.0, float("inf")]))
@@ -128,8 +129,8 @@ class _Leaf:
             arr = seg.reshape(self.shape)
             arr = arr.astype(np.float64 if mode == "error" else self.dtype, copy=True)
         if self.is_array:
-            if mode == "error" or not self.subclass:
-                return np.asarray(arr)
+            if mode != "primal" or not self.subclass:  # a tangent is a plain array, as
+                return np.asarray(arr)  # rand_tangent draws it: no mask, no matrix
             if self.mask is not None:
                 return np.ma.MaskedArray(arr, mask=self.mask.copy(), fill_value=self.fill_value)
             return arr.view(self.pytype)
@@ -189,11 +190,6 @@ def _check_number_subclass(x: Any, where: str) -> None:
         )
 
 
-# How a container's tangent is rebuilt: a Tangent for the types whose tangent is one.
-_BY_FIELDS = "fields"
-_AS_IS = "as is"
-
-
 class _Node:
     """A container: its prototype, the steps to its children, and their plans."""
 
@@ -203,12 +199,12 @@ class _Node:
         self.kids = kids
         self.path = path
         self.size = sum(k.size for k in kids)
-        plain = isinstance(x, tuple | list | dict | Tangent | np.ndarray)
-        self.tangent_kind = _AS_IS if plain else _BY_FIELDS
+        # Dataclasses and registered types have a Tangent for a tangent; the others, their kind.
+        self.by_fields = not isinstance(x, tuple | list | dict | Tangent | np.ndarray)
 
     def build(self, values: list[Any], mode: Mode) -> Any:
         x = self.proto
-        if mode != "primal" and self.tangent_kind == _BY_FIELDS:
+        if mode != "primal" and self.by_fields:
             return Tangent(type(x), **{s.key: v for s, v in zip(self.steps, values, strict=True)})
         if type(x) is tuple:
             return tuple(values)
