@@ -53,7 +53,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-# The submodules, not the package: rruletest.tangents.primal (add_to_primal) walks with this module.
+from rruletest.tangents import primal as _primal
 from rruletest.tangents.structured import Tangent, declare_fields, declared_fields
 from rruletest.tangents.zeros import AbstractZero, Thunk, unthunk
 
@@ -535,3 +535,7 @@ def fold(
             continue
         guard.enter(child, child_path)
         stack.append((child, child_path, grandkids, []))
+
+
+# ``primal + tangent`` walks with this module: it sits above the tangents, so it registers there.
+_primal.use_walk(fold, children, rebuild)

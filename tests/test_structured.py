@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+import subprocess
+import sys
 from collections import OrderedDict, namedtuple
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -491,3 +494,28 @@ def test_add_to_primal_of_a_registered_type_uses_its_rebuild() -> None:
     assert len(made) == 1
     with pytest.raises(TypeError, match=r"^cannot add Tangent\(Diag, ...\) to a primal of type "):
         add_to_primal(1.0, Tangent(Diag, diag=1.0))
+
+
+def test_before_the_walk_loads_a_built_in_walk_adds() -> None:
+    # rruletest.walk sits above the tangents and registers itself when it loads; before that,
+    # primal + Tangent still works for the built-in containers.
+    code = (
+        "import sys\n"
+        "from collections import namedtuple\n"
+        "from rruletest.tangents import Tangent, add_to_primal\n"
+        "assert 'rruletest.walk' not in sys.modules\n"
+        "P = namedtuple('P', 'x y')\n"
+        "print((1.0, [2.0]) + Tangent(tuple, 1.0, Tangent(list, 0.5)))\n"
+        "print(add_to_primal({'a': P(1.0, 2.0)}, {'a': Tangent(P, y=1.0)}))\n"
+        "import rruletest.walk\n"
+        "print(add_to_primal({'a': P(1.0, 2.0)}, {'a': Tangent(P, y=1.0)}))\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
+    ).stdout
+    assert out.splitlines() == [
+        "(2.0, [2.5])",
+        "{'a': P(x=1.0, y=3.0)}",
+        "{'a': P(x=1.0, y=3.0)}",
+    ]

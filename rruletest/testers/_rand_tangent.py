@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from rruletest._seed import current_test_seed
 from rruletest.tangents import NO_TANGENT, AbstractZero, Tangent
 from rruletest.walk import Path, Step, WalkError, children, fold, is_registered
 
@@ -49,8 +50,6 @@ def resolve_rng(rng: Any) -> tuple[np.random.Generator, int | None]:
     (7, True)
     """
     if rng is None:
-        from rruletest._plugin.options import current_test_seed
-
         seed = current_test_seed()
         if seed is None:
             seed = int(np.random.SeedSequence().generate_state(1, np.uint32)[0])
