@@ -461,33 +461,11 @@ def map_leaves(
     >>> map_leaves(lambda path, v: v * 2, {"a": [1.0, 2.0], "n": 3})
     {'a': [2.0, 4.0], 'n': 6}
     """
-    guard = Guard(root)
-    first = unthunk(x) if thunks else x
-    kids = children(first)
-    if kids is None:
-        return fn((), first)
-    guard.enter(first, ())
-    # Each frame: the container, its path, its children, the rebuilt values so far.
-    stack: list[tuple[Any, Path, list[tuple[Step, Any]], list[Any]]] = [(first, (), kids, [])]
-    while True:
-        node, path, todo, done = stack[-1]
-        if len(done) == len(todo):
-            stack.pop()
-            guard.leave(node)
-            value = rebuild(node, done)
-            if not stack:
-                return value
-            stack[-1][3].append(value)
-            continue
-        step, child = todo[len(done)]
-        child = unthunk(child) if thunks else child
-        child_path = (*path, step)
-        grandkids = children(child)
-        if grandkids is None:
-            done.append(fn(child_path, child))
-            continue
-        guard.enter(child, child_path)
-        stack.append((child, child_path, grandkids, []))
+
+    def node(_path: Path, container: Any, _steps: list[Step], values: list[Any]) -> Any:
+        return rebuild(container, values)
+
+    return fold(x, fn, node, root=root, thunks=thunks)
 
 
 def fold(
