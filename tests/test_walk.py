@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections import OrderedDict, namedtuple
+from collections import OrderedDict, defaultdict, namedtuple
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,8 @@ from rruletest.walk import (
     Key,
     WalkError,
     children,
+    fold,
+    is_registered,
     is_structure,
     leaves,
     map_leaves,
@@ -368,3 +371,83 @@ def test_a_registered_scipy_sparse_matrix_works_through_test_rrule() -> None:
     moved = add_to_primal(a, t)
     np.testing.assert_array_equal(moved.data, a.data + t.data)
     np.testing.assert_array_equal(moved.indices, a.indices)
+
+
+# --------------------------------------------------------------------------------------------
+# fold, is_registered, and the small additions to rebuild and Element
+# --------------------------------------------------------------------------------------------
+
+
+def test_fold_is_bottom_up_in_order_and_stops_where_expand_says() -> None:
+    seen: list[str] = []
+
+    def leaf(path: Any, v: Any) -> Any:
+        seen.append(render_path("x", path))
+        return 1
+
+    def node(path: Any, x: Any, steps: Any, results: list[Any]) -> Any:
+        seen.append(render_path("x", path) + "/")
+        return sum(results)
+
+    value = {"a": [1.0, (2.0, 3.0)], "b": Point(4.0, 5.0)}
+    assert fold(value, leaf, node) == 5
+    assert seen == [
+        "x['a'][0]",
+        "x['a'][1][0]",
+        "x['a'][1][1]",
+        "x['a'][1]/",
+        "x['a']/",
+        "x['b'].x",
+        "x['b'].y",
+        "x['b']/",
+        "x/",
+    ]
+
+    def tuples_are_leaves(x: Any) -> Any:
+        return None if isinstance(x, tuple) else children(x)
+
+    assert fold(value, leaf, node, expand=tuples_are_leaves) == 3  # 1.0, (2.0, 3.0), Point
+
+
+def test_fold_is_guarded() -> None:
+    with pytest.raises(WalkError, match="deeper than"):
+        fold(_nested(MAX_DEPTH + 5), deep, lambda p, v: v, lambda p, x, s, r: r)
+    loop: list[Any] = [1.0]
+    loop.append({"k": loop})
+    with pytest.raises(WalkError, match=r"^x\[1\]\['k'\]: .* \(a cycle: it is x again\)$"):
+        fold(loop, lambda p, v: v, lambda p, x, s, r: r)
+
+
+@pytest.mark.usefixtures("registry")
+def test_is_registered_covers_subclasses() -> None:
+    class Base:
+        def __init__(self, w: Any) -> None:
+            self.w = w
+
+    class Child(Base):
+        pass
+
+    assert not is_registered(Child(1.0))
+    register_structure(Base, ["w"])
+    assert is_registered(Base(1.0))
+    assert is_registered(Child(1.0))
+    assert not is_registered(1.0)
+
+
+def test_rebuild_keeps_mapping_types() -> None:
+    d: defaultdict[str, Any] = defaultdict(list, a=1.0)
+    again = rebuild(d, [2.0])
+    assert type(again) is defaultdict
+    assert again.default_factory is list
+    assert again == {"a": 2.0}
+    assert d == {"a": 1.0}
+    proxy = rebuild(MappingProxyType({"a": 1.0}), [3.0])
+    assert type(proxy) is MappingProxyType
+    assert dict(proxy) == {"a": 3.0}
+
+
+def test_the_element_of_a_0d_object_array_has_no_index_text() -> None:
+    x = np.empty((), dtype=object)
+    x[()] = 1.0
+    assert children(x) == [(Element(()), 1.0)]
+    assert render_path("x", (Element(()),)) == "x"
