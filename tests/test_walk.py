@@ -411,7 +411,7 @@ def test_fold_is_bottom_up_in_order_and_stops_where_expand_says() -> None:
 
 def test_fold_is_guarded() -> None:
     with pytest.raises(WalkError, match="deeper than"):
-        fold(_nested(MAX_DEPTH + 5), deep, lambda p, v: v, lambda p, x, s, r: r)
+        fold(_nested(MAX_DEPTH + 5), lambda p, v: v, lambda p, x, s, r: r)
     loop: list[Any] = [1.0]
     loop.append({"k": loop})
     with pytest.raises(WalkError, match=r"^x\[1\]\['k'\]: .* \(a cycle: it is x again\)$"):
