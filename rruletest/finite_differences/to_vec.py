@@ -37,6 +37,7 @@ import dataclasses
 import decimal
 import functools
 import types
+from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
@@ -89,7 +90,7 @@ class _Const:
 class _Leaf:
     """A float/complex number, numpy scalar or array occupying ``out[start:start+size]``."""
 
-    def __init__(self, x: Any, start: int, where: str) -> None:
+    def __init__(self, x: Any, start: int, where: Callable[[], str]) -> None:
         self.pytype = type(x)
         arr = np.asarray(x)
         self.dtype = arr.dtype
@@ -143,7 +144,7 @@ class _Leaf:
             )
         return arr[()]
 
-    def tangent_vec(self, t: Any, where: str, out: F64) -> None:
+    def tangent_vec(self, t: Any, where: Callable[[], str], out: F64) -> None:
         t = unthunk(t)
         if t is None or isinstance(t, AbstractZero):
             return
@@ -153,19 +154,19 @@ class _Leaf:
             arr = np.asarray(None)
         if arr.dtype.kind not in "biufc":
             raise TypeError(
-                f"the tangent at {where} must be a number or numeric array for a primal of "
+                f"the tangent at {where()} must be a number or numeric array for a primal of "
                 f"type {self.pytype.__name__}, got {type(t).__name__}"
             )
         if arr.dtype.kind == "c" and not self.is_complex and np.any(arr.imag != 0):
             raise ValueError(
-                f"the tangent at {where} is complex but its primal is real "
+                f"the tangent at {where()} is complex but its primal is real "
                 f"({self.pytype.__name__}, dtype {self.dtype}); a real primal needs a real tangent"
             )
         try:
             arr = np.broadcast_to(arr, self.shape)
         except ValueError:
             raise ValueError(
-                f"the tangent at {where} has shape {arr.shape} but its primal has shape "
+                f"the tangent at {where()} has shape {arr.shape} but its primal has shape "
                 f"{self.shape}"
             ) from None
         if not self.is_complex:
@@ -173,7 +174,7 @@ class _Leaf:
         out[self.start : self.start + self.size] = self.coords(arr)
 
 
-def _check_number_subclass(x: Any, where: str) -> None:
+def _check_number_subclass(x: Any, where: Callable[[], str]) -> None:
     """A float or complex subclass is rebuilt as ``type(x)(number)``: refuse one that cannot be."""
     base = complex(x) if isinstance(x, complex) else float(x)
     try:
@@ -183,7 +184,7 @@ def _check_number_subclass(x: Any, where: str) -> None:
     if not ok:
         name = type(x).__qualname__
         raise TypeError(
-            f"to_vec cannot rebuild the {name} at {where}: {name}({base!r}) does not give a "
+            f"to_vec cannot rebuild the {name} at {where()}: {name}({base!r}) does not give a "
             f"{name}; finite differences must call the function with the type it was given, so "
             f"pass a plain {type(base).__name__}, or register {name} with "
             "rruletest.walk.register_structure"
@@ -295,10 +296,11 @@ class FromVec:
         todo: list[tuple[Any, Any, Path]] = [(self._root, t, ())]
         while todo:
             plan, ti, where = todo.pop()
+            here = functools.partial(render_path, root, where)  # rendered for an error only
             if isinstance(plan, _Leaf):
-                plan.tangent_vec(ti, render_path(root, where), out)
+                plan.tangent_vec(ti, here, out)
             elif isinstance(plan, _Node):
-                parts = _tangent_parts(plan, unthunk(ti), render_path(root, where))
+                parts = _tangent_parts(plan, unthunk(ti), here)
                 if parts is not None:
                     for step, kid, part in reversed(
                         list(zip(plan.steps, plan.kids, parts, strict=True))
@@ -307,7 +309,7 @@ class FromVec:
         return out
 
 
-def _tangent_parts(plan: _Node, t: Any, where: str) -> list[Any] | None:
+def _tangent_parts(plan: _Node, t: Any, where: Callable[[], str]) -> list[Any] | None:
     """The parts of the tangent ``t`` for each child of ``plan`` (None: ``t`` is zero)."""
     if t is None or isinstance(t, AbstractZero):
         return None
@@ -315,12 +317,12 @@ def _tangent_parts(plan: _Node, t: Any, where: str) -> list[Any] | None:
     keys = [s.key for s in plan.steps]
     if isinstance(x, Tangent):
         if not isinstance(t, Tangent):
-            raise TypeError(f"the tangent at {where} must be a Tangent, got {type(t).__name__}")
+            raise TypeError(f"the tangent at {where()} must be a Tangent, got {type(t).__name__}")
         return [t[k] for k in keys]
     if isinstance(x, np.ndarray):
         arr = np.asarray(t, dtype=object)
         if arr.shape != x.shape:
-            raise ValueError(f"the tangent at {where} has shape {arr.shape}, not {x.shape}")
+            raise ValueError(f"the tangent at {where()} has shape {arr.shape}, not {x.shape}")
         return [arr[k] for k in keys]
     if isinstance(x, tuple | list):
         n = len(keys)
@@ -329,18 +331,18 @@ def _tangent_parts(plan: _Node, t: Any, where: str) -> list[Any] | None:
         if isinstance(t, tuple | list) and len(t) == n:
             return list(t)
         raise TypeError(
-            f"the tangent at {where} must be a {type(x).__name__} of {n} tangents or a Tangent, "
+            f"the tangent at {where()} must be a {type(x).__name__} of {n} tangents or a Tangent, "
             f"got {type(t).__name__}"
         )
     if isinstance(x, dict):
         if not isinstance(t, Tangent | dict):
             raise TypeError(
-                f"the tangent at {where} must be a dict or Tangent, got {type(t).__name__}"
+                f"the tangent at {where()} must be a dict or Tangent, got {type(t).__name__}"
             )
         unknown = [k for k in t.keys() if k not in x]  # noqa: SIM118
         if unknown:
             raise ValueError(
-                f"the tangent at {where} has key {unknown[0]!r}, which the primal lacks"
+                f"the tangent at {where()} has key {unknown[0]!r}, which the primal lacks"
             )
         return [t.get(k) if isinstance(t, dict) else t[k] for k in keys]
     if isinstance(t, Tangent):
@@ -349,7 +351,8 @@ def _tangent_parts(plan: _Node, t: Any, where: str) -> list[Any] | None:
         own = children(t) or []
         return [v for _, v in own]
     raise TypeError(
-        f"the tangent at {where} must be a Tangent or a {type(x).__name__}, got {type(t).__name__}"
+        f"the tangent at {where()} must be a Tangent or a {type(x).__name__}, "
+        f"got {type(t).__name__}"
     )
 
 
@@ -369,7 +372,7 @@ def to_vec(x: Any, *, path: str = "x") -> tuple[F64, FromVec]:
     def leaf(where: Path, value: Any) -> Any:
         plan: Any
         if _is_leaf(value):
-            plan = _Leaf(value, offset[0], render_path(path, where))
+            plan = _Leaf(value, offset[0], functools.partial(render_path, path, where))
             chunks.append(plan.coords(value))
             dtypes.extend([plan.real_dtype] * plan.size)
             offset[0] += plan.size
