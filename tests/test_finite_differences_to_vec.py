@@ -166,7 +166,9 @@ def test_object_arrays():
 
 
 class Opaque:
-    pass
+    """No attributes to walk into (no ``__dict__``, no slots): a leaf to_vec cannot flatten."""
+
+    __slots__ = ()
 
 
 @pytest.mark.parametrize(
@@ -379,3 +381,22 @@ def test_the_testers_call_the_function_with_the_type_it_was_given():
         seen.clear()
         test_rrule(f, x, rrule_f=rules.rrule, rng=0)
         assert set(seen) == {type(x)}
+
+
+class Plain:
+    def __init__(self, w: Any, label: str) -> None:
+        self.w, self.label = w, label
+
+
+def test_plain_objects_are_walked_into_as_the_walk_sees_them():
+    # The testers follow rruletest.walk, which walks a plain object's attributes: so does to_vec.
+    x = [Plain(np.array([1.0, 2.0]), "layer")]
+    v, back = to_vec(x)
+    assert v.tolist() == [1.0, 2.0]
+    [y] = back(v * 2)
+    assert (type(y), y.w.tolist(), y.label) == (Plain, [2.0, 4.0], "layer")
+    [t] = back.tangent(v)
+    assert (t.primal_type, t.w.tolist(), t.label) == (Plain, [1.0, 2.0], NoTangent())
+    assert back.tangent_vec([Tangent(Plain, w=np.ones(2))]).tolist() == [1.0, 1.0]
+    with pytest.raises(TypeError, match=r"type .*Opaque.* \(at x\[0\]\.w\)"):
+        to_vec([Plain(Opaque(), "s")])

@@ -192,3 +192,23 @@ def test_a_registered_type_gets_a_tangent_of_its_fields() -> None:
     t = rand_tangent(0, [Diagonal(np.ones(3, np.float32))])
     assert t[0].primal_type is Diagonal
     assert (t[0].diag.dtype, t[0].diag.shape) == (np.float32, (3,))
+
+
+class Plain:
+    def __init__(self, w: Any, n: int) -> None:
+        self.w, self.n = w, n
+
+
+class Scaler:
+    def __init__(self, w: float) -> None:
+        self.w = w
+
+    def __call__(self, x: float) -> float:
+        return self.w * x
+
+
+def test_plain_objects_get_a_tangent_of_their_attributes() -> None:
+    t = rand_tangent(0, Plain(np.ones(2), 3))
+    assert (t.primal_type, t.w.shape, t.n) == (Plain, (2,), NoTangent())
+    assert rand_tangent(0, Plain(1, 2)) is NoTangent()  # no float anywhere
+    assert rand_tangent(0, Scaler(2.0)) is NoTangent()  # a function object, as the testers say

@@ -451,3 +451,40 @@ def test_the_element_of_a_0d_object_array_has_no_index_text() -> None:
     x[()] = 1.0
     assert children(x) == [(Element(()), 1.0)]
     assert render_path("x", (Element(()),)) == "x"
+
+
+class Weights:
+    """A plain object (no dataclass, not registered): the walk follows its attributes."""
+
+    def __init__(self, w: float) -> None:
+        self.w = w
+
+    def __repr__(self) -> str:
+        return f"Weights({self.w})"
+
+
+def _weigh(p: Weights, x: Any) -> Any:
+    return p.w * x
+
+
+def test_a_plain_object_argument_is_checked_end_to_end() -> None:
+    def rules_with(factor: float) -> RuleSet:
+        rules = RuleSet()
+
+        @rules.register_rrule(_weigh)
+        def _weigh_rrule(p: Weights, x: Any) -> Any:
+            def pullback(ybar: Any) -> Any:
+                ybar = unthunk(ybar)
+                if isinstance(ybar, ZeroTangent):
+                    return NoTangent(), ybar, ybar
+                pbar = Tangent(Weights, w=factor * float(np.sum(ybar * x)))
+                return NoTangent(), pbar, ybar * p.w
+
+            return _weigh(p, x), pullback
+
+        return rules
+
+    x = np.array([1.0, 2.0])
+    test_rrule(_weigh, Weights(2.0), x, rrule_f=rules_with(1.0).rrule, rng=0)
+    with pytest.raises(RuleTestFailure, match=r"args\[0\]\.w: values differ"):
+        test_rrule(_weigh, Weights(2.0), x, rrule_f=rules_with(2.0).rrule, rng=0)

@@ -2,10 +2,11 @@
 
 Floats contribute one coordinate, complex numbers two (real, imaginary), float and complex arrays
 of any precision one or two per element; tuples, lists, namedtuples, dicts, dataclasses,
-``Tangent``s, object arrays and types given to ``rruletest.walk.register_structure`` are walked
-in order (by ``rruletest.walk``, so a cycle or a nesting deeper than ``walk.MAX_DEPTH`` is a
-``WalkError`` naming the path). Integers, booleans, strings, functions, ``None``, ``Decimal``s
-and ``AbstractZero`` have no coordinates: they are rebuilt as they were.
+``Tangent``s, object arrays, plain objects (their attributes) and types given to
+``rruletest.walk.register_structure`` are walked in order (by ``rruletest.walk``, so a cycle or
+a nesting deeper than ``walk.MAX_DEPTH`` is a ``WalkError`` naming the path). Integers,
+booleans, strings, functions, ``None``, ``Decimal``s and ``AbstractZero`` have no coordinates:
+they are rebuilt as they were.
 
 >>> import numpy as np
 >>> v, back = to_vec((1.0, {"a": np.array([2.0, 3.0], np.float32), "n": 4}, 1 + 2j))
@@ -37,7 +38,7 @@ import dataclasses
 import decimal
 import functools
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import numpy as np
@@ -201,7 +202,7 @@ class _Node:
         self.path = path
         self.size = sum(k.size for k in kids)
         # Dataclasses and registered types have a Tangent for a tangent; the others, their kind.
-        self.by_fields = not isinstance(x, tuple | list | dict | Tangent | np.ndarray)
+        self.by_fields = not isinstance(x, tuple | list | Mapping | Tangent | np.ndarray)
 
     def build(self, values: list[Any], mode: Mode) -> Any:
         x = self.proto
@@ -230,11 +231,11 @@ def _expand(x: Any) -> list[tuple[Step, Any]] | None:
         return None
     if isinstance(x, np.ndarray):
         return children(x) if x.dtype.kind == "O" else None
-    if isinstance(x, tuple | list | dict | Tangent) or (
-        dataclasses.is_dataclass(x) and not isinstance(x, type)
-    ):
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):  # callable ones too
         return children(x)
-    return None
+    if callable(x) and not isinstance(x, Tangent):  # a function object: no coordinates
+        return None
+    return children(x)  # containers and plain objects (their attributes), as the walk sees them
 
 
 class FromVec:
@@ -334,8 +335,8 @@ def _tangent_parts(plan: _Node, t: Any, where: Callable[[], str]) -> list[Any] |
             f"the tangent at {where()} must be a {type(x).__name__} of {n} tangents or a Tangent, "
             f"got {type(t).__name__}"
         )
-    if isinstance(x, dict):
-        if not isinstance(t, Tangent | dict):
+    if isinstance(x, Mapping):
+        if not isinstance(t, Tangent | Mapping):
             raise TypeError(
                 f"the tangent at {where()} must be a dict or Tangent, got {type(t).__name__}"
             )
@@ -344,7 +345,7 @@ def _tangent_parts(plan: _Node, t: Any, where: Callable[[], str]) -> list[Any] |
             raise ValueError(
                 f"the tangent at {where()} has key {unknown[0]!r}, which the primal lacks"
             )
-        return [t.get(k) if isinstance(t, dict) else t[k] for k in keys]
+        return [t.get(k) if isinstance(t, Mapping) else t[k] for k in keys]
     if isinstance(t, Tangent):
         return [getattr(t, k) for k in keys]
     if type(t) is type(x):
@@ -383,8 +384,8 @@ def to_vec(x: Any, *, path: str = "x") -> tuple[F64, FromVec]:
             raise TypeError(
                 f"to_vec does not support values of type {kind.__module__}.{kind.__qualname__} "
                 f"(at {render_path(path, where)}); supported: numbers, float/complex arrays, "
-                "tuples, lists, namedtuples, dicts, dataclasses, Tangent, None, and types "
-                "registered with rruletest.walk.register_structure"
+                "tuples, lists, namedtuples, dicts, dataclasses, objects with attributes, "
+                "Tangent, None, and types registered with rruletest.walk.register_structure"
             )
         order.append(plan)
         return plan

@@ -130,7 +130,9 @@ def _expand(x: Any) -> list[tuple[Step, Any]] | None:
         return children(x) if x.dtype.kind == "O" else None
     if dataclasses.is_dataclass(x) and not isinstance(x, type):  # callable ones too
         return children(x)
-    return None
+    if callable(x):  # functions and function objects: no tangent, as the testers say
+        return None
+    return children(x)  # a plain object: its attributes
 
 
 def _rand_leaf(rng: np.random.Generator, x: Any) -> Any:
