@@ -26,7 +26,20 @@ a structure deeper than ``MAX_DEPTH`` is a ``WalkError`` naming the path, never 
 >>> list(leaves(loop))
 Traceback (most recent call last):
 ...
-rruletest.walk.WalkError: x[1]: the value contains itself (a cycle)
+rruletest.walk.WalkError: x[1]: the value contains itself (a cycle: it is x again)
+
+``fold`` is the general bottom-up walk the others are made of (``to_vec`` builds its plan with
+it, ``rand_tangent`` draws with it, ``add_to_primal`` folds a primal and its tangent together).
+
+A user type is taught to every walk at once with ``register_structure`` (see the API page and
+the tangents guide):
+
+>>> class Diag:
+...     def __init__(self, d):
+...         self.d = d
+>>> register_structure(Diag, ["d"])
+>>> [(render_path("args[0]", p), v) for p, v in leaves([Diag(1.0), Diag(2.0)])]
+[('args[0][0].d', 1.0), ('args[0][1].d', 2.0)]
 """
 
 from __future__ import annotations
@@ -40,8 +53,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from rruletest.tangents import AbstractZero, Tangent, Thunk, unthunk
-from rruletest.tangents.structured import declare_fields, declared_fields
+from rruletest.tangents import primal as _primal
+from rruletest.tangents.structured import Tangent, declare_fields, declared_fields
+from rruletest.tangents.zeros import AbstractZero, Thunk, unthunk
 
 __all__ = [
     "MAX_DEPTH",
@@ -54,6 +68,8 @@ __all__ = [
     "Step",
     "WalkError",
     "children",
+    "fold",
+    "is_registered",
     "is_structure",
     "leaves",
     "map_leaves",
@@ -109,6 +125,8 @@ class Element(Step):
     """An element of an object array: ``[1, 3]``."""
 
     def render(self) -> str:
+        if not self.key:  # the one element of a 0-d object array: no index to write
+            return ""
         return f"[{', '.join(str(int(i)) for i in self.key)}]"
 
 
@@ -134,13 +152,15 @@ def _safe_repr(x: Any) -> str:
 
 class WalkError(ValueError):
     """A value the walk cannot follow: it contains itself, or it nests deeper than
-    ``MAX_DEPTH``. ``path`` is where; ``reason`` is ``"cycle"`` or ``"depth"``."""
+    ``MAX_DEPTH``. ``path`` is where; ``reason`` is ``"cycle"`` or ``"depth"``; for a cycle,
+    ``again`` is the path of the container met again (when known)."""
 
-    def __init__(self, root: str, path: Path, reason: str) -> None:
-        self.root, self.path, self.reason = root, path, reason
+    def __init__(self, root: str, path: Path, reason: str, again: Path | None = None) -> None:
+        self.root, self.path, self.reason, self.again = root, path, reason, again
         where = render_path(root, path)
         if reason == "cycle":
-            text = f"{where}: the value contains itself (a cycle)"
+            seen = "" if again is None else f": it is {render_path(root, again)} again"
+            text = f"{where}: the value contains itself (a cycle{seen})"
         else:
             text = f"{where}: the value nests deeper than {MAX_DEPTH} levels"
         super().__init__(text)
@@ -196,6 +216,11 @@ def register_structure(
     make = rebuild if rebuild is not None else (lambda _x, values: cls(**values))
     _REGISTRY[cls] = _Registered(names, getter, make)
     declare_fields(cls, names)
+
+
+def is_registered(x: Any) -> bool:
+    """Whether the type of ``x`` (or a base class) was given to ``register_structure``."""
+    return _registered(x) is not None
 
 
 def _registered(x: Any) -> _Registered | None:
@@ -331,7 +356,14 @@ def rebuild(x: Any, values: Sequence[Any]) -> Any:
         return list(values) if type(x) is list else type(x)(values)
     if isinstance(x, Mapping):
         pairs = [(s.key, v) for s, v in zip(steps, values, strict=True)]
-        return dict(pairs) if type(x) is dict else type(x)(pairs)  # type: ignore[call-arg]
+        if type(x) is dict:
+            return dict(pairs)
+        if isinstance(x, dict):  # OrderedDict, defaultdict, ...: a copy keeps the extras
+            copied = copy.copy(x)
+            copied.clear()
+            copied.update(pairs)
+            return copied
+        return type(x)(dict(pairs))  # type: ignore[call-arg]
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
         new = dict(zip((s.key for s in steps), values, strict=True))
         init = {f.name: new[f.name] for f in dataclasses.fields(x) if f.init}
@@ -364,24 +396,25 @@ class Guard:
     >>> g.enter(x, (Index(0),))
     Traceback (most recent call last):
     ...
-    rruletest.walk.WalkError: args[0][0]: the value contains itself (a cycle)
+    rruletest.walk.WalkError: args[0][0]: the value contains itself (a cycle: it is args[0] again)
     """
 
     __slots__ = ("_active", "root")
 
     def __init__(self, root: str = "x") -> None:
         self.root = root
-        self._active: set[int] = set()
+        self._active: dict[int, Path] = {}
 
     def enter(self, x: Any, path: Path) -> None:
-        if id(x) in self._active:
-            raise WalkError(self.root, path, "cycle")
+        again = self._active.get(id(x))
+        if again is not None:
+            raise WalkError(self.root, path, "cycle", again)
         if len(path) > MAX_DEPTH:
             raise WalkError(self.root, path, "depth")
-        self._active.add(id(x))
+        self._active[id(x)] = path
 
     def leave(self, x: Any) -> None:
-        self._active.discard(id(x))
+        self._active.pop(id(x), None)
 
 
 def leaves(x: Any, *, root: str = "x", thunks: bool = True) -> Iterator[tuple[Path, Any]]:
@@ -428,20 +461,45 @@ def map_leaves(
     >>> map_leaves(lambda path, v: v * 2, {"a": [1.0, 2.0], "n": 3})
     {'a': [2.0, 4.0], 'n': 6}
     """
+
+    def node(_path: Path, container: Any, _steps: list[Step], values: list[Any]) -> Any:
+        return rebuild(container, values)
+
+    return fold(x, fn, node, root=root, thunks=thunks)
+
+
+def fold(
+    x: Any,
+    leaf: Callable[[Path, Any], Any],
+    node: Callable[[Path, Any, list[Step], list[Any]], Any],
+    *,
+    expand: Callable[[Any], list[tuple[Step, Any]] | None] = children,
+    root: str = "x",
+    thunks: bool = True,
+) -> Any:
+    """A bottom-up walk: ``leaf(path, v)`` at every leaf, ``node(path, x, steps, results)`` at
+    every container once its children are done, in the order of ``children``; returns the
+    result at the root. ``expand`` says what a container's children are (``None``: a leaf),
+    so a caller can stop early at values it treats as leaves. Iterative and guarded like
+    ``leaves``; ``map_leaves`` is ``fold`` with ``rebuild`` at the nodes.
+
+    >>> fold({"a": [1.0, 2.0], "b": 3.0}, lambda p, v: v, lambda p, x, s, r: sum(r))
+    6.0
+    """
     guard = Guard(root)
     first = unthunk(x) if thunks else x
-    kids = children(first)
+    kids = expand(first)
     if kids is None:
-        return fn((), first)
+        return leaf((), first)
     guard.enter(first, ())
-    # Each frame: the container, its path, its children, the rebuilt values so far.
+    # Each frame: the container, its path, its children, the results of those done so far.
     stack: list[tuple[Any, Path, list[tuple[Step, Any]], list[Any]]] = [(first, (), kids, [])]
     while True:
-        node, path, todo, done = stack[-1]
+        here, path, todo, done = stack[-1]
         if len(done) == len(todo):
             stack.pop()
-            guard.leave(node)
-            value = rebuild(node, done)
+            guard.leave(here)
+            value = node(path, here, [s for s, _ in todo], done)
             if not stack:
                 return value
             stack[-1][3].append(value)
@@ -449,9 +507,13 @@ def map_leaves(
         step, child = todo[len(done)]
         child = unthunk(child) if thunks else child
         child_path = (*path, step)
-        grandkids = children(child)
+        grandkids = expand(child)
         if grandkids is None:
-            done.append(fn(child_path, child))
+            done.append(leaf(child_path, child))
             continue
         guard.enter(child, child_path)
         stack.append((child, child_path, grandkids, []))
+
+
+# ``primal + tangent`` walks with this module: it sits above the tangents, so it registers there.
+_primal.use_walk(fold, children, rebuild)
