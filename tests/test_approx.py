@@ -18,13 +18,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rruletest import walk
 from rruletest.approx import InvalidToleranceError, collect_mismatches, test_approx
 from rruletest.broadcast import broadcasted
 from rruletest.errors import RuleTestFailure
 from rruletest.rules import RuleSet
 from rruletest.tangents import InplaceableThunk, NoTangent, Tangent, Thunk, ZeroTangent
 from rruletest.walk import MAX_DEPTH, register_structure
+from rruletest.walk import _structure as walk_structure
 
 P = namedtuple("P", "x y")
 Q = namedtuple("Q", "x z")
@@ -1135,10 +1135,10 @@ class Diagonal:
 @pytest.fixture
 def registry() -> Any:
     """Restores the registry of user types after the test (a registration is global)."""
-    saved = dict(walk._REGISTRY)
+    saved = dict(walk_structure._REGISTRY)
     yield
-    walk._REGISTRY.clear()
-    walk._REGISTRY.update(saved)
+    walk_structure._REGISTRY.clear()
+    walk_structure._REGISTRY.update(saved)
 
 
 @pytest.mark.usefixtures("registry")

@@ -13,10 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from rruletest import walk
 from rruletest.finite_differences import to_vec
 from rruletest.tangents import NoTangent, Tangent, Thunk, ZeroTangent
 from rruletest.walk import MAX_DEPTH, WalkError, register_structure
+from rruletest.walk import _structure as walk_structure
 
 Pair = namedtuple("Pair", "a b")
 
@@ -340,10 +340,10 @@ def test_a_registered_type_is_flattened_and_rebuilt():
 @pytest.fixture
 def registry() -> Any:
     """Restores the registry of user types after the test (a registration is global)."""
-    saved = dict(walk._REGISTRY)
+    saved = dict(walk_structure._REGISTRY)
     yield
-    walk._REGISTRY.clear()
-    walk._REGISTRY.update(saved)
+    walk_structure._REGISTRY.clear()
+    walk_structure._REGISTRY.update(saved)
 
 
 @pytest.mark.usefixtures("registry")

@@ -24,7 +24,6 @@ from rruletest import (
     test_frule,
     test_rrule,
     unthunk,
-    walk,
 )
 from rruletest.finite_differences import to_vec
 from rruletest.tangents import add_to_primal
@@ -45,6 +44,7 @@ from rruletest.walk import (
     register_structure,
     render_path,
 )
+from rruletest.walk import _structure as walk_structure
 
 Point = namedtuple("Point", "x y")
 
@@ -272,10 +272,10 @@ def test_leaves_and_map_leaves_visit_the_same_paths(value: Any) -> None:
 @pytest.fixture
 def registry() -> Any:
     """Restores the registry of user types after the test (a registration is global)."""
-    saved = dict(walk._REGISTRY)
+    saved = dict(walk_structure._REGISTRY)
     yield
-    walk._REGISTRY.clear()
-    walk._REGISTRY.update(saved)
+    walk_structure._REGISTRY.clear()
+    walk_structure._REGISTRY.update(saved)
 
 
 class UserDiagonal:
