@@ -3,13 +3,13 @@
 The public home of these names is ``rruletest.tangents`` (which re-exports them); they live
 here so that ``structured`` (``Tangent``) can build on them without an import cycle.
 
->>> ZeroTangent() + 1.0, NoTangent() * 3.0
-(1.0, NoTangent())
+>>> ZeroTangent() + 1.0, NoTangent() * 3.0, NoTangent() * ZeroTangent()
+(1.0, NoTangent(), ZeroTangent())
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 import numpy as np
@@ -45,10 +45,22 @@ class AbstractZero:
     ``acc = acc + x`` rather than ``acc += x`` when ``x`` must not be modified. Equality is by
     kind: ``ZeroTangent() == 0.0`` is False (compare values with ``rruletest.test_approx``).
 
+    The algebra is ChainRulesCore's: ``zero + x`` and ``x + zero`` are ``x``, ``zero - x`` is
+    ``-x``, ``zero * x``, ``x * zero``, ``zero @ x`` and ``zero / x`` are the zero; between two
+    zeros ``NoTangent()`` wins ``+`` and ``-`` (it says more: no tangent space at all) and
+    ``ZeroTangent()`` wins ``*`` and ``@`` (so a product can select). ``x / zero`` raises
+    ``TypeError``. Every part of a zero is that zero: ``z[i]``, ``z.field``, ``z.T``, ``z.real``,
+    ``z.imag``, ``z.conj()``, ``z.sum()``, ``z.reshape(...)``. Iterating a zero yields it once
+    (as ChainRulesCore's ``iterate``), so ``list(z)``, ``sum(z)`` and ``x in z`` end at once.
+    Attribute names that duck-typing code probes (``dtype``, ``shape``, ``keys``, ...) are not
+    parts: ``getattr(z, "shape", None)`` is None.
+
     >>> NoTangent() is NoTangent(), bool(ZeroTangent())
     (True, False)
     >>> 1.5 + NoTangent(), -ZeroTangent(), NoTangent() + ZeroTangent()
     (1.5, ZeroTangent(), NoTangent())
+    >>> list(NoTangent()), ZeroTangent().weights, ZeroTangent()[2].T
+    ([NoTangent()], ZeroTangent(), ZeroTangent())
     """
 
     __slots__ = ()
@@ -93,13 +105,16 @@ class AbstractZero:
     def __complex__(self) -> complex:
         return 0j
 
+    def __int__(self) -> int:
+        return 0
+
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray[Any, Any]:
         return np.zeros((), dtype=np.float64 if dtype is None else dtype)
 
     # -- algebra: zeros are absorbing under products and neutral under sums --------------
     def __add__(self, other: Any) -> Any:
         if isinstance(other, AbstractZero):
-            # NoTangent carries less information than ZeroTangent, so it wins.
+            # NoTangent carries less information than ZeroTangent, so it wins sums.
             return NO_TANGENT if NO_TANGENT in (self, other) else self
         return other
 
@@ -115,12 +130,23 @@ class AbstractZero:
         return other
 
     def __mul__(self, other: Any) -> AbstractZero:
+        if isinstance(other, AbstractZero):
+            # ZeroTangent wins products, so multiplying by it selects (ChainRulesCore).
+            return ZERO_TANGENT if ZERO_TANGENT in (self, other) else self
         return self
 
     __rmul__ = __mul__
     __matmul__ = __mul__
     __rmatmul__ = __mul__
-    __truediv__ = __mul__
+
+    def __truediv__(self, other: Any) -> AbstractZero:
+        return self
+
+    def __rtruediv__(self, other: Any) -> Any:
+        raise TypeError(
+            f"cannot divide by {self!r}: a symbolic zero is not a divisor (got "
+            f"{type(other).__name__} / {self!r})"
+        )
 
     def __neg__(self) -> AbstractZero:
         return self
@@ -131,11 +157,43 @@ class AbstractZero:
     def __abs__(self) -> AbstractZero:
         return self
 
+    # -- parts: every part of a zero is the same zero ---------------------------------------
     def __getitem__(self, key: Any) -> AbstractZero:
         """Every part of a zero is the same zero (``ybar[0]`` of a zero output cotangent)."""
         return self
 
+    def __getattr__(self, name: str) -> AbstractZero:
+        """A field of a zero is the same zero (``ybar.weights`` of a zero structured cotangent)."""
+        if name.startswith("_") or name in _NOT_PARTS:
+            raise AttributeError(f"{type(self).__name__}() has no attribute {name!r}")
+        return self
+
+    def __iter__(self) -> Iterator[AbstractZero]:
+        # Without this, Python iterates through ``__getitem__`` forever.
+        yield self
+
+    def __contains__(self, item: object) -> bool:
+        return item is self
+
     def conj(self) -> AbstractZero:
+        return self
+
+    conjugate = conj
+
+    def transpose(self, *axes: Any) -> AbstractZero:
+        return self
+
+    def sum(self, *args: Any, **kwargs: Any) -> AbstractZero:
+        return self
+
+    def reshape(self, *args: Any, **kwargs: Any) -> AbstractZero:
+        return self
+
+    def copy(self) -> AbstractZero:
+        return self
+
+    @property
+    def T(self) -> AbstractZero:
         return self
 
     @property
@@ -145,6 +203,14 @@ class AbstractZero:
     @property
     def imag(self) -> AbstractZero:
         return self
+
+
+# Names that code probes with ``getattr(x, name, None)``/``hasattr`` to recognise arrays,
+# mappings, thunks and methods: a zero has none of them (a zero's fields are zeros otherwise).
+_NOT_PARTS: Final = frozenset(
+    {"add_into", "base", "dtype", "flags", "get", "item", "items", "keys", "ndim", "shape"}
+    | {"size", "strides", "tolist", "unthunk", "values"}
+)
 
 
 class NoTangent(AbstractZero):
@@ -171,11 +237,18 @@ ZERO_TANGENT: Final = ZeroTangent()
 class Thunk:
     """A tangent computed on first use and then kept, so pullbacks can skip unneeded work.
 
-    Arithmetic and ``np.asarray`` unthunk it; ``fn`` runs at most once (again only if it raised).
+    Arithmetic (``+ - * / @ **``, unary ``-``, ``abs``), indexing, ``.T``, ``.real``, ``.imag``,
+    ``.conj()``, ``float()`` and ``complex()`` unthunk it, so a pullback can use a thunked
+    cotangent as the value; ``fn`` runs at most once (again only if it raised). It has no
+    ``__array__`` (see below): call ``unthunk`` before handing it to numpy functions.
 
     >>> t = Thunk(lambda: 2.0)
     >>> unthunk(t), t + 1.0, 3 * t
     (2.0, 3.0, 6.0)
+    >>> import numpy as np
+    >>> m = Thunk(lambda: np.array([[1.0, 2j]]))
+    >>> m.T.shape, complex(m[0, 1]), m.imag, complex(Thunk(lambda: 1j))
+    ((2, 1), 2j, array([[0., 2.]]), 1j)
     """
 
     __slots__ = ("_done", "_fn", "_value")
@@ -240,8 +313,40 @@ class Thunk:
     def __pos__(self) -> Any:
         return self.unthunk()
 
+    def __pow__(self, other: Any) -> Any:
+        return self.unthunk() ** unthunk(other)
+
+    def __rpow__(self, other: Any) -> Any:
+        return unthunk(other) ** self.unthunk()
+
+    def __abs__(self) -> Any:
+        return abs(self.unthunk())
+
+    # -- the protocols a pullback uses on its cotangent, all by unthunking ------------------
+    def __getitem__(self, key: Any) -> Any:
+        return self.unthunk()[key]
+
+    def __float__(self) -> float:
+        return float(self.unthunk())
+
+    def __complex__(self) -> complex:
+        return complex(self.unthunk())
+
     def conj(self) -> Any:
         return conj(self.unthunk())
+
+    @property
+    def T(self) -> Any:
+        value = self.unthunk()
+        return value.T if hasattr(value, "T") else value
+
+    @property
+    def real(self) -> Any:
+        return self.unthunk().real
+
+    @property
+    def imag(self) -> Any:
+        return self.unthunk().imag
 
 
 def _done_fn() -> Any:  # pragma: no cover - never called, replaces the closure of a used thunk
