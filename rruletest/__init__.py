@@ -15,7 +15,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rruletest import interop, strategies
+    from rruletest import interop, spaces, strategies
     from rruletest.approx import collect_mismatches, test_approx
     from rruletest.broadcast import (
         NoBroadcastRuleError,
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     )
     from rruletest.domains import Domain, Interval
     from rruletest.errors import Mismatch, RuleTestFailure
+    from rruletest.projection import project
     from rruletest.finite_differences import (
         FiniteDifferenceMethod,
         backward_fdm,
@@ -94,6 +95,8 @@ _LAZY: dict[str, str] = {
         "rruletest.tangents",
     ),
     "strategies": "rruletest.strategies",
+    "spaces": "rruletest.spaces",
+    "project": "rruletest.projection",
     "interop": "rruletest.interop",
     "test_approx": "rruletest.approx",
     "collect_mismatches": "rruletest.approx",
@@ -141,11 +144,13 @@ __all__ = [
     "frule",
     "interop",
     "non_differentiable",
+    "project",
     "rand_tangent",
     "register_frule",
     "register_rrule",
     "rrule",
     "scalar_rule",
+    "spaces",
     "strategies",
     "test_approx",
     "test_frule",

@@ -1,4 +1,5 @@
-"""Projection of a cotangent onto its primal: shape (``unbroadcast``), dtype and realness.
+"""Projection of a tangent onto its primal's tangent space: ``project`` (ChainRulesCore's
+``ProjectTo``) and its array case ``unbroadcast``.
 
 A cotangent computed for a broadcast result has the result's shape and a dtype that numpy's
 promotion chose. Its primal may be smaller (broadcast added or expanded dimensions), of lower
@@ -16,17 +17,33 @@ NoTangent()
 3.0
 >>> unbroadcast(np.array(1.0), np.ones(3))
 array(3.)
+
+``project(primal, tangent, space)`` does the same for every value a primal can be: numbers and
+arrays as ``unbroadcast`` does, then onto a constrained argument's space
+(``rruletest.spaces``); tuples, lists, namedtuples, dicts, dataclasses and ``Tangent``s field by
+field; a thunk lazily; values without a tangent space give ``NoTangent()``:
+
+>>> from rruletest.spaces import Symmetric
+>>> project((np.eye(2), 3), (np.array([[1.0, 2.0], [0.0, 1.0]]), 1.0), (Symmetric(), None))
+(array([[1., 1.],
+       [1., 1.]]), NoTangent())
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from rruletest.tangents import NO_TANGENT, AbstractZero, Tangent, unthunk
+from rruletest.spaces import Space
+from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, Tangent, Thunk, unthunk
 
-__all__ = ["is_differentiable", "unbroadcast"]
+__all__ = ["is_differentiable", "project", "unbroadcast"]
+
+# Deeper structures are refused (a cycle, or a structure no rule's argument is).
+_MAX_DEPTH = 200
 
 
 def is_differentiable(x: Any) -> bool:
@@ -109,3 +126,220 @@ def _sum_to(arr: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[Any
     if expanded:
         arr = arr.sum(axis=expanded, keepdims=True)
     return np.asarray(arr)
+
+
+# --------------------------------------------------------------------------------------------
+# project: every kind of primal
+# --------------------------------------------------------------------------------------------
+
+
+def project(primal: Any, tangent: Any, space: Any = None) -> Any:
+    """The tangent projected onto ``primal``'s tangent space (ChainRulesCore's ``ProjectTo``).
+
+    A rule calls it on each cotangent it returns when the cotangent it computed may be
+    larger than the primal's tangent space: broadcast to a bigger shape, of numpy's promoted
+    dtype (float64 for a float32 primal, complex for a real one), or with a component outside a
+    constrained argument's space (a non-symmetric gradient for a symmetric matrix). A tester
+    compares a rule's cotangent after this projection.
+
+    - numbers and arrays: ``unbroadcast`` (shape, precision, real part for real primals, the
+      primal's container kind), then ``space.project`` when ``space`` is a
+      ``rruletest.spaces.Space``;
+    - integers, booleans, strings, integer arrays, ``None``: ``NoTangent()``;
+    - tuples, lists, namedtuples, dicts and dataclasses: field by field (``space`` is then None
+      or a structure of spaces, or ``None``s, matching the primal: a tuple for a tuple, a dict
+      for a dict, ...). A ``Tangent`` gives a ``Tangent`` (fields it does not store stay
+      missing); a natural tuple, list or dict the same container; any other natural value a
+      ``Tangent`` of the primal's type;
+    - zeros pass through (``NoTangent()`` where the primal has no tangent space); a ``Thunk``
+      gives a ``Thunk`` that projects when unthunked; other objects' tangents are returned as
+      they are.
+
+    Raises:
+        ValueError: a shape that broadcasting cannot have made, a structure whose length or
+            fields do not match the primal's, or a structure deeper than 200 (a cycle); the
+            message names the path (``tangent[1]['w']``).
+        TypeError: ``space`` does not fit the primal (a space for a non-array, a tuple of
+            spaces for an array).
+
+    Examples:
+        >>> import numpy as np
+        >>> project(np.float32(1.0), np.ones(3))
+        np.float32(3.0)
+        >>> project({"w": np.zeros(2), "n": 4}, {"w": np.ones((3, 2)), "n": 1.0})
+        {'w': array([3., 3.]), 'n': NoTangent()}
+        >>> from rruletest.spaces import Simplex
+        >>> project(np.full(2, 0.5), np.array([1.0, 0.0]), Simplex())
+        array([ 0.5, -0.5])
+    """
+    return _project(primal, tangent, space, "tangent", 0, set())
+
+
+def _project(primal: Any, tangent: Any, space: Any, path: str, depth: int, active: set[int]) -> Any:
+    if depth > _MAX_DEPTH:
+        raise ValueError(
+            f"project: {path} is nested more than {_MAX_DEPTH} deep (a structure that contains "
+            f"itself?)"
+        )
+    if isinstance(tangent, Thunk):
+        return Thunk(lambda: _project(primal, unthunk(tangent), space, path, depth, set()))
+    if _is_nondifferentiable_leaf(primal) or primal is None:
+        return NO_TANGENT
+    if isinstance(primal, float | complex | np.ndarray | np.generic):
+        return _leaf(primal, tangent, space, path)
+    if isinstance(tangent, AbstractZero):
+        return tangent
+    if isinstance(tangent, np.ndarray) and type(primal) in (tuple, list):
+        return _leaf(np.asarray(primal), tangent, space, path)  # a list of numbers as an array
+    if not _is_structure(primal):
+        if space is not None:
+            raise TypeError(
+                f"project: {path} has a space {space!r} but its primal is a "
+                f"{type(primal).__name__}, not an array"
+            )
+        return tangent
+    key = id(primal)
+    if key in active:
+        raise ValueError(f"project: {path} contains itself (a cycle in the primal)")
+    active.add(key)
+    try:
+        return _structure(primal, tangent, space, path, depth, active)
+    finally:
+        active.discard(key)
+
+
+def _leaf(primal: Any, tangent: Any, space: Any, path: str) -> Any:
+    if space is not None and not isinstance(space, Space):
+        raise TypeError(
+            f"project: the space for {path} must be a rruletest.spaces.Space or None (its "
+            f"primal is an array), got {type(space).__name__}"
+        )
+    if isinstance(tangent, Tangent) or (
+        isinstance(tangent, tuple | list | Mapping) and not isinstance(primal, np.ndarray)
+    ):
+        raise ValueError(
+            f"project: {path} is a {type(tangent).__name__} but its primal is a "
+            f"{type(primal).__name__}; a number's or array's tangent is a number or array"
+        )
+    try:
+        out = unbroadcast(primal, tangent)
+    except ValueError as e:
+        raise ValueError(f"project: {path}: {e}") from None
+    if space is None or isinstance(out, AbstractZero):
+        return out
+    if not isinstance(primal, np.ndarray):
+        raise TypeError(f"project: {path} has a space {space!r} but its primal is not an array")
+    return space.project(primal, out)
+
+
+def _is_structure(x: Any) -> bool:
+    return isinstance(x, tuple | list | Mapping) or (
+        dataclasses.is_dataclass(x) and not isinstance(x, type)
+    )
+
+
+def _fields(x: Any) -> list[tuple[Any, str, Any]]:
+    """``(key, path step, value)`` of each field of a structured primal."""
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return [(n, f".{n}", getattr(x, n)) for n in x._fields]
+    if isinstance(x, tuple | list):
+        return [(i, f"[{i}]", v) for i, v in enumerate(x)]
+    if isinstance(x, Mapping):
+        return [(k, f"[{k!r}]", v) for k, v in x.items()]
+    return [(f.name, f".{f.name}", getattr(x, f.name)) for f in dataclasses.fields(x)]
+
+
+def _space_of(space: Any, key: Any, index: int, primal: Any, path: str) -> Any:
+    if space is None:
+        return None
+    if isinstance(space, Mapping):
+        return space.get(key)
+    if isinstance(space, tuple | list) and not isinstance(primal, Mapping):
+        if len(space) != len(_fields(primal)):
+            raise TypeError(
+                f"project: {len(space)} spaces for {path}, which has {len(_fields(primal))} fields"
+            )
+        return space[index]
+    raise TypeError(
+        f"project: the spaces for {path} must be a structure matching its primal (a "
+        f"{type(primal).__name__}), got {space!r}"
+    )
+
+
+def _structure(
+    primal: Any, tangent: Any, space: Any, path: str, depth: int, active: set[int]
+) -> Any:
+    fields = _fields(primal)
+    if isinstance(tangent, Tangent):
+        stored = dict(tangent.items())
+        unknown = [k for k in stored if k not in {key for key, _, _ in fields}]
+        if unknown:
+            raise ValueError(
+                f"project: {path} has field {unknown[0]!r}, which its primal (a "
+                f"{type(primal).__name__}) does not have"
+            )
+        out = {
+            key: _project(
+                value,
+                stored[key],
+                _space_of(space, key, i, primal, path),
+                path + step,
+                depth + 1,
+                active,
+            )
+            for i, (key, step, value) in enumerate(fields)
+            if key in stored
+        }
+        if isinstance(primal, tuple | list) and not hasattr(primal, "_fields"):
+            n = max(out, default=-1) + 1
+            return Tangent(tangent.primal_type, *(out.get(i, ZERO_TANGENT) for i in range(n)))
+        if isinstance(primal, Mapping):
+            return Tangent(tangent.primal_type, out)
+        return Tangent(tangent.primal_type, **out)
+    values = _natural_fields(primal, tangent, fields, path)
+    projected = [
+        _project(
+            value, values[i], _space_of(space, key, i, primal, path), path + step, depth + 1, active
+        )
+        for i, (key, step, value) in enumerate(fields)
+    ]
+    if isinstance(tangent, dict):
+        return dict(zip([k for k, _, _ in fields], projected, strict=True))
+    if type(tangent) in (tuple, list):
+        return type(tangent)(projected)
+    if isinstance(primal, Mapping):
+        return Tangent(type(primal), dict(zip([k for k, _, _ in fields], projected, strict=True)))
+    if isinstance(primal, tuple | list) and not hasattr(primal, "_fields"):
+        return Tangent(type(primal), *projected)
+    return Tangent(type(primal), **dict(zip([k for k, _, _ in fields], projected, strict=True)))
+
+
+def _natural_fields(
+    primal: Any, tangent: Any, fields: list[tuple[Any, str, Any]], path: str
+) -> list[Any]:
+    """The tangent's value for each field of the primal (a missing dict key is a zero)."""
+    name = type(primal).__name__
+    if isinstance(primal, Mapping):
+        if not isinstance(tangent, Mapping):
+            raise ValueError(
+                f"project: {path} is a {type(tangent).__name__} but its primal is a {name}"
+            )
+        unknown = [k for k in tangent if k not in primal]
+        if unknown:
+            raise ValueError(
+                f"project: {path} has key {unknown[0]!r}, which its primal does not have"
+            )
+        return [tangent.get(k, ZERO_TANGENT) for k, _, _ in fields]
+    if isinstance(tangent, tuple | list) and not dataclasses.is_dataclass(primal):
+        if len(tangent) != len(fields):
+            raise ValueError(
+                f"project: {path} has {len(tangent)} entries but its primal (a {name}) has "
+                f"{len(fields)}"
+            )
+        return list(tangent)
+    if dataclasses.is_dataclass(primal) and type(tangent) is type(primal):
+        return [getattr(tangent, k) for k, _, _ in fields]
+    raise ValueError(
+        f"project: {path} is a {type(tangent).__name__} but its primal is a {name}; give a "
+        f"Tangent({name}, ...) or a value of the same structure"
+    )
