@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     )
     from rruletest.domains import Domain, Interval
     from rruletest.errors import Mismatch, RuleTestFailure
-    from rruletest.projection import project
     from rruletest.finite_differences import (
         FiniteDifferenceMethod,
         backward_fdm,
@@ -33,6 +32,7 @@ if TYPE_CHECKING:
         extrapolate_fdm,
         forward_fdm,
     )
+    from rruletest.projection import project
     from rruletest.rules import (
         RuleInfo,
         RuleSet,
