@@ -51,6 +51,17 @@ def _check_pair(r: Any, f: Any, kind: str, expected: str, k: int) -> None:
         )
 
 
+def _check_single(y: Any, f: Any, kind: str) -> None:
+    if isinstance(y, tuple):
+        name = getattr(f, "__name__", fname(f))
+        raise TypeError(
+            f"{call_text(kind, f)}: {fname(f)} has {len(y)} outputs; its broadcast is "
+            f"differentiated through a scalar rule with one row of partials per output, "
+            f"scalar_rule({name}, partials), or a rule for (broadcasted, {name}), not through "
+            f"its own {kind} per element"
+        )
+
+
 class ElementPullback:
     """The per-element path's pullback: applies each element's pullback and collects."""
 
@@ -106,6 +117,7 @@ def element_rrule(
         if r is None:
             raise no_rule(rules, f, "rrule")
         _check_pair(r, f, "rrule", "(y, pullback)", k)
+        _check_single(r[0], f, "rrule")
         ys.append(r[0])
         pbs.append(r[1])
     warn_slow(f, "calls its scalar rrule once per element (it has no scalar rule)")
@@ -131,6 +143,7 @@ def element_frule(
         if r is None:
             raise no_rule(rules, f, "frule")
         _check_pair(r, f, "frule", "(y, ydot)", k)
+        _check_single(r[0], f, "frule")
         ys.append(r[0])
         ydots.append(r[1])
     warn_slow(f, "calls its scalar frule once per element (it has no scalar rule)")
