@@ -301,7 +301,9 @@ def broadcast_frule(
         if is_differentiable(a) and not isinstance(d, AbstractZero)
     ]
     if isinstance(y, tuple):
-        rows = _partials(rules, f, args, y, shape) if live else ()
+        if not live:
+            return y, tuple(ZERO_TANGENT if is_differentiable(v) else NO_TANGENT for v in y)
+        rows = _partials(rules, f, args, y, shape)
         return y, tuple(
             _push(yk, rows[k], xdots, live, shape) if is_differentiable(yk) else NO_TANGENT
             for k, yk in enumerate(y)

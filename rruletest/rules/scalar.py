@@ -258,7 +258,9 @@ class ScalarFRule(_ScalarRule):
             if is_differentiable(a) and not isinstance(d, AbstractZero)
         ]
         if isinstance(y, tuple):
-            rows = self._partials(args, y) if live else ()
+            if not live:
+                return y, tuple(ZERO_TANGENT if is_differentiable(v) else NO_TANGENT for v in y)
+            rows = self._partials(args, y)
             return y, tuple(
                 _push(yk, rows[k], xdots, live) if is_differentiable(yk) else NO_TANGENT
                 for k, yk in enumerate(y)
