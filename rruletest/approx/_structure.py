@@ -140,7 +140,7 @@ class StructureMixin:
             self.report("type", path, f"{r.describe(a)} where {r.describe(e)} was expected", a, e)
             return
         for step, key, pos in _tangent_steps(a, e):
-            self._child(a[key], e[key], path, step, rtol, atol, key, pos)
+            self._child(a._get(key), e._get(key), path, step, rtol, atol, key, pos)
 
     def tangent_natural(
         self, a: Any, e: Any, actual_is_tangent: bool, path: str, rtol: Any, atol: Any
@@ -179,7 +179,7 @@ class StructureMixin:
                     e,
                 )
             for i in range(n_v):
-                child(t[i], v[i], f"[{i}]", i, i)
+                child(t._get(i), v[i], f"[{i}]", i, i)  # stored value: walk unthunks
         elif mapping:
             extra = [k for k in t.backing if k not in v]
             if extra:
@@ -192,7 +192,7 @@ class StructureMixin:
                     e,
                 )
             for pos, k in enumerate(v):
-                child(t[k], v[k], r.key_step(k), k, pos)
+                child(t._get(k), v[k], r.key_step(k), k, pos)
         else:
             names = dict.fromkeys([*(declared_fields(ptype) or ()), *t.keys()])
             for pos, name in enumerate(names):
@@ -206,7 +206,7 @@ class StructureMixin:
                         e,
                     )
                     continue
-                child(t[name], value, f".{name}", name, pos)
+                child(t._get(name), value, f".{name}", name, pos)
 
     # -- sequences, mappings, dataclasses ----------------------------------------------------
     def sequences(self, a: Any, e: Any, path: str, rtol: Any, atol: Any) -> None:
