@@ -503,3 +503,56 @@ def test_a_function_on_the_sphere_is_differentiated_along_it() -> None:
     fd = coordinate_gradient(lambda p: float(a @ p), Sphere(), x)
     np.testing.assert_allclose(Sphere().to_coords(x, a), fd, rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(Sphere().to_coords(x, a + 5.0 * x), fd, rtol=1e-6, atol=1e-9)
+
+
+def vjp_along(f: Any, space: Space, x: np.ndarray, ybar: np.ndarray) -> np.ndarray:
+    """The numerical vjp of a matrix-valued ``f`` in the space's coordinates."""
+    return coordinate_gradient(lambda p: float(np.sum(ybar * f(p))), space, x)
+
+
+def cholesky_cotangents(x: np.ndarray, lbar: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two cotangents of ``np.linalg.cholesky`` at a symmetric ``x`` with the same symmetric
+    part: the symmetric one and one that lives in the lower triangle (as a rule that reads only
+    the lower triangle might return)."""
+    low = np.linalg.cholesky(x)
+    phi = np.tril(low.T @ lbar)
+    phi[np.diag_indices_from(phi)] /= 2
+    inv = np.linalg.inv(low)
+    s = inv.T @ phi @ inv
+    sym = (s + s.T) / 2
+    lower = np.tril(s + s.T) - np.diag(np.diag(s))
+    return sym, lower
+
+
+def test_a_cholesky_rule_that_assumes_symmetry_is_right_along_spd_only() -> None:
+    spd = SymmetricPositiveDefinite()
+    x = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
+    lbar = np.tril(np.arange(1.0, 10.0).reshape(3, 3) / 10)
+    fd = vjp_along(np.linalg.cholesky, spd, x, lbar)
+    sym, lower = cholesky_cotangents(x, lbar)
+    assert not np.allclose(sym, lower)
+    np.testing.assert_allclose(spd.to_coords(x, sym), fd, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(spd.to_coords(x, lower), fd, rtol=1e-6, atol=1e-9)
+    wrong = sym.copy()
+    wrong[1, 0] *= 1.01
+    wrong[0, 1] *= 1.01
+    assert not np.allclose(spd.to_coords(x, wrong), fd, rtol=1e-6, atol=1e-9)
+
+
+def test_a_gaussian_log_density_in_its_covariance_along_spd() -> None:
+    spd = SymmetricPositiveDefinite()
+    r = np.array([0.3, -1.0, 0.5])
+    cov = np.array([[2.0, 0.3, 0.0], [0.3, 1.0, 0.1], [0.0, 0.1, 0.5]])
+
+    def logpdf(c: np.ndarray) -> float:
+        return float(-0.5 * (np.linalg.slogdet(c)[1] + r @ np.linalg.solve(c, r)))
+
+    fd = coordinate_gradient(logpdf, spd, cov)
+    inv = np.linalg.inv(cov)
+    grad = -0.5 * (inv - np.outer(inv @ r, inv @ r))
+    np.testing.assert_allclose(spd.to_coords(cov, grad), fd, rtol=1e-6, atol=1e-9)
+    unsym = grad + np.triu(grad, 1) - np.tril(grad, -1)  # all of the off-diagonal mass above
+    np.testing.assert_allclose(spd.to_coords(cov, unsym), fd, rtol=1e-6, atol=1e-9)
+    wrong = grad.copy()
+    wrong[2, 2] *= 1.01
+    assert not np.allclose(spd.to_coords(cov, wrong), fd, rtol=1e-6, atol=1e-9)
