@@ -52,8 +52,9 @@ class AbstractZero:
     ``TypeError``. Every part of a zero is that zero: ``z[i]``, ``z.field``, ``z.T``, ``z.real``,
     ``z.imag``, ``z.conj()``, ``z.sum()``, ``z.reshape(...)``. Iterating a zero yields it once
     (as ChainRulesCore's ``iterate``), so ``list(z)``, ``sum(z)`` and ``x in z`` end at once.
-    Attribute names that duck-typing code probes (``dtype``, ``shape``, ``keys``, ...) are not
-    parts: ``getattr(z, "shape", None)`` is None.
+    Array attributes a zero does not define (``dtype``, ``shape``, ``astype``, ...) and mapping
+    and thunk names (``keys``, ``unthunk``, ...) are not fields: ``getattr(z, "shape", None)``
+    is None, so duck-typing code does not take a zero for an array.
 
     >>> NoTangent() is NoTangent(), bool(ZeroTangent())
     (True, False)
@@ -165,7 +166,10 @@ class AbstractZero:
     def __getattr__(self, name: str) -> AbstractZero:
         """A field of a zero is the same zero (``ybar.weights`` of a zero structured cotangent)."""
         if name.startswith("_") or name in _NOT_PARTS:
-            raise AttributeError(f"{type(self).__name__}() has no attribute {name!r}")
+            raise AttributeError(
+                f"{type(self).__name__}() has no attribute {name!r} (a zero is not an array: "
+                f"handle {type(self).__name__}() before using array attributes)"
+            )
         return self
 
     def __iter__(self) -> Iterator[AbstractZero]:
@@ -205,12 +209,17 @@ class AbstractZero:
         return self
 
 
-# Names that code probes with ``getattr(x, name, None)``/``hasattr`` to recognise arrays,
-# mappings, thunks and methods: a zero has none of them (a zero's fields are zeros otherwise).
-_NOT_PARTS: Final = frozenset(
-    {"add_into", "base", "dtype", "flags", "get", "item", "items", "keys", "ndim", "shape"}
-    | {"size", "strides", "tolist", "unthunk", "values"}
-)
+# Not fields: the attributes of numpy arrays a zero does not define itself (``shape``, ``dtype``,
+# ``astype``, ...), which duck-typing code probes with ``getattr(x, name, None)`` and pullbacks
+# call as methods, and the names that mark mappings and thunks.
+_NOT_PARTS: Final = frozenset(dir(np.ndarray)) - frozenset(dir(AbstractZero)) | {
+    "add_into",
+    "get",
+    "items",
+    "keys",
+    "unthunk",
+    "values",
+}
 
 
 class NoTangent(AbstractZero):
