@@ -556,3 +556,16 @@ def test_a_gaussian_log_density_in_its_covariance_along_spd() -> None:
     wrong = grad.copy()
     wrong[2, 2] *= 1.01
     assert not np.allclose(spd.to_coords(cov, wrong), fd, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("space", SPACES)
+def test_normal_part_is_what_projection_removes(space: Space) -> None:
+    x = sample_point(space)
+    t = np.arange(x.size, dtype=float).reshape(x.shape) + 1.0
+    normal = space.normal_part(x, t)
+    np.testing.assert_allclose(normal + space.project(x, t), t, atol=1e-12)
+    s = space.rand_tangent(x, 1)
+    assert abs(inner(normal, s)) <= 1e-9 * float(np.abs(s).max()) * x.size
+    tangent = space.rand_tangent(x, 2)
+    np.testing.assert_allclose(space.normal_part(x, tangent), 0.0, atol=1e-12)
+    assert space.normal_part(x, ZeroTangent()) is ZeroTangent()

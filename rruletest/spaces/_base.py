@@ -169,6 +169,22 @@ class Space:
         cotangent that a rule for arguments in this space promises (zeros pass through)."""
         raise NotImplementedError
 
+    def normal_part(self, x: Any, t: Any) -> Any:
+        """The part of ``t`` outside the tangent space at ``x`` (``t - project(x, t)``): what a
+        rule's cotangent holds beyond what it promises (a tester notes it, never fails on it).
+
+        >>> import numpy as np
+        >>> from rruletest.spaces import Symmetric
+        >>> Symmetric().normal_part(np.eye(2), np.array([[0.0, 1.0], [0.0, 0.0]]))
+        array([[ 0. ,  0.5],
+               [-0.5,  0. ]])
+        """
+        x = as_point(self, x)
+        t = self._tangent(x, t)
+        if isinstance(t, AbstractZero):
+            return t
+        return np.asarray(t - self.project(x, t), dtype=x.dtype)
+
     def dimension(self, x: Any) -> int:
         """The number of real coordinates of the tangent space at ``x``."""
         return int(self.to_coords(x, np.zeros_like(as_point(self, x))).size)
@@ -214,7 +230,10 @@ class Space:
 
     # -- generated points ------------------------------------------------------------------
     def points(self, n: int | None = None, dtype: Any = np.float64) -> SearchStrategy[Array]:
-        """A hypothesis strategy of points of the space (size ``n``, drawn when None)."""
+        """A hypothesis strategy of points of the space: ``n`` by ``n`` matrices, or vectors
+        of ``n`` entries for ``Simplex`` and ``Sphere``, in ``dtype`` (``n`` drawn when None;
+        ``Sparsity`` points have its mask's shape). Entries are short decimals before the
+        construction that puts them in the set, so the points print readably."""
         from rruletest.spaces._points import points_of
 
         return points_of(self, n, np.dtype(dtype))
