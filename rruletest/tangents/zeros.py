@@ -149,14 +149,11 @@ class AbstractZero:
             f"{type(other).__name__} / {self!r})"
         )
 
-    def __neg__(self) -> AbstractZero:
+    def _itself(self, *args: Any, **kwargs: Any) -> AbstractZero:
         return self
 
-    def __pos__(self) -> AbstractZero:
-        return self
-
-    def __abs__(self) -> AbstractZero:
-        return self
+    # linear maps of a zero, and its negation, are that zero
+    __neg__ = __pos__ = __abs__ = _itself
 
     # -- parts: every part of a zero is the same zero ---------------------------------------
     def __getitem__(self, key: Any) -> AbstractZero:
@@ -179,47 +176,15 @@ class AbstractZero:
     def __contains__(self, item: object) -> bool:
         return item is self
 
-    def conj(self) -> AbstractZero:
-        return self
-
-    conjugate = conj
-
-    def transpose(self, *axes: Any) -> AbstractZero:
-        return self
-
-    def sum(self, *args: Any, **kwargs: Any) -> AbstractZero:
-        return self
-
-    def reshape(self, *args: Any, **kwargs: Any) -> AbstractZero:
-        return self
-
-    def copy(self) -> AbstractZero:
-        return self
-
-    @property
-    def T(self) -> AbstractZero:
-        return self
-
-    @property
-    def real(self) -> AbstractZero:
-        return self
-
-    @property
-    def imag(self) -> AbstractZero:
-        return self
+    conj = conjugate = transpose = sum = reshape = copy = _itself
+    T = real = imag = property(_itself)
 
 
 # Not fields: the attributes of numpy arrays a zero does not define itself (``shape``, ``dtype``,
 # ``astype``, ...), which duck-typing code probes with ``getattr(x, name, None)`` and pullbacks
 # call as methods, and the names that mark mappings and thunks.
-_NOT_PARTS: Final = frozenset(dir(np.ndarray)) - frozenset(dir(AbstractZero)) | {
-    "add_into",
-    "get",
-    "items",
-    "keys",
-    "unthunk",
-    "values",
-}
+_ARRAY_NAMES = frozenset(dir(np.ndarray)) - frozenset(dir(AbstractZero))
+_NOT_PARTS: Final = _ARRAY_NAMES | {"add_into", "get", "items", "keys", "unthunk", "values"}
 
 
 class NoTangent(AbstractZero):
