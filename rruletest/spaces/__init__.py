@@ -50,15 +50,8 @@ from __future__ import annotations
 
 from rruletest.spaces._base import NotInSpaceError, Space
 from rruletest.spaces._manifolds import Simplex, Sphere
-from rruletest.spaces._matrix import (
-    Diagonal,
-    Hermitian,
-    LowerTriangular,
-    Sparsity,
-    Symmetric,
-    SymmetricPositiveDefinite,
-    UpperTriangular,
-)
+from rruletest.spaces._masked import Diagonal, LowerTriangular, Sparsity, UpperTriangular
+from rruletest.spaces._matrix import Hermitian, Symmetric, SymmetricPositiveDefinite
 
 __all__ = [
     "Diagonal",

@@ -21,15 +21,8 @@ from hypothesis.extra import numpy as hnp
 
 from rruletest.spaces._base import Array, Space
 from rruletest.spaces._manifolds import Simplex, Sphere
-from rruletest.spaces._matrix import (
-    Diagonal,
-    Hermitian,
-    LowerTriangular,
-    Sparsity,
-    Symmetric,
-    SymmetricPositiveDefinite,
-    UpperTriangular,
-)
+from rruletest.spaces._masked import Diagonal, LowerTriangular, Sparsity, UpperTriangular
+from rruletest.spaces._matrix import Hermitian, Symmetric, SymmetricPositiveDefinite
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
