@@ -987,16 +987,32 @@ class TestSeveralOutputs:
         assert "ydot[1]: 6 of 6 elements differ" in str(fr.value)
         assert "ydot[0]" not in str(fr.value)
 
-    def test_per_element_path_refuses_several_outputs(self) -> None:
+    def test_per_element_path_with_several_outputs(self) -> None:
         r = RuleSet()
 
-        @r.register_rrule(sincos)
-        def _rule(x: Any) -> Any:
-            return sincos(x), lambda ybar: (NT, ybar[0] * np.cos(x) - ybar[1] * np.sin(x))
+        def sincos2(x: Any) -> tuple[Any, Any]:  # its own function: SlowBroadcastWarning is once
+            return np.sin(x), np.cos(x)
 
-        with pytest.raises(
-            TypeError,
-            match=r"sincos has 2 outputs; its broadcast is differentiated through a scalar "
-            r"rule with one row of partials per output",
-        ):
-            r.rrule(broadcasted, sincos, np.ones(2))
+        @r.register_rrule(sincos2)
+        def _rrule(x: Any) -> Any:
+            return sincos2(x), lambda ybar: (NT, ybar[0] * np.cos(x) - ybar[1] * np.sin(x))
+
+        @r.register_frule(sincos2)
+        def _frule(tangents: Any, x: Any) -> Any:
+            xdot = tangents[1]
+            return sincos2(x), (np.cos(x) * xdot, -np.sin(x) * xdot)
+
+        x = np.array([[0.1, 0.5, 2.0]])
+        with pytest.warns(SlowBroadcastWarning, match="scalar rrule once per element"):
+            (s, _), pullback = r.rrule(broadcasted, sincos2, x)
+        assert_allclose(s, np.sin(x))
+        a, b = np.array([[1.0, 2.0, 3.0]]), np.full(3, 2.0)  # b broadcasts to the output
+        _, fbar, xbar = pullback((a, b))
+        assert fbar is NT
+        assert_allclose(xbar, np.cos(x) * a - np.sin(x) * b)
+        assert_allclose(pullback((ZT, b))[2], -np.sin(x) * b)
+        assert pullback(ZT)[2] is ZT
+        # (warned once per function: the rrule above already did)
+        _, (sdot, cdot) = r.frule((NT, NT, np.full((1, 3), 3.0)), broadcasted, sincos2, x)
+        assert_allclose(sdot, 3.0 * np.cos(x))
+        assert_allclose(cdot, -3.0 * np.sin(x))
