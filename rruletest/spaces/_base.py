@@ -238,5 +238,14 @@ class Space:
 
         return points_of(self, n, np.dtype(dtype))
 
+    # what ``points`` draws: raw entries in [_raw_low / 100, 2] of ``_example_shape(n)`` for n
+    # in ``_default_sizes``, put in the set by ``_from_raw``
+    _raw_low = -200
+    _default_sizes = (1, 4)
+    _real_only = False
+
     def _example_shape(self, n: int) -> tuple[int, ...]:
         return (n, n)
+
+    def _from_raw(self, a: Array) -> Array:
+        raise NotImplementedError

@@ -121,8 +121,15 @@ class Simplex(Space):
             return math.inf
         return float(np.min(x[moving] / np.abs(p[moving])))
 
+    _raw_low = 1
+    _default_sizes = (2, 5)
+    _real_only = True
+
     def _example_shape(self, n: int) -> tuple[int, ...]:
         return (n,)
+
+    def _from_raw(self, a: Array) -> Array:
+        return np.asarray(a / a.sum(axis=-1, keepdims=True), dtype=a.dtype)
 
 
 class Sphere(Space):
@@ -206,5 +213,13 @@ class Sphere(Space):
         moved = super().retract(x, t)
         return np.asarray(moved * (self.radius / np.linalg.norm(moved)), dtype=moved.dtype)
 
+    _default_sizes = (2, 5)
+
     def _example_shape(self, n: int) -> tuple[int, ...]:
         return (n,)
+
+    def _from_raw(self, a: Array) -> Array:
+        if float(np.linalg.norm(a)) < 0.1:  # keep away from 0: one entry moved by 1
+            a = a.copy()
+            a.flat[0] += 1.0
+        return np.asarray(a * (self.radius / np.linalg.norm(a)), dtype=a.dtype)

@@ -33,6 +33,9 @@ class _Masked(Matrices):
         """True where an entry of a point may be nonzero (broadcast to ``x``'s shape)."""
         raise NotImplementedError
 
+    def _from_raw(self, a: Array) -> Array:
+        return np.where(self.mask(a), a, np.zeros((), dtype=a.dtype))
+
     def _problem(self, x: Array) -> str | None:
         shape = self._shape_problem(x)
         if shape is not None:

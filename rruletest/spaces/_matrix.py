@@ -194,8 +194,8 @@ class Symmetric(Matrices):
         out[..., idx, idx] = diag
         return out
 
-    def _example_shape(self, n: int) -> tuple[int, ...]:
-        return (n, n)
+    def _from_raw(self, a: Array) -> Array:
+        return np.asarray(a + self._mirror(a), dtype=a.dtype)
 
 
 class Hermitian(Symmetric):
@@ -239,6 +239,11 @@ class SymmetricPositiveDefinite(Hermitian):
             f"its smallest eigenvalue is {low:.6g}, not positive (tolerance {tolerance(x):.2g}); "
             f"a @ a.T + n * np.eye(n) is positive definite for any a"
         )
+
+    def _from_raw(self, a: Array) -> Array:
+        n = a.shape[-1]
+        g = a @ np.conj(_mT(a))
+        return np.asarray((g + np.conj(_mT(g))) / 2 + n * np.eye(n), dtype=a.dtype)
 
     def max_step(self, x: Any, t: Any) -> float:
         x = as_point(self, x)
