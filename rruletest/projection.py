@@ -31,7 +31,6 @@ field; a thunk lazily; values without a tangent space give ``NoTangent()``:
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,11 +38,11 @@ import numpy as np
 
 from rruletest.spaces import Space
 from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, Tangent, Thunk, unthunk
+from rruletest.walk import Guard, Path, Step, children, render_path
 
 __all__ = ["is_differentiable", "project", "unbroadcast"]
 
-# Deeper structures are refused (a cycle, or a structure no rule's argument is).
-_MAX_DEPTH = 200
+_ROOT = "tangent"  # how messages name the projected value
 
 
 def is_differentiable(x: Any) -> bool:
@@ -146,19 +145,22 @@ def project(primal: Any, tangent: Any, space: Any = None) -> Any:
       primal's container kind), then ``space.project`` when ``space`` is a
       ``rruletest.spaces.Space``;
     - integers, booleans, strings, integer arrays, ``None``: ``NoTangent()``;
-    - tuples, lists, namedtuples, dicts and dataclasses: field by field (``space`` is then None
-      or a structure of spaces, or ``None``s, matching the primal: a tuple for a tuple, a dict
-      for a dict, ...). A ``Tangent`` gives a ``Tangent`` (fields it does not store stay
-      missing); a natural tuple, list or dict the same container; any other natural value a
+    - containers (tuples, lists, namedtuples, dicts, dataclasses, objects with declared fields
+      and types registered with ``rruletest.walk.register_structure``: what
+      ``rruletest.walk`` looks into): field by field (``space`` is then None or a structure of
+      spaces, or ``None``s, matching the primal: a tuple for a tuple, a dict for a dict, ...).
+      A ``Tangent`` gives a ``Tangent`` (fields it does not store stay missing); a natural
+      tuple, list or dict the same container; any other natural value (the primal's own type) a
       ``Tangent`` of the primal's type;
     - zeros pass through (``NoTangent()`` where the primal has no tangent space); a ``Thunk``
-      gives a ``Thunk`` that projects when unthunked; other objects' tangents are returned as
-      they are.
+      gives a ``Thunk`` that projects when unthunked; the tangents of other values are returned
+      as they are.
 
     Raises:
-        ValueError: a shape that broadcasting cannot have made, a structure whose length or
-            fields do not match the primal's, or a structure deeper than 200 (a cycle); the
-            message names the path (``tangent[1]['w']``).
+        ValueError: a shape that broadcasting cannot have made, or a structure whose length or
+            fields do not match the primal's; the message names the path
+            (``tangent[1]['w']``). ``rruletest.walk.WalkError`` (a ``ValueError``) for a primal
+            that contains itself.
         TypeError: ``space`` does not fit the primal (a space for a non-array, a tuple of
             spaces for an array).
 
@@ -172,174 +174,158 @@ def project(primal: Any, tangent: Any, space: Any = None) -> Any:
         >>> project(np.full(2, 0.5), np.array([1.0, 0.0]), Simplex())
         array([ 0.5, -0.5])
     """
-    return _project(primal, tangent, space, "tangent", 0, set())
-
-
-def _project(primal: Any, tangent: Any, space: Any, path: str, depth: int, active: set[int]) -> Any:
-    if depth > _MAX_DEPTH:
+    try:
+        return _project(primal, tangent, space, (), Guard(_ROOT))
+    except RecursionError:
         raise ValueError(
-            f"project: {path} is nested more than {_MAX_DEPTH} deep (a structure that contains "
-            f"itself?)"
-        )
+            "project: the primal nests more deeply than Python's recursion limit"
+        ) from None
+
+
+def _project(primal: Any, tangent: Any, space: Any, path: Path, guard: Guard) -> Any:
     if isinstance(tangent, Thunk):
-        return Thunk(lambda: _project(primal, unthunk(tangent), space, path, depth, set()))
+        return Thunk(lambda: _project(primal, unthunk(tangent), space, path, Guard(_ROOT)))
     if _is_nondifferentiable_leaf(primal) or primal is None:
         return NO_TANGENT
     if isinstance(primal, float | complex | np.ndarray | np.generic):
         return _leaf(primal, tangent, space, path)
-    if isinstance(tangent, AbstractZero):
-        return tangent
     if isinstance(tangent, np.ndarray) and type(primal) in (tuple, list):
         return _leaf(np.asarray(primal), tangent, space, path)  # a list of numbers as an array
-    if not _is_structure(primal):
+    if isinstance(tangent, AbstractZero):
+        return tangent
+    kids = children(primal)
+    if kids is None:
         if space is not None:
             raise TypeError(
-                f"project: {path} has a space {space!r} but its primal is a "
+                f"project: {render_path(_ROOT, path)} has a space {space!r} but its primal is a "
                 f"{type(primal).__name__}, not an array"
             )
         return tangent
-    key = id(primal)
-    if key in active:
-        raise ValueError(f"project: {path} contains itself (a cycle in the primal)")
-    active.add(key)
+    guard.enter(primal, path)
     try:
-        return _structure(primal, tangent, space, path, depth, active)
+        return _structure(primal, kids, tangent, space, path, guard)
     finally:
-        active.discard(key)
+        guard.leave(primal)
 
 
-def _leaf(primal: Any, tangent: Any, space: Any, path: str) -> Any:
+def _leaf(primal: Any, tangent: Any, space: Any, path: Path) -> Any:
+    where = render_path(_ROOT, path)
     if space is not None and not isinstance(space, Space):
         raise TypeError(
-            f"project: the space for {path} must be a rruletest.spaces.Space or None (its "
+            f"project: the space for {where} must be a rruletest.spaces.Space or None (its "
             f"primal is an array), got {type(space).__name__}"
         )
     if isinstance(tangent, Tangent) or (
         isinstance(tangent, tuple | list | Mapping) and not isinstance(primal, np.ndarray)
     ):
         raise ValueError(
-            f"project: {path} is a {type(tangent).__name__} but its primal is a "
+            f"project: {where} is a {type(tangent).__name__} but its primal is a "
             f"{type(primal).__name__}; a number's or array's tangent is a number or array"
         )
     try:
         out = unbroadcast(primal, tangent)
     except ValueError as e:
-        raise ValueError(f"project: {path}: {e}") from None
+        raise ValueError(f"project: {where}: {e}") from None
     if space is None or isinstance(out, AbstractZero):
         return out
     if not isinstance(primal, np.ndarray):
-        raise TypeError(f"project: {path} has a space {space!r} but its primal is not an array")
+        raise TypeError(f"project: {where} has a space {space!r} but its primal is not an array")
     return space.project(primal, out)
 
 
-def _is_structure(x: Any) -> bool:
-    return isinstance(x, tuple | list | Mapping) or (
-        dataclasses.is_dataclass(x) and not isinstance(x, type)
-    )
-
-
-def _fields(x: Any) -> list[tuple[Any, str, Any]]:
-    """``(key, path step, value)`` of each field of a structured primal."""
-    if isinstance(x, tuple) and hasattr(x, "_fields"):
-        return [(n, f".{n}", getattr(x, n)) for n in x._fields]
-    if isinstance(x, tuple | list):
-        return [(i, f"[{i}]", v) for i, v in enumerate(x)]
-    if isinstance(x, Mapping):
-        return [(k, f"[{k!r}]", v) for k, v in x.items()]
-    return [(f.name, f".{f.name}", getattr(x, f.name)) for f in dataclasses.fields(x)]
-
-
-def _space_of(space: Any, key: Any, index: int, primal: Any, path: str) -> Any:
+def _space_of(space: Any, key: Any, index: int, primal: Any, n: int, where: str) -> Any:
     if space is None:
         return None
     if isinstance(space, Mapping):
         return space.get(key)
     if isinstance(space, tuple | list) and not isinstance(primal, Mapping):
-        if len(space) != len(_fields(primal)):
-            raise TypeError(
-                f"project: {len(space)} spaces for {path}, which has {len(_fields(primal))} fields"
-            )
+        if len(space) != n:
+            raise TypeError(f"project: {len(space)} spaces for {where}, which has {n} fields")
         return space[index]
     raise TypeError(
-        f"project: the spaces for {path} must be a structure matching its primal (a "
+        f"project: the spaces for {where} must be a structure matching its primal (a "
         f"{type(primal).__name__}), got {space!r}"
     )
 
 
 def _structure(
-    primal: Any, tangent: Any, space: Any, path: str, depth: int, active: set[int]
+    primal: Any,
+    kids: list[tuple[Step, Any]],
+    tangent: Any,
+    space: Any,
+    path: Path,
+    guard: Guard,
 ) -> Any:
-    fields = _fields(primal)
+    where = render_path(_ROOT, path)
+    keys = [step.key for step, _ in kids]
+
+    def one(i: int, value: Any, t: Any) -> Any:
+        step = kids[i][0]
+        sub = _space_of(space, step.key, i, primal, len(kids), where)
+        return _project(value, t, sub, (*path, step), guard)
+
     if isinstance(tangent, Tangent):
         stored = dict(tangent.items())
-        unknown = [k for k in stored if k not in {key for key, _, _ in fields}]
+        unknown = [k for k in stored if k not in keys]
         if unknown:
             raise ValueError(
-                f"project: {path} has field {unknown[0]!r}, which its primal (a "
+                f"project: {where} has field {unknown[0]!r}, which its primal (a "
                 f"{type(primal).__name__}) does not have"
             )
         out = {
-            key: _project(
-                value,
-                stored[key],
-                _space_of(space, key, i, primal, path),
-                path + step,
-                depth + 1,
-                active,
-            )
-            for i, (key, step, value) in enumerate(fields)
-            if key in stored
+            step.key: one(i, v, stored[step.key])
+            for i, (step, v) in enumerate(kids)
+            if step.key in stored
         }
-        if isinstance(primal, tuple | list) and not hasattr(primal, "_fields"):
+        if isinstance(tangent.backing, tuple):
             n = max(out, default=-1) + 1
             return Tangent(tangent.primal_type, *(out.get(i, ZERO_TANGENT) for i in range(n)))
-        if isinstance(primal, Mapping):
+        if issubclass(tangent.primal_type, Mapping):
             return Tangent(tangent.primal_type, out)
         return Tangent(tangent.primal_type, **out)
-    values = _natural_fields(primal, tangent, fields, path)
-    projected = [
-        _project(
-            value, values[i], _space_of(space, key, i, primal, path), path + step, depth + 1, active
-        )
-        for i, (key, step, value) in enumerate(fields)
-    ]
-    if isinstance(tangent, dict):
-        return dict(zip([k for k, _, _ in fields], projected, strict=True))
+    values = _natural_fields(primal, kids, tangent, where)
+    projected = [one(i, v, values[i]) for i, (_, v) in enumerate(kids)]
     if type(tangent) in (tuple, list):
         return type(tangent)(projected)
+    if type(tangent) is dict:
+        return dict(zip(keys, projected, strict=True))
     if isinstance(primal, Mapping):
-        return Tangent(type(primal), dict(zip([k for k, _, _ in fields], projected, strict=True)))
+        return Tangent(type(primal), dict(zip(keys, projected, strict=True)))
     if isinstance(primal, tuple | list) and not hasattr(primal, "_fields"):
         return Tangent(type(primal), *projected)
-    return Tangent(type(primal), **dict(zip([k for k, _, _ in fields], projected, strict=True)))
+    return Tangent(type(primal), **dict(zip(keys, projected, strict=True)))
 
 
 def _natural_fields(
-    primal: Any, tangent: Any, fields: list[tuple[Any, str, Any]], path: str
+    primal: Any, kids: list[tuple[Step, Any]], tangent: Any, where: str
 ) -> list[Any]:
-    """The tangent's value for each field of the primal (a missing dict key is a zero)."""
+    """The natural tangent's value for each child of the primal (a missing key is a zero)."""
     name = type(primal).__name__
+    keys = [step.key for step, _ in kids]
     if isinstance(primal, Mapping):
         if not isinstance(tangent, Mapping):
             raise ValueError(
-                f"project: {path} is a {type(tangent).__name__} but its primal is a {name}"
+                f"project: {where} is a {type(tangent).__name__} but its primal is a {name}"
             )
         unknown = [k for k in tangent if k not in primal]
         if unknown:
             raise ValueError(
-                f"project: {path} has key {unknown[0]!r}, which its primal does not have"
+                f"project: {where} has key {unknown[0]!r}, which its primal does not have"
             )
-        return [tangent.get(k, ZERO_TANGENT) for k, _, _ in fields]
-    if isinstance(tangent, tuple | list) and not dataclasses.is_dataclass(primal):
-        if len(tangent) != len(fields):
+        return [tangent.get(k, ZERO_TANGENT) for k in keys]
+    plain = type(tangent) in (tuple, list)
+    if plain or (isinstance(tangent, tuple | list) and type(tangent) is not type(primal)):
+        if len(tangent) != len(kids):
             raise ValueError(
-                f"project: {path} has {len(tangent)} entries but its primal (a {name}) has "
-                f"{len(fields)}"
+                f"project: {where} has {len(tangent)} entries but its primal (a {name}) has "
+                f"{len(kids)}"
             )
         return list(tangent)
-    if dataclasses.is_dataclass(primal) and type(tangent) is type(primal):
-        return [getattr(tangent, k) for k, _, _ in fields]
+    own = children(tangent) if type(tangent) is type(primal) else None
+    if own is not None:
+        found = {step.key: v for step, v in own}
+        return [found.get(k, ZERO_TANGENT) for k in keys]
     raise ValueError(
-        f"project: {path} is a {type(tangent).__name__} but its primal is a {name}; give a "
+        f"project: {where} is a {type(tangent).__name__} but its primal is a {name}; give a "
         f"Tangent({name}, ...) or a value of the same structure"
     )

@@ -15,6 +15,7 @@ from hypothesis.extra import numpy as hnp
 from rruletest.projection import is_differentiable, project, unbroadcast
 from rruletest.spaces import Diagonal, LowerTriangular, Symmetric
 from rruletest.tangents import NoTangent, Tangent, Thunk, ZeroTangent, unthunk
+from rruletest.walk import WalkError
 
 
 @pytest.mark.parametrize(
@@ -424,14 +425,43 @@ def test_project_errors_name_the_path(
 def test_project_refuses_a_cycle_and_extreme_depth() -> None:
     opts: list[Any] = [0.5]
     opts.append(opts)
-    with pytest.raises(ValueError, match=r"^project: tangent\[1\] contains itself"):
+    with pytest.raises(WalkError, match=r"^tangent\[1\]: the value contains itself \(a cycle\)$"):
         project(opts, [1.0, [1.0, []]])
     deep: Any = 1.0
     deep_t: Any = 1.0
-    for _ in range(300):
+    for _ in range(50):
         deep, deep_t = [deep], [deep_t]
-    with pytest.raises(ValueError, match=r"is nested more than 200 deep"):
+    assert project(deep, deep_t) == deep_t
+    for _ in range(3000):
+        deep, deep_t = [deep], [deep_t]
+    with pytest.raises(
+        ValueError, match=r"^project: the primal nests more deeply than Python's recursion limit$"
+    ):
         project(deep, deep_t)
+
+
+@dataclasses.dataclass
+class Wrapper:
+    """A user type the walk learns about by registration."""
+
+    inner: np.ndarray
+
+
+def test_project_follows_the_walk_into_registered_types() -> None:
+    from rruletest.walk import register_structure
+
+    class Box:
+        def __init__(self, value: np.ndarray) -> None:
+            self._v = value
+
+    register_structure(Box, ["value"], lambda b, d: Box(d["value"]), get=lambda b, n: b._v)
+    out = project(Box(np.zeros(2, np.float32)), Tangent(Box, value=np.ones((3, 2))))
+    assert isinstance(out, Tangent)
+    assert out.value.dtype == np.float32
+    np.testing.assert_array_equal(out.value, [3.0, 3.0])
+    natural = project(Wrapper(np.zeros(2)), Wrapper(np.ones((2, 2))))
+    assert isinstance(natural, Tangent)
+    np.testing.assert_array_equal(natural.inner, [2.0, 2.0])
 
 
 @given(
