@@ -519,3 +519,39 @@ def test_before_the_walk_loads_a_built_in_walk_adds() -> None:
         "{'a': P(x=1.0, y=3.0)}",
         "{'a': P(x=1.0, y=3.0)}",
     ]
+
+
+# Indexing unthunks a thunked field (ChainRulesCore's getindex/getproperty)
+# --------------------------------------------------------------------------------------------
+
+
+def test_tuple_tangent_indexing_unthunks_the_field() -> None:
+    t = Tangent(tuple, Thunk(lambda: 2.0), 3.0)
+    assert t[0] == 2.0
+    assert isinstance(t[0], float)
+    assert t[-2] == 2.0
+    assert t[1] == 3.0
+    assert isinstance(t.backing[0], Thunk)  # the stored value stays lazy
+    assert isinstance(next(iter(t)), Thunk)  # iteration gives stored values
+
+
+def test_dict_tangent_indexing_unthunks_the_field() -> None:
+    t = Tangent(dict, {"a": Thunk(lambda: np.ones(2))})
+    np.testing.assert_array_equal(t["a"], [1.0, 1.0])
+    assert isinstance(t["a"], np.ndarray)
+    assert t["missing"] is ZeroTangent()
+
+
+def test_named_tangent_attribute_and_index_unthunk_the_field() -> None:
+    calls: list[int] = []
+    t = Tangent(Point, x=Thunk(lambda: calls.append(1) or 5.0))
+    assert t.x == 5.0
+    assert t[0] == 5.0
+    assert t["x"] == 5.0
+    assert t.y is ZeroTangent()
+    assert calls == [1]
+
+
+def test_thunk_of_a_zero_field_reads_as_the_zero() -> None:
+    t = Tangent(tuple, Thunk(lambda: NoTangent()))
+    assert t[0] is NoTangent()

@@ -144,7 +144,7 @@ class StructureMixin:
             self.report("type", path, f"{r.describe(a)} where {r.describe(e)} was expected", a, e)
             return
         for step, key, pos in _tangent_steps(a, e):
-            self._child(a[key], e[key], path, step, rtol, atol, key, pos)
+            self._child(a._get(key), e._get(key), path, step, rtol, atol, key, pos)
 
     def tangent_natural(
         self, a: Any, e: Any, actual_is_tangent: bool, path: Path, rtol: Any, atol: Any
@@ -183,7 +183,7 @@ class StructureMixin:
                     e,
                 )
             for i in range(n_v):
-                child(t[i], v[i], Index(i), i, i)
+                child(t._get(i), v[i], Index(i), i, i)  # stored value: walk unthunks
         elif mapping:
             extra = [k for k in t.backing if k not in v]
             if extra:
@@ -196,7 +196,7 @@ class StructureMixin:
                     e,
                 )
             for pos, k in enumerate(v):
-                child(t[k], v[k], Key(k), k, pos)
+                child(t._get(k), v[k], Key(k), k, pos)
         else:
             names = dict.fromkeys([*(declared_fields(ptype) or ()), *t.keys()])
             own = _fields_of(v)
@@ -211,7 +211,7 @@ class StructureMixin:
                         e,
                     )
                     continue
-                child(t[name], value, Attr(name), name, pos)
+                child(t._get(name), value, Attr(name), name, pos)
 
     # -- sequences, mappings, dataclasses ----------------------------------------------------
     def sequences(self, a: Any, e: Any, path: Path, rtol: Any, atol: Any) -> None:
