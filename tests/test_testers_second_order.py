@@ -86,3 +86,15 @@ def test_frule_order_2_checks_the_pushforwards_derivative() -> None:
 def test_order_is_validated() -> None:
     with pytest.raises(ValueError, match="order must be 1 or 2, got order=3"):
         test_rrule(np.sin, X, rrule_f=_rules().rrule, order=3)
+
+
+def test_scalar_order_2() -> None:
+    from rruletest import test_scalar
+
+    rules = _rules(-1.0)
+    err = _failure(lambda: test_scalar(np.sin, 0.5, rrule_f=rules.rrule, frule_f=rules.frule,
+                                       order=2, rng=0))  # fmt: skip
+    assert err.reproduce == "test_scalar(np.sin, 0.5, order=2, rng=0)"
+    good = _rules()
+    report = test_scalar(np.sin, 0.5, rrule_f=good.rrule, frule_f=good.frule, order=2, rng=0)
+    assert report.parts[-1].function == "pullback_of(np.sin)"
