@@ -1,0 +1,306 @@
+"""Kinks: points where ``f`` has no derivative, told apart from wrong rules.
+
+A central difference at ``relu(0)`` returns ``0.5`` with a tiny error estimate: the average of
+the one-sided slopes, which no rule's convention chooses. Here the two one-sided directional
+derivatives are estimated separately (a backward and a forward stencil, each with its own
+steps and error estimate). Where they differ beyond their errors (and beyond the tolerance of
+the comparison), ``f`` has a kink: any value between them is a valid choice (a subgradient),
+and a rule's value outside them is wrong. Where ``f`` itself jumps (``floor`` at an integer),
+it has no derivative at all and the rule's value cannot be checked.
+
+For an elementwise ``g`` every element is done at once, each with its own steps, so the cost
+does not depend on the size: two stencil runs plus four probe evaluations (``one_sided`` with
+``elementwise=True``). For any other function the same is done along one direction.
+
+>>> import numpy as np
+>>> x = np.array([-1.0, 0.0, 2.0])
+>>> sides = one_sided(None, lambda v: np.maximum(v, 0.0), (x, np.ones(3)), elementwise=True)
+>>> sides.left.round(12).tolist(), sides.right.round(12).tolist()
+([0.0, 0.0, 1.0], [0.0, 1.0, 1.0])
+>>> [k.name for k in classify(np.array([0.0, 0.0, 1.0]), sides)]
+['SMOOTH', 'INSIDE', 'SMOOTH']
+>>> describe("args[0]", x, sides, np.array([0.0, 0.0, 1.0]))
+['args[0][1] = 0.0 is a kink: left derivative 0, right derivative 1; the rule gives 0, \
+between them (accepted)']
+"""
+
+from __future__ import annotations
+
+import enum
+import warnings
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from rruletest.finite_differences.broadcast import broadcast_jvp
+from rruletest.finite_differences.calculus import check_fdm, jvp_estimate
+from rruletest.finite_differences.methods import FiniteDifferenceMethod
+from rruletest.finite_differences.to_vec import to_vec
+from rruletest.tangents import AbstractZero, unthunk
+
+__all__ = ["KINK_FACTOR", "Kind", "Sides", "classify", "describe", "one_sided"]
+
+F64 = npt.NDArray[np.float64]
+
+#: Multiples of the one-sided error estimates by which the two sides must differ to be a kink.
+KINK_FACTOR = 10.0
+
+
+class Kind(enum.IntEnum):
+    """What the one-sided derivatives say about a point (per element)."""
+
+    SMOOTH = 0  #: the sides agree: compare the rule with the ordinary estimate
+    INSIDE = 1  #: a kink, the rule's value lies between the sides: accepted, with a note
+    OUTSIDE = 2  #: a kink, the rule's value lies outside the sides: the rule is wrong there
+    JUMP = 3  #: ``f`` itself jumps: no derivative exists, the rule's value is not compared
+    UNKNOWN = 4  #: a one-sided estimate failed (domain edge, NaN): nothing to say
+
+    @property
+    def is_kink(self) -> bool:
+        """A kink (either verdict): ``f`` is continuous but not differentiable here."""
+        return self in (Kind.INSIDE, Kind.OUTSIDE)
+
+
+class Sides(NamedTuple):
+    """One-sided directional derivatives with their estimated absolute errors (float64).
+
+    ``left`` is ``lim (f(x) - f(x - t*xdot)) / t``, ``right`` is ``lim (f(x + t*xdot) - f(x)) / t``
+    (``t -> 0+``), with the output's shape (a float for a scalar output); ``jump`` is true where
+    ``f`` itself is discontinuous along ``xdot`` (then the sides mean nothing).
+    """
+
+    left: Any
+    left_error: Any
+    right: Any
+    right_error: Any
+    jump: Any
+
+
+def _methods(fdm: Any) -> tuple[FiniteDifferenceMethod, FiniteDifferenceMethod]:
+    method = check_fdm(fdm)
+    return method.one_sided("backward"), method.one_sided("forward")
+
+
+def _as_f64(value: Any) -> Any:
+    arr = np.asarray(value)
+    if arr.dtype.kind == "c":
+        raise TypeError("one_sided needs a real output; split a complex one into re and im")
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"one_sided needs a numeric output, got dtype {arr.dtype}")
+    out = arr.astype(np.float64)
+    return float(out) if out.ndim == 0 else out
+
+
+def _is_jump(f0: F64, near: F64, nearer: F64, eps: float) -> npt.NDArray[np.bool_]:
+    """Where ``f(x + d) - f(x)`` does not shrink with ``d`` (probes at ``d`` and ``d * 2**-12``):
+    a continuous ``f`` gives a 4096 times smaller difference, a jump the same one."""
+    big = np.abs(near - f0)
+    small = np.abs(nearer - f0)
+    floor = 64.0 * eps * np.maximum(np.abs(f0), np.finfo(np.float64).tiny)
+    out: npt.NDArray[np.bool_] = (small > floor) & (small >= 0.25 * big)
+    return out
+
+
+def _probe_scale(xs: list[Any], dxs: list[Any], shape: tuple[int, ...], eps: float) -> F64:
+    """Per element, a probe distance ``t`` (along ``xdot``) of about ``sqrt(eps)`` relative."""
+    t = np.zeros(shape)
+    for x, dx in zip(xs, dxs, strict=True):
+        d = np.abs(np.broadcast_to(np.asarray(dx, dtype=np.float64), shape))
+        mag = np.maximum(np.abs(np.broadcast_to(np.asarray(x, dtype=np.float64), shape)), 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.maximum(t, np.where(d > 0, mag / d, 0.0))
+    scale: F64 = np.sqrt(eps) * np.where(t > 0, t, 1.0)
+    return scale
+
+
+def _elementwise(fdm: Any, g: Callable[..., Any], pairs: tuple[Any, ...]) -> Sides:
+    back, fwd = _methods(fdm)
+    left = broadcast_jvp(back, g, *pairs)
+    right = broadcast_jvp(fwd, g, *pairs)
+    xs = [p[0] for p in pairs]
+    dxs = [np.zeros(()) if _zero(p[1]) else np.real(np.asarray(unthunk(p[1]))) for p in pairs]
+    y0 = np.asarray(g(*xs))
+    eps = float(np.finfo(y0.dtype if y0.dtype.kind == "f" else np.float64).eps)
+    shape = np.shape(y0)
+    scale = _probe_scale(xs, dxs, shape, eps)
+    jump = np.zeros(shape, dtype=bool)
+    f0 = y0.astype(np.float64)
+    for sign in (-1.0, 1.0):
+        vals = []
+        for t in (scale, scale * 2.0**-12):
+            moved = [_move(x, sign * t * dx) for x, dx in zip(xs, dxs, strict=True)]
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                vals.append(np.asarray(g(*moved), dtype=np.float64))
+        jump |= _is_jump(f0, vals[0], vals[1], eps)
+    return Sides(
+        _as_f64(left.value),
+        _as_f64(left.error),
+        _as_f64(right.value),
+        _as_f64(right.error),
+        jump if jump.ndim else bool(jump),
+    )
+
+
+def _zero(dx: Any) -> bool:
+    return dx is None or isinstance(unthunk(dx), AbstractZero)
+
+
+def _move(x: Any, d: F64) -> Any:
+    """``x + d`` in ``x``'s own dtype (a Python float stays a float array of float64)."""
+    if not np.any(d):
+        return x
+    arr = np.asarray(x)
+    dtype = arr.dtype if arr.dtype.kind == "f" else np.dtype(np.float64)
+    return (arr.astype(np.float64) + d).astype(dtype)
+
+
+def _directional(fdm: Any, f: Callable[..., Any], pairs: tuple[Any, ...]) -> Sides:
+    back, fwd = _methods(fdm)
+    left = jvp_estimate(back, f, *pairs)
+    right = jvp_estimate(fwd, f, *pairs)
+    xs = tuple(p[0] for p in pairs)
+    v, rebuild = to_vec(xs, path="args")
+    vdot = rebuild.tangent_vec(tuple(p[1] for p in pairs), "tangents")
+    y0, _ = to_vec(f(*xs), path="output")
+    eps = max((float(np.finfo(d).eps) for d in rebuild.coord_dtypes), default=2.0**-52)
+    size = float(np.max(np.abs(vdot))) if vdot.size else 0.0
+    jump = np.zeros(y0.shape, dtype=bool)
+    if size > 0:
+        t0 = np.sqrt(eps) * max(float(np.max(np.abs(v))), 1.0) / size
+        for sign in (-1.0, 1.0):
+            vals = []
+            for t in (t0, t0 * 2.0**-12):
+                with np.errstate(all="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    vals.append(to_vec(f(*rebuild(v + sign * t * vdot)), path="output")[0])
+            jump |= _is_jump(y0, vals[0], vals[1], eps)
+    left_v, right_v = to_vec(left.value)[0], to_vec(right.value)[0]
+    left_e, right_e = to_vec(left.error)[0], to_vec(right.error)[0]
+    if y0.size == 1 and np.ndim(f(*xs)) == 0:
+        return Sides(
+            float(left_v[0]), float(left_e[0]), float(right_v[0]), float(right_e[0]), bool(jump[0])
+        )
+    return Sides(left_v, left_e, right_v, right_e, jump)
+
+
+def one_sided(fdm: Any, f: Callable[..., Any], *pairs: Any, elementwise: bool = False) -> Sides:
+    """The left and right directional derivatives of ``f`` at ``xs`` along ``xdots``.
+
+    Args:
+        fdm: the method whose points, adaptation and ``factor`` the one-sided stencils copy
+            (``None``: ``default_fdm()``).
+        f: the function. With ``elementwise=True`` it must map its arguments elementwise
+            (``np.maximum``, ``functools.partial(broadcasted, f)``); every element then gets
+            its own one-sided derivatives at a cost that does not depend on the size. Otherwise
+            the output is flattened as ``to_vec`` does.
+        pairs: ``(x, xdot)`` per argument, as for ``jvp_estimate``/``broadcast_jvp``.
+        elementwise: use the structured broadcast estimates.
+
+    Returns:
+        ``Sides`` (see there), each field shaped like the output (flattened by ``to_vec``
+        for a non-elementwise ``f``).
+    """
+    if elementwise:
+        return _elementwise(fdm, f, pairs)
+    return _directional(fdm, f, pairs)
+
+
+def _bounds(sides: Sides) -> tuple[F64, F64, F64, F64]:
+    left, right = np.asarray(sides.left, dtype=np.float64), np.asarray(sides.right, np.float64)
+    err = np.asarray(sides.left_error, np.float64) + np.asarray(sides.right_error, np.float64)
+    return np.minimum(left, right), np.maximum(left, right), err, np.abs(right - left)
+
+
+def classify(
+    rule: Any, sides: Sides, *, rtol: float = 0.0, atol: float = 0.0, factor: float = KINK_FACTOR
+) -> Any:
+    """Per element, the ``Kind`` of the point and of the rule's value ``rule`` there.
+
+    ``rule`` is the rule's directional derivative (the same quantity as the sides: the
+    frule's ``ydot``, or ``<xbar, xdot>`` for a pullback). The sides differ (a kink) when
+    ``|right - left| > factor * (errors) + atol + rtol * max(|left|, |right|)``, so a kink too
+    small for the comparison's tolerance is no kink. At a kink the rule is ``INSIDE`` when it
+    lies in ``[min, max]`` of the sides widened by the same allowance, else ``OUTSIDE``.
+
+    Returns:
+        A ``Kind`` for a scalar output, else an array of them (dtype object, output's shape).
+
+    >>> classify(0.5, Sides(0.0, 1e-16, 1.0, 1e-16, False)).name
+    'INSIDE'
+    >>> classify(-0.5, Sides(0.0, 1e-16, 1.0, 1e-16, False)).name
+    'OUTSIDE'
+    >>> classify(1.0, Sides(1.0, 1e-10, 1.0 + 1e-12, 1e-10, False)).name
+    'SMOOTH'
+    """
+    lo, hi, err, gap = _bounds(sides)
+    r = np.asarray(rule, dtype=np.float64)
+    allowance = factor * err + atol + rtol * np.maximum(np.abs(lo), np.abs(hi))
+    with np.errstate(invalid="ignore"):
+        kink = gap > allowance
+        inside = (r >= lo - allowance) & (r <= hi + allowance)
+    codes = np.where(kink, np.where(inside, Kind.INSIDE, Kind.OUTSIDE), Kind.SMOOTH)
+    unknown = ~np.isfinite(err) | ~np.isfinite(gap)
+    codes = np.where(unknown, Kind.UNKNOWN, codes)
+    codes = np.where(np.asarray(sides.jump, dtype=bool), Kind.JUMP, codes)
+    codes = np.broadcast_to(codes, np.broadcast_shapes(codes.shape, r.shape))
+    if codes.ndim == 0:
+        return Kind(int(codes))
+    out = np.empty(codes.shape, dtype=object)
+    out.flat[:] = [Kind(int(c)) for c in codes.flat]
+    return out
+
+
+def _num(v: float) -> str:
+    return f"{v:.6g}"
+
+
+def _where(root: str, index: tuple[int, ...]) -> str:
+    return root if not index else f"{root}[{', '.join(str(i) for i in index)}]"
+
+
+def describe(
+    root: str, x: Any, sides: Sides, rule: Any, *, rtol: float = 0.0, atol: float = 0.0
+) -> list[str]:
+    """One line per element that is not ``SMOOTH`` or ``UNKNOWN``, naming it by ``root`` and
+    its index (``args[0][3] = 0.0 is a kink: left derivative 0, right derivative 1; ...``).
+
+    ``x`` gives the value shown for each element (the argument, of the output's shape for an
+    elementwise function, or ``None`` to leave it out); ``rule`` and the tolerances are those
+    given to ``classify``.
+    """
+    kinds = classify(rule, sides, rtol=rtol, atol=atol)
+    kinds_arr = np.asarray(kinds, dtype=object).reshape(np.shape(kinds))
+    shape = kinds_arr.shape
+    left = np.broadcast_to(np.asarray(sides.left, np.float64), shape)
+    right = np.broadcast_to(np.asarray(sides.right, np.float64), shape)
+    r = np.broadcast_to(np.asarray(rule, np.float64), shape)
+    xv = None if x is None else np.broadcast_to(np.asarray(x), shape)
+    lines = []
+    for index in np.ndindex(*shape):
+        kind = kinds_arr[index]
+        if kind in (Kind.SMOOTH, Kind.UNKNOWN):
+            continue
+        where = _where(root, index)
+        if xv is not None:
+            where += f" = {float(xv[index].real)!r}"
+        if kind is Kind.JUMP:
+            lines.append(
+                f"{where}: f jumps there, so it has no derivative; the rule's "
+                f"{_num(float(r[index]))} was not compared"
+            )
+            continue
+        head = (
+            f"{where} is a kink: left derivative {_num(float(left[index]))}, "
+            f"right derivative {_num(float(right[index]))}; the rule gives "
+            f"{_num(float(r[index]))}"
+        )
+        verdict = (
+            "between them (accepted)"
+            if kind is Kind.INSIDE
+            else "outside them: no one-sided derivative supports it (fails)"
+        )
+        lines.append(f"{head}, {verdict}")
+    return lines
