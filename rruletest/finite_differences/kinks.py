@@ -117,16 +117,16 @@ def _probe_scale(xs: list[Any], dxs: list[Any], shape: tuple[int, ...], eps: flo
 
 def _elementwise(fdm: Any, g: Callable[..., Any], pairs: tuple[Any, ...]) -> Sides:
     back, fwd = _methods(fdm)
-    left = broadcast_jvp(back, g, *pairs)
-    right = broadcast_jvp(fwd, g, *pairs)
     xs = [p[0] for p in pairs]
     dxs = [np.zeros(()) if _zero(p[1]) else np.real(np.asarray(unthunk(p[1]))) for p in pairs]
     y0 = np.asarray(g(*xs))
+    f0 = np.asarray(_as_f64(y0))
+    left = broadcast_jvp(back, g, *pairs, y=y0)
+    right = broadcast_jvp(fwd, g, *pairs, y=y0)
     eps = float(np.finfo(y0.dtype if y0.dtype.kind == "f" else np.float64).eps)
     shape = np.shape(y0)
     scale = _probe_scale(xs, dxs, shape, eps)
     jump = np.zeros(shape, dtype=bool)
-    f0 = y0.astype(np.float64)
     for sign in (-1.0, 1.0):
         vals = []
         for t in (scale, scale * 2.0**-12):
@@ -280,7 +280,7 @@ def describe(
     xv = None if x is None else np.broadcast_to(np.asarray(x), shape)
     lines = []
     for index in np.ndindex(*shape):
-        kind = kinds_arr[index]
+        kind = Kind(int(kinds_arr[index]))
         if kind in (Kind.SMOOTH, Kind.UNKNOWN):
             continue
         where = _where(root, index)
