@@ -33,7 +33,7 @@ def elementwise(g, *xs, tangent=0):
 
 
 def kinds(rule, sides, **kw):
-    return [k.name for k in np.atleast_1d(classify(rule, sides, **kw))]
+    return [Kind(k).name for k in np.atleast_1d(classify(rule, sides, **kw))]
 
 
 # -- the one-sided values -----------------------------------------------------------------------
@@ -211,3 +211,25 @@ def test_no_false_kinks_along_directions(dtype, x, d):
     s = one_sided(None, f, (xv, dv))
     assert not np.any(s.jump)
     assert set(kinds(0.5 * (s.left + s.right), s)) <= {"SMOOTH"}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    dtype=st.sampled_from([np.float32, np.float64]),
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 30),
+)
+def test_no_false_kinks_with_several_moving_arguments(dtype, seed, n):
+    rng = np.random.default_rng(seed)
+    a, b, da, db = (rng.uniform(-3.0, 3.0, n).astype(dtype) for _ in range(4))
+
+    def g(u, v):
+        return np.sin(u) * v + np.exp(v / 3) - u * u
+
+    s = one_sided(None, g, (a, da), (b, db), elementwise=True)
+    assert not np.any(s.jump)
+    assert set(kinds(0.5 * (s.left + s.right), s)) <= {"SMOOTH"}
+    exact = da * (np.cos(a) * b - 2 * a) + db * (np.sin(a) + np.exp(b / 3) / 3)
+    tol = 1e-4 if dtype == np.float32 else 1e-9
+    for side, err in ((s.left, s.left_error), (s.right, s.right_error)):
+        assert np.all(np.abs(side - exact) <= err + tol * (1 + np.abs(exact)))

@@ -17,7 +17,7 @@ does not depend on the size: two stencil runs plus four probe evaluations (``one
 >>> sides = one_sided(None, lambda v: np.maximum(v, 0.0), (x, np.ones(3)), elementwise=True)
 >>> sides.left.round(12).tolist(), sides.right.round(12).tolist()
 ([0.0, 0.0, 1.0], [0.0, 1.0, 1.0])
->>> [k.name for k in classify(np.array([0.0, 0.0, 1.0]), sides)]
+>>> [Kind(k).name for k in classify(np.array([0.0, 0.0, 1.0]), sides)]
 ['SMOOTH', 'INSIDE', 'SMOOTH']
 >>> describe("args[0]", x, sides, np.array([0.0, 0.0, 1.0]))
 ['args[0][1] = 0.0 is a kink: left derivative 0, right derivative 1; the rule gives 0, \
@@ -37,10 +37,11 @@ import numpy.typing as npt
 from rruletest.finite_differences.broadcast import broadcast_jvp
 from rruletest.finite_differences.calculus import check_fdm, jvp_estimate
 from rruletest.finite_differences.methods import FiniteDifferenceMethod
+from rruletest.finite_differences.problem import Estimate
 from rruletest.finite_differences.to_vec import to_vec
-from rruletest.tangents import AbstractZero, unthunk
+from rruletest.tangents import AbstractZero, ZeroTangent, unthunk
 
-__all__ = ["KINK_FACTOR", "Kind", "Sides", "classify", "describe", "one_sided"]
+__all__ = ["KINK_FACTOR", "Kind", "Sides", "classify", "describe", "findings", "one_sided"]
 
 F64 = npt.NDArray[np.float64]
 
@@ -104,15 +105,30 @@ def _is_jump(f0: F64, near: F64, nearer: F64, eps: float) -> npt.NDArray[np.bool
 
 
 def _probe_scale(xs: list[Any], dxs: list[Any], shape: tuple[int, ...], eps: float) -> F64:
-    """Per element, a probe distance ``t`` (along ``xdot``) of about ``sqrt(eps)`` relative."""
-    t = np.zeros(shape)
+    """Per element, a probe distance ``t`` (along ``xdot``) of about ``sqrt(eps)`` relative to
+    the argument that moves most (relative to its size)."""
+    scale: F64 = np.sqrt(eps) * _relative_ratios(xs, dxs, shape)[0]
+    return scale
+
+
+def _relative_ratios(xs: list[Any], dxs: list[Any], shape: tuple[int, ...]) -> tuple[F64, F64]:
+    """Per element, ``s = min_j max(|x_j|, 1) / |xdot_j|`` over the moving arguments (1 where
+    none moves) and ``max_j max(|x_j|, 1) / (s * |xdot_j|)`` (>= 1): how much larger than ``s``
+    the least moving argument's own scale is, which sets how rounding ``x_j`` shows."""
+    ratios = []
     for x, dx in zip(xs, dxs, strict=True):
         d = np.abs(np.broadcast_to(np.asarray(dx, dtype=np.float64), shape))
         mag = np.maximum(np.abs(np.broadcast_to(np.asarray(x, dtype=np.float64), shape)), 1.0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.maximum(t, np.where(d > 0, mag / d, 0.0))
-    scale: F64 = np.sqrt(eps) * np.where(t > 0, t, 1.0)
-    return scale
+            ratios.append(np.where(d > 0, mag / d, np.nan))
+    if not ratios:
+        return np.ones(shape), np.ones(shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN where nothing moves
+        low = np.nanmin(ratios, axis=0)
+        high = np.nanmax(ratios, axis=0)
+    s = np.where(np.isfinite(low), low, 1.0)
+    return s, np.where(np.isfinite(high), high / s, 1.0)
 
 
 def _elementwise(fdm: Any, g: Callable[..., Any], pairs: tuple[Any, ...]) -> Sides:
@@ -121,11 +137,16 @@ def _elementwise(fdm: Any, g: Callable[..., Any], pairs: tuple[Any, ...]) -> Sid
     dxs = [np.zeros(()) if _zero(p[1]) else np.real(np.asarray(unthunk(p[1]))) for p in pairs]
     y0 = np.asarray(g(*xs))
     f0 = np.asarray(_as_f64(y0))
-    left = broadcast_jvp(back, g, *pairs, y=y0)
-    right = broadcast_jvp(fwd, g, *pairs, y=y0)
     eps = float(np.finfo(y0.dtype if y0.dtype.kind == "f" else np.float64).eps)
     shape = np.shape(y0)
     scale = _probe_scale(xs, dxs, shape, eps)
+    if sum(bool(np.any(dx)) for dx in dxs) > 1:
+        # One-sided partials do not add up to a one-sided directional derivative (maximum at a
+        # tie): step all moving arguments together, along t per element.
+        left, right = (_combined(m, g, xs, dxs, y0) for m in (back, fwd))
+    else:
+        left = broadcast_jvp(back, g, *pairs, y=y0)
+        right = broadcast_jvp(fwd, g, *pairs, y=y0)
     jump = np.zeros(shape, dtype=bool)
     for sign in (-1.0, 1.0):
         vals = []
@@ -142,6 +163,46 @@ def _elementwise(fdm: Any, g: Callable[..., Any], pairs: tuple[Any, ...]) -> Sid
         _as_f64(right.error),
         jump if jump.ndim else bool(jump),
     )
+
+
+def _combined(
+    method: FiniteDifferenceMethod,
+    g: Callable[..., Any],
+    xs: list[Any],
+    dxs: list[Any],
+    y0: Any,
+) -> Estimate:
+    """The derivative of ``g(*(x + t * s * xdot))`` in ``t`` at 0 per element, divided by ``s``
+    (``_relative_ratios``: ``t``'s steps are then relative to the argument moving most)."""
+    moving = [np.asarray(x).dtype for x, dx in zip(xs, dxs, strict=True) if np.any(dx)]
+    dtype = max(
+        (d if d.kind == "f" else np.dtype(np.float64) for d in moving),
+        key=lambda d: float(np.finfo(d).eps),
+    )
+
+    k = len(xs)
+    scale, spread = _relative_ratios(xs, dxs, np.shape(y0))
+
+    def phi(t: F64, s: F64, *rest: Any) -> Any:
+        # Every array is an argument, so the engine's retries on a subset of elements slice all.
+        tt = np.asarray(t, np.float64) * s
+        return g(*(_move(x, tt * dx) for x, dx in zip(rest[:k], rest[k:], strict=True)))
+
+    shape = np.shape(y0)
+    fixed = [(a, ZeroTangent()) for a in (scale, *xs, *dxs)]
+    est = broadcast_jvp(method, phi, (np.zeros(shape, dtype=dtype), np.ones(shape)), *fixed)
+    value = np.asarray(est.value, dtype=np.float64) / scale
+    # x + t * scale * xdot is rounded to x's dtype: up to an ulp of x per point, over a step.
+    step = np.asarray(est.step[0], dtype=np.float64) * scale
+    with np.errstate(all="ignore"):
+        rounding = (
+            method.f_error_mult
+            * np.abs(value)
+            * float(np.finfo(dtype).eps)
+            * (spread * scale / step)
+        )
+    error = np.asarray(est.error, dtype=np.float64) / scale + np.where(step > 0, rounding, 0.0)
+    return Estimate(value, error, step)
 
 
 def _zero(dx: Any) -> bool:
@@ -226,7 +287,8 @@ def classify(
     lies in ``[min, max]`` of the sides widened by the same allowance, else ``OUTSIDE``.
 
     Returns:
-        A ``Kind`` for a scalar output, else an array of them (dtype object, output's shape).
+        A ``Kind`` for a scalar output, else an int8 array of ``Kind`` values (output's shape;
+        compare with ``kinds == Kind.INSIDE``, read one with ``Kind(kinds[i])``).
 
     >>> classify(0.5, Sides(0.0, 1e-16, 1.0, 1e-16, False)).name
     'INSIDE'
@@ -248,9 +310,14 @@ def classify(
     codes = np.broadcast_to(codes, np.broadcast_shapes(codes.shape, r.shape))
     if codes.ndim == 0:
         return Kind(int(codes))
-    out = np.empty(codes.shape, dtype=object)
-    out.flat[:] = [Kind(int(c)) for c in codes.flat]
-    return out
+    return codes.astype(np.int8)
+
+
+def findings(kinds: Any) -> list[tuple[int, ...]]:
+    """The indices (in order) of the elements of ``kinds`` that are kinks or jumps."""
+    arr = np.asarray(kinds, dtype=np.int8)
+    hit = (arr == Kind.INSIDE) | (arr == Kind.OUTSIDE) | (arr == Kind.JUMP)
+    return [tuple(int(i) for i in idx) for idx in np.argwhere(hit)]
 
 
 def _num(v: float) -> str:
@@ -262,40 +329,55 @@ def _where(root: str, index: tuple[int, ...]) -> str:
 
 
 def describe(
-    root: str, x: Any, sides: Sides, rule: Any, *, rtol: float = 0.0, atol: float = 0.0
+    root: str,
+    x: Any,
+    sides: Sides,
+    rule: Any,
+    *,
+    rtol: float = 0.0,
+    atol: float = 0.0,
+    kinds: Any = None,
+    notes: Callable[[tuple[int, ...]], str] | None = None,
+    along: bool = False,
 ) -> list[str]:
     """One line per element that is not ``SMOOTH`` or ``UNKNOWN``, naming it by ``root`` and
     its index (``args[0][3] = 0.0 is a kink: left derivative 0, right derivative 1; ...``).
 
-    ``x`` gives the value shown for each element (the argument, of the output's shape for an
-    elementwise function, or ``None`` to leave it out); ``rule`` and the tolerances are those
-    given to ``classify``.
+    Args:
+        root: the path of the value (``"args[0]"``, ``"output"``).
+        x: the value shown for each element (the argument, of the output's shape for an
+            elementwise function), or ``None`` to show none.
+        sides, rule, rtol, atol: as for ``classify``.
+        kinds: the classification to report, if not ``classify``'s of ``rule`` (a tester that
+            judged another quantity, such as a cotangent, passes its own).
+        notes: ``notes(index)`` is text added after the rule's value at ``index``.
+        along: say "at a kink along the tangent" (a directional derivative, not a partial one).
     """
-    kinds = classify(rule, sides, rtol=rtol, atol=atol)
-    kinds_arr = np.asarray(kinds, dtype=object).reshape(np.shape(kinds))
+    if kinds is None:
+        kinds = classify(rule, sides, rtol=rtol, atol=atol)
+    kinds_arr = np.asarray(kinds, dtype=np.int8)
     shape = kinds_arr.shape
     left = np.broadcast_to(np.asarray(sides.left, np.float64), shape)
     right = np.broadcast_to(np.asarray(sides.right, np.float64), shape)
     r = np.broadcast_to(np.asarray(rule, np.float64), shape)
     xv = None if x is None else np.broadcast_to(np.asarray(x), shape)
+    what = "is at a kink along the tangent" if along else "is a kink"
     lines = []
-    for index in np.ndindex(*shape):
+    for index in findings(kinds_arr):
         kind = Kind(int(kinds_arr[index]))
-        if kind in (Kind.SMOOTH, Kind.UNKNOWN):
-            continue
         where = _where(root, index)
         if xv is not None:
-            where += f" = {float(xv[index].real)!r}"
+            where += f" = {float(np.real(xv[index]))!r}"
+        value = _num(float(r[index])) + ("" if notes is None else notes(index))
         if kind is Kind.JUMP:
             lines.append(
-                f"{where}: f jumps there, so it has no derivative; the rule's "
-                f"{_num(float(r[index]))} was not compared"
+                f"{where}: f jumps there, so it has no derivative; the rule's {value} was not "
+                "compared"
             )
             continue
         head = (
-            f"{where} is a kink: left derivative {_num(float(left[index]))}, "
-            f"right derivative {_num(float(right[index]))}; the rule gives "
-            f"{_num(float(r[index]))}"
+            f"{where} {what}: left derivative {_num(float(left[index]))}, "
+            f"right derivative {_num(float(right[index]))}; the rule gives {value}"
         )
         verdict = (
             "between them (accepted)"
