@@ -68,11 +68,20 @@ def test_maximum_at_ties_in_either_argument():
     assert kinds(np.array([2.0, 1.0, 0.5]), sx)[0] == "OUTSIDE"
 
 
-def test_floor_jumps_at_integers_only():
-    x = np.array([-1.0, 0.0, 0.5, 2.0, 2.75])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_floor_jumps_at_integers_only(dtype):
+    x = np.array([-1.0, 0.0, 0.5, 2.0, 2.75], dtype=dtype)
     s = elementwise(np.floor, x)
     assert s.jump.tolist() == [True, True, False, True, False]
     assert kinds(np.zeros(5), s) == ["JUMP", "JUMP", "SMOOTH", "JUMP", "SMOOTH"]
+
+
+def test_a_small_step_in_float32_is_a_jump_and_a_steep_slope_is_not():
+    x = np.array([100.0, 100.0], dtype=np.float32)
+    steps = one_sided(None, lambda v: np.where(v >= 100, 1e-3, 0.0).astype(v.dtype), (x, 1.0))
+    assert np.all(steps.jump)
+    steep = one_sided(None, lambda v: 1e3 * v, (x, np.ones(2, np.float32)), elementwise=True)
+    assert not np.any(steep.jump)
 
 
 @pytest.mark.parametrize("name", ["relu", "sin"])

@@ -47,6 +47,9 @@ F64 = npt.NDArray[np.float64]
 
 #: Multiples of the one-sided error estimates by which the two sides must differ to be a kink.
 KINK_FACTOR = 10.0
+#: The second jump probe's distance relative to the first (about sqrt(eps) relative): still
+#: a dozen ulps away from ``x`` in float32.
+NEARER = 2.0**-8
 
 
 class Kind(enum.IntEnum):
@@ -95,8 +98,8 @@ def _as_f64(value: Any) -> Any:
 
 
 def _is_jump(f0: F64, near: F64, nearer: F64, eps: float) -> npt.NDArray[np.bool_]:
-    """Where ``f(x + d) - f(x)`` does not shrink with ``d`` (probes at ``d`` and ``d * 2**-12``):
-    a continuous ``f`` gives a 4096 times smaller difference, a jump the same one."""
+    """Where ``f(x + d) - f(x)`` does not shrink with ``d`` (probes at ``d`` and ``d * NEARER``):
+    a continuous ``f`` gives a 256 times smaller difference, a jump the same one."""
     big = np.abs(near - f0)
     small = np.abs(nearer - f0)
     floor = 64.0 * eps * np.maximum(np.abs(f0), np.finfo(np.float64).tiny)
@@ -150,7 +153,7 @@ def _elementwise(fdm: Any, g: Callable[..., Any], pairs: tuple[Any, ...]) -> Sid
     jump = np.zeros(shape, dtype=bool)
     for sign in (-1.0, 1.0):
         vals = []
-        for t in (scale, scale * 2.0**-12):
+        for t in (scale, scale * NEARER):
             moved = [_move(x, sign * t * dx) for x, dx in zip(xs, dxs, strict=True)]
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
@@ -225,7 +228,8 @@ def _directional(fdm: Any, f: Callable[..., Any], pairs: tuple[Any, ...]) -> Sid
     xs = tuple(p[0] for p in pairs)
     v, rebuild = to_vec(xs, path="args")
     vdot = rebuild.tangent_vec(tuple(p[1] for p in pairs), "tangents")
-    y0, _ = to_vec(f(*xs), path="output")
+    y = f(*xs)
+    y0, _ = to_vec(y, path="output")
     eps = max((float(np.finfo(d).eps) for d in rebuild.coord_dtypes), default=2.0**-52)
     size = float(np.max(np.abs(vdot))) if vdot.size else 0.0
     jump = np.zeros(y0.shape, dtype=bool)
@@ -233,14 +237,14 @@ def _directional(fdm: Any, f: Callable[..., Any], pairs: tuple[Any, ...]) -> Sid
         t0 = np.sqrt(eps) * max(float(np.max(np.abs(v))), 1.0) / size
         for sign in (-1.0, 1.0):
             vals = []
-            for t in (t0, t0 * 2.0**-12):
+            for t in (t0, t0 * NEARER):
                 with np.errstate(all="ignore"), warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)
                     vals.append(to_vec(f(*rebuild(v + sign * t * vdot)), path="output")[0])
             jump |= _is_jump(y0, vals[0], vals[1], eps)
     left_v, right_v = to_vec(left.value)[0], to_vec(right.value)[0]
     left_e, right_e = to_vec(left.error)[0], to_vec(right.error)[0]
-    if y0.size == 1 and np.ndim(f(*xs)) == 0:
+    if y0.size == 1 and np.ndim(y) == 0:
         return Sides(
             float(left_v[0]), float(left_e[0]), float(right_v[0]), float(right_e[0]), bool(jump[0])
         )
