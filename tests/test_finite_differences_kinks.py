@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rruletest.finite_differences import central_fdm
-from rruletest.finite_differences.kinks import Kind, Sides, classify, describe, one_sided
+from rruletest.finite_differences.kink_checks import describe
+from rruletest.finite_differences.kinks import Kind, Sides, classify, one_sided
 from rruletest.tangents import NoTangent, ZeroTangent
 
 
@@ -242,3 +243,16 @@ def test_no_false_kinks_with_several_moving_arguments(dtype, seed, n):
     tol = 1e-4 if dtype == np.float32 else 1e-9
     for side, err in ((s.left, s.left_error), (s.right, s.right_error)):
         assert np.all(np.abs(side - exact) <= err + tol * (1 + np.abs(exact)))
+
+
+def test_a_probe_outside_the_domain_is_no_jump_and_no_error():
+    def strict_sqrt(v):
+        if np.any(np.asarray(v) < 0):
+            raise ValueError("math domain error")
+        return np.sqrt(v)
+
+    s = one_sided(None, strict_sqrt, (np.array([0.0, 4.0]), np.ones(2)), elementwise=True)
+    assert not np.any(s.jump)
+    assert s.right[1] == pytest.approx(0.25, abs=1e-9)
+    d = one_sided(None, strict_sqrt, (np.array([4.0]), np.ones(1)))
+    assert d.left[0] == pytest.approx(0.25, abs=1e-9)

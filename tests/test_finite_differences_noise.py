@@ -117,3 +117,13 @@ SMOOTH = [np.sin, np.exp, np.tanh, np.arctan, np.cos, lambda a: a**3 - 2 * a]
 def test_smooth_functions_are_not_noisy(i, dtype, xs):
     level = measure_noise(SMOOTH[i], np.array(xs, dtype=dtype))
     assert level.relative <= NOISY * level.eps
+
+
+def test_scales_outside_the_domain_are_skipped():
+    def strict_log(v):
+        if np.any(v <= 0):
+            raise ValueError("math domain error")
+        return np.log(v)
+
+    level = measure_noise(strict_log, np.array([0.05]), direction=[-1.0])
+    assert not level.noisy

@@ -32,18 +32,18 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from rruletest.finite_differences.kinks import (
-    Kind,
-    Sides,
-    classify,
-    describe,
-    findings,
-    one_sided,
-)
+from rruletest.finite_differences.kinks import Kind, Sides, classify, one_sided
 from rruletest.projection import is_differentiable
 from rruletest.tangents import AbstractZero, ZeroTangent, unthunk
 
-__all__ = ["KinkReport", "broadcast_jvp_kinks", "broadcast_vjp_kinks", "directional_kinks"]
+__all__ = [
+    "KinkReport",
+    "broadcast_jvp_kinks",
+    "broadcast_vjp_kinks",
+    "describe",
+    "directional_kinks",
+    "findings",
+]
 
 F64 = npt.NDArray[np.float64]
 
@@ -76,6 +76,81 @@ def _mask(kinds: Any, wanted: tuple[Kind, ...]) -> Any:
     for k in wanted:
         out |= kinds == k
     return out
+
+
+def findings(kinds: Any) -> list[tuple[int, ...]]:
+    """The indices (in order) of the elements of ``kinds`` that are kinks or jumps."""
+    arr = np.asarray(kinds, dtype=np.int8)
+    hit = (arr == Kind.INSIDE) | (arr == Kind.OUTSIDE) | (arr == Kind.JUMP)
+    return [tuple(int(i) for i in idx) for idx in np.argwhere(hit)]
+
+
+def _num(v: float) -> str:
+    return f"{v:.6g}"
+
+
+def _where(root: str, index: tuple[int, ...]) -> str:
+    return root if not index else f"{root}[{', '.join(str(i) for i in index)}]"
+
+
+def describe(
+    root: str,
+    x: Any,
+    sides: Sides,
+    rule: Any,
+    *,
+    rtol: float = 0.0,
+    atol: float = 0.0,
+    kinds: Any = None,
+    notes: Callable[[tuple[int, ...]], str] | None = None,
+    along: bool = False,
+) -> list[str]:
+    """One line per element that is not ``SMOOTH`` or ``UNKNOWN``, naming it by ``root`` and
+    its index (``args[0][3] = 0.0 is a kink: left derivative 0, right derivative 1; ...``).
+
+    Args:
+        root: the path of the value (``"args[0]"``, ``"output"``).
+        x: the value shown for each element (the argument, of the output's shape for an
+            elementwise function), or ``None`` to show none.
+        sides, rule, rtol, atol: as for ``classify``.
+        kinds: the classification to report, if not ``classify``'s of ``rule`` (a tester that
+            judged another quantity, such as a cotangent, passes its own).
+        notes: ``notes(index)`` is text added after the rule's value at ``index``.
+        along: say "at a kink along the tangent" (a directional derivative, not a partial one).
+    """
+    if kinds is None:
+        kinds = classify(rule, sides, rtol=rtol, atol=atol)
+    kinds_arr = np.asarray(kinds, dtype=np.int8)
+    shape = kinds_arr.shape
+    left = np.broadcast_to(np.asarray(sides.left, np.float64), shape)
+    right = np.broadcast_to(np.asarray(sides.right, np.float64), shape)
+    r = np.broadcast_to(np.asarray(rule, np.float64), shape)
+    xv = None if x is None else np.broadcast_to(np.asarray(x), shape)
+    what = "is at a kink along the tangent" if along else "is a kink"
+    lines = []
+    for index in findings(kinds_arr):
+        kind = Kind(int(kinds_arr[index]))
+        where = _where(root, index)
+        if xv is not None:
+            where += f" = {float(np.real(xv[index]))!r}"
+        value = _num(float(r[index])) + ("" if notes is None else notes(index))
+        if kind is Kind.JUMP:
+            lines.append(
+                f"{where}: f jumps there, so it has no derivative; the rule's {value} was not "
+                "compared"
+            )
+            continue
+        head = (
+            f"{where} {what}: left derivative {_num(float(left[index]))}, "
+            f"right derivative {_num(float(right[index]))}; the rule gives {value}"
+        )
+        verdict = (
+            "between them (accepted)"
+            if kind is Kind.INSIDE
+            else "outside them: no one-sided derivative supports it (fails)"
+        )
+        lines.append(f"{head}, {verdict}")
+    return lines
 
 
 def _sum_to(arr: F64, shape: tuple[int, ...]) -> F64:

@@ -19,9 +19,6 @@ does not depend on the size: two stencil runs plus four probe evaluations (``one
 ([0.0, 0.0, 1.0], [0.0, 1.0, 1.0])
 >>> [Kind(k).name for k in classify(np.array([0.0, 0.0, 1.0]), sides)]
 ['SMOOTH', 'INSIDE', 'SMOOTH']
->>> describe("args[0]", x, sides, np.array([0.0, 0.0, 1.0]))
-['args[0][1] = 0.0 is a kink: left derivative 0, right derivative 1; the rule gives 0, \
-between them (accepted)']
 """
 
 from __future__ import annotations
@@ -41,7 +38,7 @@ from rruletest.finite_differences.problem import Estimate
 from rruletest.finite_differences.to_vec import to_vec
 from rruletest.tangents import AbstractZero, ZeroTangent, unthunk
 
-__all__ = ["KINK_FACTOR", "Kind", "Sides", "classify", "describe", "findings", "one_sided"]
+__all__ = ["KINK_FACTOR", "NEARER", "Kind", "Sides", "classify", "one_sided"]
 
 F64 = npt.NDArray[np.float64]
 
@@ -107,6 +104,17 @@ def _is_jump(f0: F64, near: F64, nearer: F64, eps: float) -> npt.NDArray[np.bool
     return out
 
 
+def _probe(fn: Callable[..., Any], *args: Any) -> F64 | None:
+    """``fn(*args)`` as a float64 array, or ``None`` where ``fn`` refuses the probe point (the
+    errors the engine treats as leaving the domain): then no jump is looked for."""
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.asarray(fn(*args), dtype=np.float64)
+    except (ValueError, ArithmeticError):
+        return None
+
+
 def _probe_scale(xs: list[Any], dxs: list[Any], shape: tuple[int, ...], eps: float) -> F64:
     """Per element, a probe distance ``t`` (along ``xdot``) of about ``sqrt(eps)`` relative to
     the argument that moves most (relative to its size)."""
@@ -152,13 +160,12 @@ def _elementwise(fdm: Any, g: Callable[..., Any], pairs: tuple[Any, ...]) -> Sid
         right = broadcast_jvp(fwd, g, *pairs, y=y0)
     jump = np.zeros(shape, dtype=bool)
     for sign in (-1.0, 1.0):
-        vals = []
-        for t in (scale, scale * NEARER):
-            moved = [_move(x, sign * t * dx) for x, dx in zip(xs, dxs, strict=True)]
-            with np.errstate(all="ignore"), warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                vals.append(np.asarray(g(*moved), dtype=np.float64))
-        jump |= _is_jump(f0, vals[0], vals[1], eps)
+        vals = [
+            _probe(g, *(_move(x, sign * t * dx) for x, dx in zip(xs, dxs, strict=True)))
+            for t in (scale, scale * NEARER)
+        ]
+        if vals[0] is not None and vals[1] is not None and vals[0].shape == vals[1].shape == shape:
+            jump |= _is_jump(f0, vals[0], vals[1], eps)
     return Sides(
         _as_f64(left.value),
         _as_f64(left.error),
@@ -235,13 +242,14 @@ def _directional(fdm: Any, f: Callable[..., Any], pairs: tuple[Any, ...]) -> Sid
     jump = np.zeros(y0.shape, dtype=bool)
     if size > 0:
         t0 = np.sqrt(eps) * max(float(np.max(np.abs(v))), 1.0) / size
+
+        def along(point: F64) -> F64:
+            return to_vec(f(*rebuild(point)), path="output")[0]
+
         for sign in (-1.0, 1.0):
-            vals = []
-            for t in (t0, t0 * NEARER):
-                with np.errstate(all="ignore"), warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    vals.append(to_vec(f(*rebuild(v + sign * t * vdot)), path="output")[0])
-            jump |= _is_jump(y0, vals[0], vals[1], eps)
+            vals = [_probe(along, v + sign * t * vdot) for t in (t0, t0 * NEARER)]
+            if vals[0] is not None and vals[1] is not None and vals[0].shape == vals[1].shape:
+                jump |= _is_jump(y0, vals[0], vals[1], eps)
     left_v, right_v = to_vec(left.value)[0], to_vec(right.value)[0]
     left_e, right_e = to_vec(left.error)[0], to_vec(right.error)[0]
     if y0.size == 1 and np.ndim(y) == 0:
@@ -315,78 +323,3 @@ def classify(
     if codes.ndim == 0:
         return Kind(int(codes))
     return codes.astype(np.int8)
-
-
-def findings(kinds: Any) -> list[tuple[int, ...]]:
-    """The indices (in order) of the elements of ``kinds`` that are kinks or jumps."""
-    arr = np.asarray(kinds, dtype=np.int8)
-    hit = (arr == Kind.INSIDE) | (arr == Kind.OUTSIDE) | (arr == Kind.JUMP)
-    return [tuple(int(i) for i in idx) for idx in np.argwhere(hit)]
-
-
-def _num(v: float) -> str:
-    return f"{v:.6g}"
-
-
-def _where(root: str, index: tuple[int, ...]) -> str:
-    return root if not index else f"{root}[{', '.join(str(i) for i in index)}]"
-
-
-def describe(
-    root: str,
-    x: Any,
-    sides: Sides,
-    rule: Any,
-    *,
-    rtol: float = 0.0,
-    atol: float = 0.0,
-    kinds: Any = None,
-    notes: Callable[[tuple[int, ...]], str] | None = None,
-    along: bool = False,
-) -> list[str]:
-    """One line per element that is not ``SMOOTH`` or ``UNKNOWN``, naming it by ``root`` and
-    its index (``args[0][3] = 0.0 is a kink: left derivative 0, right derivative 1; ...``).
-
-    Args:
-        root: the path of the value (``"args[0]"``, ``"output"``).
-        x: the value shown for each element (the argument, of the output's shape for an
-            elementwise function), or ``None`` to show none.
-        sides, rule, rtol, atol: as for ``classify``.
-        kinds: the classification to report, if not ``classify``'s of ``rule`` (a tester that
-            judged another quantity, such as a cotangent, passes its own).
-        notes: ``notes(index)`` is text added after the rule's value at ``index``.
-        along: say "at a kink along the tangent" (a directional derivative, not a partial one).
-    """
-    if kinds is None:
-        kinds = classify(rule, sides, rtol=rtol, atol=atol)
-    kinds_arr = np.asarray(kinds, dtype=np.int8)
-    shape = kinds_arr.shape
-    left = np.broadcast_to(np.asarray(sides.left, np.float64), shape)
-    right = np.broadcast_to(np.asarray(sides.right, np.float64), shape)
-    r = np.broadcast_to(np.asarray(rule, np.float64), shape)
-    xv = None if x is None else np.broadcast_to(np.asarray(x), shape)
-    what = "is at a kink along the tangent" if along else "is a kink"
-    lines = []
-    for index in findings(kinds_arr):
-        kind = Kind(int(kinds_arr[index]))
-        where = _where(root, index)
-        if xv is not None:
-            where += f" = {float(np.real(xv[index]))!r}"
-        value = _num(float(r[index])) + ("" if notes is None else notes(index))
-        if kind is Kind.JUMP:
-            lines.append(
-                f"{where}: f jumps there, so it has no derivative; the rule's {value} was not "
-                "compared"
-            )
-            continue
-        head = (
-            f"{where} {what}: left derivative {_num(float(left[index]))}, "
-            f"right derivative {_num(float(right[index]))}; the rule gives {value}"
-        )
-        verdict = (
-            "between them (accepted)"
-            if kind is Kind.INSIDE
-            else "outside them: no one-sided derivative supports it (fails)"
-        )
-        lines.append(f"{head}, {verdict}")
-    return lines

@@ -187,11 +187,14 @@ def measure_noise(
         if s < 1024.0 * in_eps:
             continue
         rows = []
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            for i in range(POINTS):
-                rows.append(to_vec(f(*rebuild(v + (i * s) * d)), path="output")[0])
-        table = np.array(rows, dtype=np.float64)
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                for i in range(POINTS):
+                    rows.append(to_vec(f(*rebuild(v + (i * s) * d)), path="output")[0])
+            table = np.array(rows, dtype=np.float64)
+        except (ValueError, ArithmeticError):  # outside f's domain at this scale
+            continue
         if table.shape != (POINTS, y0.size) or not np.all(np.isfinite(table)):
             continue
         with np.errstate(all="ignore"):
