@@ -101,3 +101,17 @@ def test_directional_pullback_of_a_norm_at_zero():
         "output is at a kink along the tangent: left derivative -2, right derivative 2; the "
         "rule gives 2.5, outside them: no one-sided derivative supports it (fails)"
     ]
+
+
+def test_many_findings_are_counted_after_the_first_ten_failing_first():
+    x = np.zeros(30)
+    xbar = np.where(np.arange(30) == 25, 3.0, 0.5)
+    (report,) = broadcast_vjp_kinks(None, relu, np.ones(30), (xbar,), x)
+    assert int(report.accepted.sum()) == 29
+    assert len(report.lines) == 11
+    assert report.lines[0].startswith("args[0][25] = 0.0 is a kink")
+    assert report.lines[0].endswith("(fails)")
+    assert report.lines[1].startswith("args[0][0] = 0.0 is a kink")
+    assert report.lines[-1] == (
+        "... and 20 more elements at kinks or jumps (in all: 1 outside, 29 inside, 0 at jumps)"
+    )

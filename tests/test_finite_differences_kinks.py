@@ -161,10 +161,10 @@ def test_describe_names_the_element_and_the_verdict():
     s = one_sided(None, relu, (x, np.ones_like(x)), elementwise=True)
     lines = describe("args[0]", x, s, np.array([[0.0, 0.0], [1.0, 1.5]]))
     assert lines == [
-        "args[0][0, 1] = 0.0 is a kink: left derivative 0, right derivative 1; the rule gives 0,"
-        " between them (accepted)",
         "args[0][1, 1] = 0.0 is a kink: left derivative 0, right derivative 1; the rule gives "
         "1.5, outside them: no one-sided derivative supports it (fails)",
+        "args[0][0, 1] = 0.0 is a kink: left derivative 0, right derivative 1; the rule gives 0,"
+        " between them (accepted)",
     ]
 
 

@@ -19,7 +19,7 @@ line of text per finding.
 >>> (report,) = broadcast_vjp_kinks(None, np.abs, ybar, (np.array([-1.0, 0.5, 4.0]),), x)
 >>> report.accepted.tolist(), report.failed.tolist()
 ([False, True, False], [False, False, True])
->>> print(report.lines[1])
+>>> print(report.lines[0])
 args[0][2] = 0.0 is a kink: left derivative -1, right derivative 1; the rule gives 2 (its \
 cotangent 4 for ybar 2), outside them: no one-sided derivative supports it (fails)
 """
@@ -37,6 +37,7 @@ from rruletest.projection import is_differentiable
 from rruletest.tangents import AbstractZero, ZeroTangent, unthunk
 
 __all__ = [
+    "MAX_LINES",
     "KinkReport",
     "broadcast_jvp_kinks",
     "broadcast_vjp_kinks",
@@ -46,6 +47,9 @@ __all__ = [
 ]
 
 F64 = npt.NDArray[np.float64]
+
+#: Findings listed one per line in a report; more are counted in one last line.
+MAX_LINES = 10
 
 
 class KinkReport(NamedTuple):
@@ -79,10 +83,21 @@ def _mask(kinds: Any, wanted: tuple[Kind, ...]) -> Any:
 
 
 def findings(kinds: Any) -> list[tuple[int, ...]]:
-    """The indices (in order) of the elements of ``kinds`` that are kinks or jumps."""
+    """The indices of the elements of ``kinds`` that are kinks or jumps: failing ones
+    (``OUTSIDE``) first, then the others, each group in index order."""
     arr = np.asarray(kinds, dtype=np.int8)
-    hit = (arr == Kind.INSIDE) | (arr == Kind.OUTSIDE) | (arr == Kind.JUMP)
-    return [tuple(int(i) for i in idx) for idx in np.argwhere(hit)]
+    fail = arr == Kind.OUTSIDE
+    rest = (arr == Kind.INSIDE) | (arr == Kind.JUMP)
+    return [tuple(int(i) for i in idx) for m in (fail, rest) for idx in np.argwhere(m)]
+
+
+def _summary(kinds: Any, shown: int) -> str:
+    arr = np.asarray(kinds, dtype=np.int8)
+    counts = [int(np.sum(arr == k)) for k in (Kind.OUTSIDE, Kind.INSIDE, Kind.JUMP)]
+    return (
+        f"... and {sum(counts) - shown} more elements at kinks or jumps (in all: {counts[0]} "
+        f"outside, {counts[1]} inside, {counts[2]} at jumps)"
+    )
 
 
 def _num(v: float) -> str:
@@ -104,6 +119,7 @@ def describe(
     kinds: Any = None,
     notes: Callable[[tuple[int, ...]], str] | None = None,
     along: bool = False,
+    limit: int = MAX_LINES,
 ) -> list[str]:
     """One line per element that is not ``SMOOTH`` or ``UNKNOWN``, naming it by ``root`` and
     its index (``args[0][3] = 0.0 is a kink: left derivative 0, right derivative 1; ...``).
@@ -117,6 +133,7 @@ def describe(
             judged another quantity, such as a cotangent, passes its own).
         notes: ``notes(index)`` is text added after the rule's value at ``index``.
         along: say "at a kink along the tangent" (a directional derivative, not a partial one).
+        limit: at most this many lines (failing elements first), then one line of counts.
     """
     if kinds is None:
         kinds = classify(rule, sides, rtol=rtol, atol=atol)
@@ -128,7 +145,8 @@ def describe(
     xv = None if x is None else np.broadcast_to(np.asarray(x), shape)
     what = "is at a kink along the tangent" if along else "is a kink"
     lines = []
-    for index in findings(kinds_arr):
+    found = findings(kinds_arr)
+    for index in found[:limit]:
         kind = Kind(int(kinds_arr[index]))
         where = _where(root, index)
         if xv is not None:
@@ -150,6 +168,8 @@ def describe(
             else "outside them: no one-sided derivative supports it (fails)"
         )
         lines.append(f"{head}, {verdict}")
+    if len(found) > limit:
+        lines.append(_summary(kinds_arr, limit))
     return lines
 
 
@@ -181,7 +201,8 @@ def _reduced_lines(root: str, x: Any, bounds: Sides, value: F64, kinds: Any) -> 
     lines = []
     kinds_arr = np.asarray(kinds, dtype=np.int8)
     xv = np.broadcast_to(np.asarray(x), np.shape(value))
-    for index in findings(kinds_arr):
+    found = findings(kinds_arr)
+    for index in found[:MAX_LINES]:
         kind = Kind(int(kinds_arr[index]))
         where = root + (f"[{', '.join(map(str, index))}]" if index else "")
         where += f" = {float(np.real(xv[index]))!r}"
@@ -196,6 +217,8 @@ def _reduced_lines(root: str, x: Any, bounds: Sides, value: F64, kinds: Any) -> 
             f"{where} feeds output elements at kinks: its cotangent may lie anywhere in "
             f"[{lo:.6g}, {hi:.6g}]; the rule gives {v:.6g}, {verdict}"
         )
+    if len(found) > MAX_LINES:
+        lines.append(_summary(kinds_arr, MAX_LINES))
     return lines
 
 
