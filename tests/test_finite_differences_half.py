@@ -155,3 +155,14 @@ def test_structures_and_other_dtypes():
     assert note == ""  # nothing to lift: one run, as broadcast_jvp
     direct = broadcast_jvp(None, np.sin, (np.zeros(2, np.float32), np.ones(2)))
     np.testing.assert_array_equal(est.value, direct.value)
+
+
+def test_a_given_float16_output_is_not_used_for_the_float64_copies():
+    x, ybar = draw(4, n=100)
+    y = np.sin(x)
+    (est,), note = half_broadcast_vjp(None, np.sin, ybar, x, y=y)
+    assert note == LIFTED_NOTE
+    assert np.all(np.asarray(est.error) < 1e-8)
+    jest, note = half_broadcast_jvp(None, np.sin, (x, ybar), y=y)
+    assert note == LIFTED_NOTE
+    assert np.all(np.asarray(jest.error) < 1e-8)

@@ -207,7 +207,12 @@ def half_broadcast_vjp(
 ) -> tuple[tuple[Estimate, ...], str]:
     """``broadcast_vjp`` for float16 inputs: ``(estimates, note)``; the estimates are float64
     (through float64 copies) when ``lift`` allows and they agree with the float16 ones."""
-    return _choose(g, xs, lambda a: broadcast_vjp(fdm, g, ybar, *a, y=y), lambda e: list(e), y)
+
+    def run(a: tuple[Any, ...]) -> tuple[Estimate, ...]:
+        # y is g of the float16 inputs: it may only stand in for a call on those.
+        return broadcast_vjp(fdm, g, ybar, *a, y=y if a is xs else None)
+
+    return _choose(g, xs, run, lambda e: list(e), y)
 
 
 def half_vjp_estimate(
@@ -227,7 +232,11 @@ def half_broadcast_jvp(
     """``broadcast_jvp`` for float16 inputs: ``(estimate, note)``, as ``half_broadcast_vjp``."""
     xs, dxs = _split(pairs)
     return _choose(
-        g, xs, lambda a: broadcast_jvp(fdm, g, *zip(a, dxs, strict=True)), lambda e: [e], y
+        g,
+        xs,
+        lambda a: broadcast_jvp(fdm, g, *zip(a, dxs, strict=True), y=y if a is xs else None),
+        lambda e: [e],
+        y,
     )
 
 
