@@ -231,6 +231,7 @@ def broadcast_vjp_kinks(
     rtol: float = 0.0,
     atol: float = 0.0,
     root: str = "args",
+    first: int = 0,
 ) -> tuple[KinkReport | None, ...]:
     """Kink checks of a pullback's cotangents ``xbars`` of an elementwise ``g`` at ``xs``.
 
@@ -238,6 +239,9 @@ def broadcast_vjp_kinks(
     where it gave none). An element's accepted set is every ``unbroadcast(ybar * d)`` with
     each partial ``d`` between its one-sided values (a box: for ``maximum`` at a tie, values
     ``(1, 1)`` for both arguments are accepted, although only ``(t, 1 - t)`` are subgradients).
+
+    ``first`` is the position of ``xs[0]`` among the tester's arguments, for the paths
+    (``1`` under ``broadcasted``, whose ``args[0]`` is the function).
 
     Returns:
         Per argument a ``KinkReport`` in the argument's shape, ``None`` where nothing was
@@ -264,7 +268,7 @@ def broadcast_vjp_kinks(
             continue
         bounds = _cotangent_sides(sides, np.asarray(yb, dtype=np.float64), np.shape(x))
         kinds = classify(value, bounds, rtol=rtol, atol=atol)
-        name = f"{root}[{j}]"
+        name = f"{root}[{j + first}]"
         if np.shape(x) == shape:
             with np.errstate(divide="ignore", invalid="ignore"):
                 partial = np.where(yb != 0, value / np.where(yb != 0, yb, 1.0), np.nan)
