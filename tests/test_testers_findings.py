@@ -79,3 +79,19 @@ def test_a_noisy_function_is_named_with_what_to_pass() -> None:
     assert "  f is noisy: its values scatter by " in text
     assert "pass rtol=" in text
     assert "fdm=central_fdm(5, 1, factor=" in text
+
+
+def test_float16_broadcast_rules_are_checked_for_real() -> None:
+    x = np.random.default_rng(0).uniform(-3, 3, 1000).astype(np.float16)
+    good = RuleSet()
+    good.scalar_rule(np.sin, lambda x, y: (np.cos(x),))
+    for seed in range(5):
+        test_rrule(broadcasted, np.sin, x, rrule_f=good.rrule, rng=seed)
+        test_frule(broadcasted, np.sin, x, frule_f=good.frule, rng=seed)
+    for factor in (1.1, 1.02):  # 10% and 2% wrong everywhere: passed before (atol 0.8-4.9)
+        bad = RuleSet()
+        bad.scalar_rule(np.sin, lambda x, y, k=factor: (np.cos(x) * k,))
+        with pytest.raises(RuleTestFailure):
+            test_rrule(broadcasted, np.sin, x, rrule_f=bad.rrule, rng=0)
+        with pytest.raises(RuleTestFailure):
+            test_frule(broadcasted, np.sin, x, frule_f=bad.frule, rng=0)

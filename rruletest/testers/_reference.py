@@ -33,6 +33,7 @@ from rruletest.finite_differences import (
     jvp_estimate,
     to_vec,
 )
+from rruletest.finite_differences.half import half_broadcast_jvp, half_broadcast_vjp, has_half
 from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
 from rruletest.testers._checks import compare
 from rruletest.testers._fd_inputs import (
@@ -143,7 +144,13 @@ def check_vjp(
         if _is_broadcast(s):
             fdm = fdm_for_domain(s.fdm, domain, dom_primals)
             g = _broadcast_f(s, rrule_f)
-            ests: Any = broadcast_vjp(fdm, g, ybar, *s.primals[1:], y=y_ref)
+            ests: Any
+            if has_half(*s.primals[1:]):  # float16: through float64 copies where sound
+                ests, half_note = half_broadcast_vjp(fdm, g, ybar, *s.primals[1:], y=y_ref)
+                if half_note:
+                    report.note(half_note)
+            else:
+                ests = broadcast_vjp(fdm, g, ybar, *s.primals[1:], y=y_ref)
             est_of = {a.index: ests[a.index - 1] for a in live}
             mode = "structured broadcast vjp"
         else:
@@ -237,7 +244,12 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
                 (a.primal, dots[pos[a.index]] if a.index in pos else NO_TANGENT) for a in s.args[1:]
             ]
             g = _broadcast_f(s, frule_f)
-            est = broadcast_jvp(fdm, g, *pairs, y=y_ref)
+            if has_half(*s.primals[1:]):  # float16: through float64 copies where sound
+                est, half_note = half_broadcast_jvp(fdm, g, *pairs, y=y_ref)
+                if half_note:
+                    report.note(half_note)
+            else:
+                est = broadcast_jvp(fdm, g, *pairs, y=y_ref)
             mode = "structured broadcast jvp"
         else:
             fdm = fdm_for_domain(s.fdm, domain, s.primals)
