@@ -59,8 +59,11 @@ def compute() -> dict[str, np.ndarray]:
     for name, (m, f, x) in cases().items():
         est = m.estimate(f, x)
         out[name] = np.stack(
-            [np.asarray(est.value, dtype=np.float64), np.asarray(est.error, dtype=np.float64),
-             np.broadcast_to(np.asarray(est.step, dtype=np.float64), np.shape(est.value))]
+            [
+                np.asarray(est.value, dtype=np.float64),
+                np.asarray(est.error, dtype=np.float64),
+                np.broadcast_to(np.asarray(est.step, dtype=np.float64), np.shape(est.value)),
+            ]
         )
     return out
 

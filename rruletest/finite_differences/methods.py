@@ -22,13 +22,14 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from rruletest.finite_differences._stencils import stencil
 from rruletest.finite_differences.estimation import estimate_function
+from rruletest.finite_differences.kernels import Kind
 from rruletest.finite_differences.problem import Estimate
 
 __all__ = [
@@ -38,8 +39,6 @@ __all__ = [
     "default_fdm",
     "forward_fdm",
 ]
-
-Kind = Literal["central", "forward", "backward"]
 
 
 def _check_int(name: str, value: Any, minimum: int) -> int:

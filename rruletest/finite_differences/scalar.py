@@ -26,15 +26,12 @@ import functools
 import math
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from rruletest.finite_differences.kernels import FLAT, RESOLUTION, UNRESOLVED, Stencil, default_step
 from rruletest.finite_differences.problem import Estimate
-from rruletest.finite_differences.steps import FLAT, RESOLUTION, UNRESOLVED, _default_step
-
-if TYPE_CHECKING:
-    from rruletest.finite_differences.methods import FiniteDifferenceMethod
 
 __all__ = ["fast_estimate"]
 
@@ -77,9 +74,9 @@ def _finite(ys: list[Any]) -> bool:
     return all(math.isfinite(y) for y in ys)
 
 
-def _finish(m: FiniteDifferenceMethod, t0: float, h: float) -> float:
+def _finish(m: Stencil, t0: float, h: float) -> float:
     """``steps._finish_kernel`` without a cap; bails where the input's precision binds."""
-    up = max(abs(t0), 1.0) * (1000.0 * _default_step(m, _EPS))
+    up = max(abs(t0), 1.0) * (1000.0 * default_step(m, _EPS))
     range_cap = m.max_range / m.max_offset
     if range_cap != math.inf:
         up = min(up, range_cap)
@@ -145,7 +142,7 @@ def _straddles(t0: float, h: float, reach: int) -> bool:
 class _Constants(NamedTuple):
     """What ``_estimate`` needs of a method adapted once, as Python numbers."""
 
-    b: FiniteDifferenceMethod  # the bound estimator
+    b: Stencil  # the bound estimator
     b_grid: list[int]
     b_weights: list[list[float]]  # neighbourhood weights (3 x p + 2)
     noise_mult: float
@@ -155,7 +152,7 @@ class _Constants(NamedTuple):
 
 
 @functools.cache
-def _constants(m: FiniteDifferenceMethod) -> _Constants | None:
+def _constants(m: Stencil) -> _Constants | None:
     b = m.bound_estimator
     if m.adapt != 1 or b is None or b.adapt != 0:
         return None
@@ -172,14 +169,14 @@ def _constants(m: FiniteDifferenceMethod) -> _Constants | None:
     )
 
 
-def _estimate(m: FiniteDifferenceMethod, ev: _Eval) -> Estimate:
+def _estimate(m: Stencil, ev: _Eval) -> Estimate:
     t0 = ev.t0
     k = _constants(m)
     if k is None:
         raise _Bail
     b = k.b
     # The bound estimator at its default step (choose_step without adaptation).
-    hb = _finish(b, t0, _default_step(b, _EPS))
+    hb = _finish(b, t0, default_step(b, _EPS))
     rows = [ev.at(g, hb) for g in k.b_grid]
     if not _finite(rows):
         raise _Bail  # a domain edge: the step shrinks
@@ -236,7 +233,7 @@ def _estimate(m: FiniteDifferenceMethod, ev: _Eval) -> Estimate:
     return Estimate(est, error, h)
 
 
-def fast_estimate(m: FiniteDifferenceMethod, f: Callable[..., Any], x: Any) -> Estimate | None:
+def fast_estimate(m: Stencil, f: Callable[..., Any], x: Any) -> Estimate | None:
     """``m.estimate(f, x)`` for a float64 or complex128 number ``x`` (stepped along the real
     axis), or None where the general engine must decide (then nothing of this is used)."""
     kind = type(x)
