@@ -168,6 +168,8 @@ def ulp(mag: Arr, dtype: np.dtype[Any]) -> F64:
 
 
 def optimal_step(m: Stencil, c1: Any, c2: Any) -> Any:
+    if m.q == 0:  # interpolation: no round-off amplified, the smallest resolvable step is best
+        return np.zeros(np.shape(np.asarray(c1) * 1.0))[()]
     return (m.q / (m.p - m.q) * np.divide(c1, c2)) ** (1.0 / m.p)
 
 
@@ -307,8 +309,8 @@ def evaluation(prob: Problem, offsets: Any, rows: list[Arr], good_y: Arr) -> Eva
 def combine_kernel(
     rows: list[Arr], h: Arr, *, weights: Arr, q: int, anchor: int, scale: bool = True
 ) -> tuple[Arr, Arr, Arr]:
-    """Weighted sums of the rows (after subtracting the anchor row) over ``h**q``; also
-    ``max|f|`` and whether every value is finite."""
+    """Weighted sums of the rows (after subtracting the anchor row, which makes cancellation
+    free) over ``h**q``; also ``max|f|`` and whether every value is finite."""
     ys = np.stack(rows)
     fm = absmax(ys)
     # For real values max|y| is finite exactly when every value is (max propagates NaN); the
@@ -318,6 +320,8 @@ def combine_kernel(
     # slow path for overlapping operands (ten times slower).
     ys -= rows[anchor]
     est = np.dot(weights, ys.reshape(len(ys), -1)).reshape(weights.shape[:-1] + ys.shape[1:])
+    if q == 0:  # interpolation weights sum to 1, not 0: the anchor's value comes back
+        est += rows[anchor]
     if scale:
         est *= ipow(h, -q)
     return est, fm, good

@@ -62,7 +62,8 @@ class FiniteDifferenceMethod:
 
     Args:
         offsets: distinct integers ``g_i``; ``f`` is evaluated at ``x + g_i * h``.
-        q: the order of the derivative (``q >= 1``, fewer than ``len(offsets)``).
+        q: the order of the derivative (``q >= 0``, fewer than ``len(offsets)``; ``q = 0``
+            interpolates).
         adapt: levels of step adaptation. ``0`` uses a fixed default step (which assumes the
             ``p``-th derivative is about ``condition``); ``k`` estimates that derivative with a
             method of ``p + 2`` points adapted ``k - 1`` times.
@@ -97,7 +98,7 @@ class FiniteDifferenceMethod:
         grid = tuple(sorted(int(g) for g in raw))
         if len(set(grid)) != len(grid):
             raise ValueError(f"offsets must be distinct, got offsets={offsets!r}")
-        q = _check_int("q", q, 1)
+        q = _check_int("q", q, 0)
         if len(grid) <= q:
             raise ValueError(
                 "a finite-difference method needs more grid points than the derivative order, "
@@ -304,7 +305,7 @@ def _build(kind: Kind, p: int, q: int, **kw: Any) -> FiniteDifferenceMethod:
 
 def _builder(kind: Kind, name: str, p: Any, q: Any, kw: dict[str, Any]) -> FiniteDifferenceMethod:
     p = _check_int("p", p, 1)
-    q = _check_int("q", q, 1)
+    q = _check_int("q", q, 0)
     if p <= q:
         raise ValueError(
             f"{name}(p, q) needs more grid points than the derivative order: p={p} <= q={q}"

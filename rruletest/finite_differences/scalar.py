@@ -154,7 +154,7 @@ class _Constants(NamedTuple):
 @functools.cache
 def _constants(m: Stencil) -> _Constants | None:
     b = m.bound_estimator
-    if m.adapt != 1 or b is None or b.adapt != 0:
+    if m.adapt != 1 or b is None or b.adapt != 0 or m.q == 0:
         return None
     nw = b.neighbourhood_weights()
     points = [int(g) for g in m.points]
