@@ -266,9 +266,12 @@ def estimate_function(m: Stencil, f: Callable[..., Any], x: Any, step: Any) -> E
     est = run(m, prob, step)
     if scalar and np.ndim(est.value) == 0:
         v = est.value[()]
-        return Estimate(
-            complex(v) if np.iscomplexobj(v) else float(v), float(est.error), float(est.step)
-        )
+        value: Any = complex(v) if np.iscomplexobj(v) else float(v)
+        if isinstance(x, np.generic) and arr.dtype.itemsize < (16 if arr.dtype.kind == "c" else 8):
+            # A float32 (or float16, complex64) number's derivative comes back in its precision.
+            low = np.dtype(arr.real.dtype)
+            value = (np.result_type(low, np.complex64) if np.iscomplexobj(v) else low).type(v)
+        return Estimate(value, float(est.error), float(est.step))
     if scalar:
         return Estimate(est.value, est.error, float(est.step))
     return est

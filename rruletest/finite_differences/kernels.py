@@ -193,9 +193,10 @@ def snap(prob: Problem, h: Arr) -> Arr:
 
 
 def tiny_step(m: Stencil, prob: Problem) -> float:
-    """No step below the smallest normal number, nor so small that ``h**(q+1)`` underflows."""
+    """No step below the smallest normal number, nor so small that ``h**(q+1)`` underflows,
+    nor below a few times the rounding of the function's own input (``prob.resolution``)."""
     underflow: float = tiny(np.dtype(np.float64)) ** (1.0 / (m.q + 1))
-    return max(tiny(prob.dtype), underflow)
+    return max(tiny(prob.dtype), underflow, RESOLUTION * prob.resolution)
 
 
 def lower_step(m: Stencil, prob: Problem) -> F64:

@@ -267,10 +267,19 @@ def _rescale_flat(
         return df, fmag, span, h
     f0 = reduce_to(np.abs(prob.centre()), prob.t_shape, np.max)
     lower = lower_step(b, prob)
-    upper = np.minimum(upper_step(b, prob, h_cap), prob.abs_t0 / (16.0 * b.max_offset))
+    scale = prob.input_scale
+    upper = np.minimum(upper_step(b, prob, h_cap), scale / (16.0 * b.max_offset))
     direction = np.zeros(prob.t_shape)
+    shrink_gain = GROW ** max(b.q - 5, 0)
     for _ in range(MAX_GROW):
-        wide = reduce_to(fmag, prob.t_shape, np.max) > 4.0 * f0
+        # Shrinking pays only where the stencil reaches far beyond the scale of the input
+        # (x**3 at 1e-8); elsewhere it trades a cautious round-off model for a p-th derivative
+        # drowned in round-off (logaddexp2 at -1 in float32, whose output there is 0). Each
+        # shrink multiplies that round-off by GROW**p: for high orders (p > 5) |f| must also
+        # fall by GROW**(p - 5) (exp at 1 with forward_fdm(10, 1) in float32).
+        fm_t = reduce_to(fmag, prob.t_shape, np.max)
+        wide = (fm_t > 4.0 * f0) & (fm_t > shrink_gain * f0)
+        wide &= h.astype(np.float64, copy=False) * b.max_offset > 16.0 * scale
         flat &= wide | (~retried & grow)
         want = np.where(wide, -1.0, 1.0)
         flat &= (direction == 0) | (direction == want)
