@@ -312,7 +312,7 @@ def combine_kernel(
 ) -> tuple[Arr, Arr, Arr]:
     """Weighted sums of the rows (after subtracting the anchor row, which makes cancellation
     free) over ``h**q``; also ``max|f|`` and whether every value is finite."""
-    ys = np.stack(rows)
+    ys = np.stack(rows, dtype=np.result_type(rows[0].dtype, np.float64))
     fm = absmax(ys)
     # For real values max|y| is finite exactly when every value is (max propagates NaN); the
     # modulus of a finite complex number can overflow, so complex values are checked directly.

@@ -197,7 +197,10 @@ class Problem:
             arr = arr.astype(np.float64)
         elif kind == "f":
             self._see(arr.dtype)
-            arr = arr.astype(np.float64, copy=False)
+            # float32 values stay float32 (half the memory, no conversion pass): the kernels
+            # convert each cache-sized block to float64, where differences are exact.
+            if arr.dtype != np.float32:
+                arr = arr.astype(np.float64, copy=False)
         elif kind == "c":
             self._see(np.dtype(arr.real.dtype))
             self.complex_out = True

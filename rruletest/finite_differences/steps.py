@@ -265,6 +265,50 @@ def _rescale_flat(
     flat = done & reduce_to(flat_y, prob.t_shape, np.all)
     if not flat.any():
         return df, fmag, span, h
+    part = restricted(prob, flat)
+    if part is None:
+        return _rescale_loop(b, prob, h_cap, h, df, fmag, span, flat, retried, grow, kernel)
+    # The few flat elements alone (a subset gives them what a full pass would).
+    index, sub = part
+
+    def pick(a: Any) -> Any:
+        return a if np.ndim(a) == 0 else np.asarray(a).reshape(-1)[index]
+
+    out = _rescale_loop(
+        b,
+        sub,
+        pick(h_cap),
+        pick(h),
+        pick(df),
+        pick(fmag),
+        pick(span),
+        np.ones(index.size, dtype=bool),
+        pick(retried),
+        grow,
+        kernel,
+    )
+    whole = []
+    for full, piece in zip((df, fmag, span, h), out, strict=True):
+        arr = np.array(full, dtype=np.result_type(full, piece), copy=True)
+        arr.reshape(-1)[index] = piece
+        whole.append(arr)
+    return whole[0], whole[1], whole[2], whole[3]
+
+
+def _rescale_loop(
+    b: Stencil,
+    prob: Problem,
+    h_cap: Any,
+    h: Arr,
+    df: Arr,
+    fmag: Arr,
+    span: Arr,
+    flat: Arr,
+    retried: Arr,
+    grow: bool,
+    kernel: Callable[..., tuple[Arr]],
+) -> tuple[Arr, Arr, Arr, Arr]:
+    """``_rescale_flat``'s growing and shrinking of the ``flat`` elements' steps."""
     f0 = reduce_to(np.abs(prob.centre()), prob.t_shape, np.max)
     lower = lower_step(b, prob)
     scale = prob.input_scale
