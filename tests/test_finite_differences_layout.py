@@ -70,7 +70,8 @@ def test_the_engine_runs_in_stages():
     assert edges["problem"] == set()
     assert edges["kernels"] == {"problem"}
     assert edges["steps"] <= {"kernels", "problem"}
-    assert edges["attempt"] <= {"kernels", "problem", "steps"}
+    assert edges["attempt"] <= {"_stencils", "kernels", "problem", "steps"}
+    assert edges["_stencils"] == set()
     assert "methods" not in edges["estimation"] | edges["steps"] | edges["attempt"]
 
 

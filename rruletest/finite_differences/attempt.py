@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from rruletest.finite_differences._stencils import stencil
 from rruletest.finite_differences.kernels import (
     CHECK_FACTOR,
     MAX_SHRINK,
@@ -80,6 +81,7 @@ def attempt(
     value: Arr | None = None
     fmag: Arr | None = None
     used: Arr | None = None
+    inter: Arr | None = None
     dead = prob.dead()
     done = dead.copy()
     kernel = functools.partial(combine_kernel, weights=m.weights, q=m.q, anchor=len(m.points) // 2)
@@ -87,10 +89,12 @@ def attempt(
         # Retries re-evaluate only the elements still without an estimate.
         part = None if attempt == 0 else restricted(prob, ~done)
         if part is None:
-            est, fm, ev = _stencil_pass(m, prob, h, kernel)
+            est, fm, ev, ip = _stencil_pass(m, prob, h, kernel)
         else:
-            est, fm, ev = _stencil_pass_on(m, prob, h, kernel, *part)
+            (est, fm, ev), ip = _stencil_pass_on(m, prob, h, kernel, *part), None
         new = ev.good & ~done
+        if ip is not None:
+            inter = merge_into(inter, ip, new, attempt == 0)
         value = merge_into(value, est, new, attempt == 0)
         fmag = merge_into(fmag, fm, new, attempt == 0)
         used = merge_into(used, h, new, attempt == 0)
@@ -106,6 +110,8 @@ def attempt(
         _error_kernel, m=m, out_dtype=prob.out_dtype, default_c2=m.condition * m.df_mult
     )
     (error,) = elementwise(prob, kernel_e, used, fmag, c1, c2, c1_scale)
+    if inter is not None:
+        error = _unresolved_centre(m, prob, inter, value, error, used, fmag)
     good = done & ~dead
     if good.all():
         return Result(value, error, used, done, retried, coarse, grown, unresolved)
@@ -117,12 +123,42 @@ def attempt(
 
 def _stencil_pass(
     m: Stencil, prob: Problem, h: Arr, kernel: Callable[..., Any]
-) -> tuple[Arr, Arr, Evaluation]:
-    """The stencil's estimate (position-corrected), ``max|f|`` and which elements were good."""
+) -> tuple[Arr, Arr, Evaluation, Arr | None]:
+    """The stencil's estimate (position-corrected), ``max|f|``, which elements were good, and
+    (for a problem that is not elementwise: a direction or a Jacobian's columns) the value at
+    ``t0`` interpolated from the stencil's points."""
     rows = [prob.at(int(g), h) for g in m.points]
     est, fm, good_y = elementwise(prob, kernel, rows, h)
     est = _position_correction(m, prob, h, est)
-    return est, fm, evaluation(prob, m.points, rows, good_y)
+    inter = None
+    if not prob.elementwise and m.q > 0 and 0 not in m.points:
+        w0 = stencil(tuple(int(g) for g in m.points), 0)
+        inter = np.zeros(np.shape(est), dtype=np.result_type(est.dtype, np.float64))
+        for w, r in zip(w0, rows, strict=True):
+            inter += float(w) * r
+    return est, fm, evaluation(prob, m.points, rows, good_y), inter
+
+
+def _unresolved_centre(
+    m: Stencil, prob: Problem, inter: Arr, value: Arr, error: F64, h: Arr, fmag: Arr
+) -> F64:
+    """Infinite errors where the stencil's points do not predict the value at ``t0``.
+
+    Interpolated from the stencil's points, a smooth function's value at ``t0`` is off by far
+    less than its change over the stencil (``|f'| * h * reach``); a value at ``t0`` off by more
+    than that means ``f`` varies on a scale the step does not resolve (a pole between the
+    points: ``inv`` of a matrix near singular along the direction), and the estimate, however
+    consistent at another step of that size, is not one of the derivative.
+    """
+    w0 = stencil(tuple(int(g) for g in m.points), 0)
+    noise = ulp(np.asarray(fmag), prob.out_dtype) * float(sum(abs(w) for w in w0))
+    gap = np.abs(inter - prob.centre())
+    change = np.abs(value) * np.asarray(h, dtype=np.float64) * float(m.max_offset)
+    far = gap > CHECK_FACTOR * (change + noise)
+    if not np.any(far):
+        return error
+    bad = np.broadcast_to(reduce_to(far, prob.t_shape, np.any), error.shape)
+    return np.where(bad, np.inf, error)
 
 
 def _stencil_pass_on(
@@ -135,7 +171,7 @@ def _stencil_pass_on(
 ) -> tuple[Arr, Arr, Evaluation]:
     """``_stencil_pass`` for the elements at ``index`` alone, on the problem ``sub`` restricted
     to them; elsewhere the results are placeholders (not good, values 0)."""
-    est, fm, ev = _stencil_pass(m, sub, np.asarray(h).reshape(-1)[index], kernel)
+    est, fm, ev, _ = _stencil_pass(m, sub, np.asarray(h).reshape(-1)[index], kernel)
     shape = prob.t_shape
     good = scatter(index, ev.good, shape, False)
     nearest = None if ev.nearest_bad is None else scatter(index, ev.nearest_bad, shape, np.inf)

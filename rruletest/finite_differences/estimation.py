@@ -145,6 +145,7 @@ def _converge(m: Stencil, prob: Problem, res: Result, retry: Arr) -> Result:
             # Converging: the change shrank by 64, or is already within the round-off model.
             settled = (diff * 64.0 <= prev_diff) | (diff <= alt.error)
             ok = reduce_to(np.isfinite(diff) & settled, prob.t_shape, np.all)
+            ok &= reduce_to(np.isfinite(alt.error), prob.t_shape, np.all)
             take = pending & ok & alt.done
             if take.any():
                 accepted = alt._replace(error=np.maximum(alt.error, 2.0 * diff))
