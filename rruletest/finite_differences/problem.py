@@ -132,7 +132,9 @@ class Problem:
     is how finely ``phi`` resolves ``t`` where that is coarser than ``t``'s own precision (a
     direction ``x + t * u`` rounded to float32 coordinates: about ``max ulp(x_i) / |u_i|``);
     steps stay a few times above it, and ``input_scale`` (the size of the inputs behind ``t``,
-    at least ``|t0|``) follows from it. ``evaluations`` counts calls of ``phi``.
+    at least ``|t0|``) follows from it; the error that rounding adds to an estimate (about
+    ``f_error_mult * |f'| * resolution / (2 h)``) is the caller's to add, as ``jvp`` does.
+    ``evaluations`` counts calls of ``phi``.
     """
 
     def __init__(
