@@ -85,11 +85,22 @@ def attempt(
     dead = prob.dead()
     done = dead.copy()
     kernel = functools.partial(combine_kernel, weights=m.weights, q=m.q, anchor=len(m.points) // 2)
+    kernel_e = functools.partial(
+        _error_kernel, m=m, out_dtype=prob.out_dtype, default_c2=m.condition * m.df_mult
+    )
+    # The first pass combines the rows, finds the points rounded across a binade and bounds
+    # the error in one pass over the data; retries (a few elements) combine only.
+    fused = functools.partial(
+        _fused_kernel, combine=kernel, error=kernel_e, reach=float(np.abs(m.points).max()), q=m.q
+    )
+    error: F64 | None = None
     for attempt in range(MAX_SHRINK + 1):
         # Retries re-evaluate only the elements still without an estimate.
         part = None if attempt == 0 else restricted(prob, ~done)
-        if part is None:
-            est, fm, ev, ip = _stencil_pass(m, prob, h, kernel)
+        if attempt == 0:
+            est, fm, ev, ip, error = _stencil_pass(m, prob, h, fused, (c1, c2, c1_scale))
+        elif part is None:
+            est, fm, ev, ip, _ = _stencil_pass(m, prob, h, kernel)
         else:
             (est, fm, ev), ip = _stencil_pass_on(m, prob, h, kernel, *part), None
         new = ev.good & ~done
@@ -101,15 +112,14 @@ def attempt(
         done |= ev.good
         if done.all() or step is not None or attempt == MAX_SHRINK or ev.nearest_bad is None:
             break
+        error = None  # steps changed: bound the errors once the passes are merged
         retried |= ~done
         h = snap(prob, np.where(done, h, shrink(prob, h, m.max_offset, ev.nearest_bad)))
     assert value is not None
     assert fmag is not None
     assert used is not None
-    kernel_e = functools.partial(
-        _error_kernel, m=m, out_dtype=prob.out_dtype, default_c2=m.condition * m.df_mult
-    )
-    (error,) = elementwise(prob, kernel_e, used, fmag, c1, c2, c1_scale)
+    if error is None:
+        (error,) = elementwise(prob, kernel_e, used, fmag, c1, c2, c1_scale)
     if inter is not None:
         error = _unresolved_centre(m, prob, inter, value, error, used, fmag)
     good = done & ~dead
@@ -121,22 +131,55 @@ def attempt(
     return Result(value, error, used, done, retried, coarse, grown, unresolved)
 
 
+def _fused_kernel(
+    rows: list[Arr],
+    h: Arr,
+    t0: Arr,
+    c1: Any,
+    c2: Any,
+    scale: Any,
+    *,
+    combine: Callable[..., tuple[Arr, Arr, Arr]],
+    error: Callable[..., tuple[F64]],
+    reach: float,
+    q: int,
+) -> tuple[Arr, Arr, Arr, Arr, F64]:
+    """``combine``, the binade crossings (first derivatives) and ``error`` on one block."""
+    est, fm, good = combine(rows, h)
+    if q == 1:
+        (crossing,) = _crossing_kernel(t0, h, reach=reach)
+    else:
+        crossing = np.zeros(np.shape(t0), dtype=bool)
+    (err,) = error(h, fm, c1, c2, scale)
+    return est, fm, good, np.asarray(crossing), err
+
+
 def _stencil_pass(
-    m: Stencil, prob: Problem, h: Arr, kernel: Callable[..., Any]
-) -> tuple[Arr, Arr, Evaluation, Arr | None]:
-    """The stencil's estimate (position-corrected), ``max|f|``, which elements were good, and
+    m: Stencil,
+    prob: Problem,
+    h: Arr,
+    kernel: Callable[..., Any],
+    constants: tuple[Any, Any, Any] | None = None,
+) -> tuple[Arr, Arr, Evaluation, Arr | None, F64 | None]:
+    """The stencil's estimate (position-corrected), ``max|f|``, which elements were good,
     (for a problem that is not elementwise: a direction or a Jacobian's columns) the value at
-    ``t0`` interpolated from the stencil's points."""
+    ``t0`` interpolated from the stencil's points, and, with the error ``constants`` (``c1``,
+    ``c2``, ``c1_scale``) and the fused kernel, the error bound."""
     rows = [prob.at(int(g), h) for g in m.points]
-    est, fm, good_y = elementwise(prob, kernel, rows, h)
-    est = _position_correction(m, prob, h, est)
+    error = None
+    if constants is None:
+        est, fm, good_y = elementwise(prob, kernel, rows, h)
+        est = _position_correction(m, prob, h, est)
+    else:
+        est, fm, good_y, crossing, error = elementwise(prob, kernel, rows, h, prob.t0, *constants)
+        est = _position_correction(m, prob, h, est, crossing)
     inter = None
     if not prob.elementwise and m.q > 0 and 0 not in m.points:
         w0 = stencil(tuple(int(g) for g in m.points), 0)
         inter = np.zeros(np.shape(est), dtype=np.result_type(est.dtype, np.float64))
         for w, r in zip(w0, rows, strict=True):
             inter += float(w) * r
-    return est, fm, evaluation(prob, m.points, rows, good_y), inter
+    return est, fm, evaluation(prob, m.points, rows, good_y), inter, error
 
 
 def _unresolved_centre(
@@ -171,7 +214,7 @@ def _stencil_pass_on(
 ) -> tuple[Arr, Arr, Evaluation]:
     """``_stencil_pass`` for the elements at ``index`` alone, on the problem ``sub`` restricted
     to them; elsewhere the results are placeholders (not good, values 0)."""
-    est, fm, ev, _ = _stencil_pass(m, sub, np.asarray(h).reshape(-1)[index], kernel)
+    est, fm, ev, _, _ = _stencil_pass(m, sub, np.asarray(h).reshape(-1)[index], kernel)
     shape = prob.t_shape
     good = scatter(index, ev.good, shape, False)
     nearest = None if ev.nearest_bad is None else scatter(index, ev.nearest_bad, shape, np.inf)
@@ -191,19 +234,23 @@ def _crossing_kernel(t0: Arr, h: Arr, *, reach: float) -> tuple[Arr]:
     return (abs_spacing(far) > abs_spacing(abs_t0),)
 
 
-def _position_correction(m: Stencil, prob: Problem, h: Arr, est: Arr) -> Arr:
+def _position_correction(
+    m: Stencil, prob: Problem, h: Arr, est: Arr, crossing: Arr | None = None
+) -> Arr:
     """Correct a first-derivative estimate for stencil points that were rounded.
 
     Snapped steps make ``t0 + g * h`` exact unless the point lands in a coarser binade than
     ``t0`` (``0.99999 + 2h`` above 1). There ``f(t0 + g*h + d) = f(t0 + g*h) + f' * d`` to first
     order, so the estimate is off by ``f' * sum(c * d) / h``: scale it by ``1 - sum(c * d) / h``.
-    ``est`` (freshly computed) is corrected in place where it has the shape of ``t``.
+    ``est`` (freshly computed) is corrected in place where it has the shape of ``t``;
+    ``crossing`` (those points) is computed unless given.
     """
     if m.q != 1:
         return est
-    reach = float(np.abs(m.points).max())
-    kernel = functools.partial(_crossing_kernel, reach=reach)
-    (crossing,) = elementwise(prob, kernel, prob.t0, h)
+    if crossing is None:
+        reach = float(np.abs(m.points).max())
+        kernel = functools.partial(_crossing_kernel, reach=reach)
+        (crossing,) = elementwise(prob, kernel, prob.t0, h)
     if not crossing.any():
         return est
     idx = np.flatnonzero(crossing)
