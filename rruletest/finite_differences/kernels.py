@@ -66,6 +66,7 @@ __all__ = [
     "scatter",
     "shrink",
     "snap",
+    "straddle_kernel",
     "straddle_mask",
     "tiny_step",
     "ulp",
@@ -375,9 +376,12 @@ def scatter(index: npt.NDArray[np.intp], part: Arr, shape: tuple[int, ...], fill
     return out
 
 
-def straddle_mask(prob: Problem, h: Arr, reach: int) -> Arr:
-    def kernel(t0: Arr, h: Arr) -> tuple[Arr]:
-        a = np.abs(t0).astype(np.float64, copy=False)
-        return ((a > 0) & (a <= h * float(reach)),)
+def straddle_kernel(t0: Arr, h: Arr, *, reach: float) -> tuple[Arr]:
+    """Where a stencil reaching ``reach * h`` from ``t0`` reaches across 0."""
+    a = np.abs(t0).astype(np.float64, copy=False)
+    return ((a > 0) & (a <= h * reach),)
 
+
+def straddle_mask(prob: Problem, h: Arr, reach: int) -> Arr:
+    kernel = functools.partial(straddle_kernel, reach=float(reach))
     return np.asarray(elementwise(prob, kernel, prob.t0, h)[0])

@@ -53,6 +53,7 @@ from rruletest.finite_differences.kernels import (
     scatter,
     shrink,
     snap,
+    straddle_kernel,
     straddle_mask,
     ulp,
     upper_step,
@@ -172,6 +173,39 @@ def _magnitude_pass(b: Stencil, prob: Problem, h: Arr) -> tuple[Evaluation, Arr,
     return evaluation(prob, b.grid, rows, good_y), mag, fm
 
 
+def _mag_fused_kernel(
+    rows: list[Arr],
+    h: Arr,
+    t0: Arr,
+    *,
+    mag: Callable[..., tuple[Arr, Arr, Arr]],
+    flat: Callable[..., tuple[Arr]],
+    reach: float,
+) -> tuple[Arr, Arr, Arr, Arr, Arr]:
+    """``mag_kernel``, where its estimate is round-off (``_flat_kernel``) and where the stencil
+    reaches across 0 (``straddle_kernel``), on one block."""
+    df, fm, good = mag(rows, h)
+    (flat_y,) = flat(df, h, fm)
+    (straddles,) = straddle_kernel(t0, h, reach=reach)
+    return df, fm, good, flat_y, straddles
+
+
+def _first_magnitude_pass(
+    b: Stencil, prob: Problem, h: Arr
+) -> tuple[Evaluation, Arr, Arr, Arr, Arr]:
+    """``_magnitude_pass``, and in the same pass over the data ``_flat_kernel``'s verdict and
+    the stencils reaching across 0."""
+    rows = [prob.at(int(g), h) for g in b.grid]
+    mag = functools.partial(
+        mag_kernel, weights=b.neighbourhood_weights(), q=b.q, anchor=len(b.grid) // 2
+    )
+    kernel = functools.partial(
+        _mag_fused_kernel, mag=mag, flat=_flat_check(b, prob), reach=float(b.max_offset)
+    )
+    df, fm, good_y, flat_y, straddles = elementwise(prob, kernel, rows, h, prob.t0)
+    return evaluation(prob, b.grid, rows, good_y), df, fm, flat_y, straddles
+
+
 def _magnitude_pass_on(b: Stencil, prob: Problem, h: Arr, mask: Arr) -> tuple[Evaluation, Arr, Arr]:
     """``_magnitude_pass`` for the ``mask``ed elements, on a subset when the problem allows one.
 
@@ -201,11 +235,14 @@ def _magnitudes(b: Stencil, prob: Problem, h_cap: Any, grow: bool = True) -> _Ma
     df: Arr | None = None
     fmag: Arr | None = None
     span: Arr | None = None
+    flat_y: Arr | None = None
+    straddles: Arr | None = None
     for attempt in range(MAX_SHRINK + 1):
         # Retries re-evaluate only the elements still without magnitudes.
         if attempt == 0:
-            ev, mag, fm = _magnitude_pass(b, prob, h)
+            ev, mag, fm, flat_y, straddles = _first_magnitude_pass(b, prob, h)
         else:
+            flat_y = straddles = None  # the steps changed
             ev, mag, fm = _magnitude_pass_on(b, prob, h, ~done)
         new = ev.good & ~done
         df = merge_into(df, mag, new, attempt == 0)
@@ -221,9 +258,11 @@ def _magnitudes(b: Stencil, prob: Problem, h_cap: Any, grow: bool = True) -> _Ma
     assert span is not None
     # A stencil reaching across 0 may have sampled a singularity there (1/x at 1e-3), so the
     # magnitudes are suspect: the estimate made with them will be checked.
-    retried |= straddle_mask(prob, h, b.max_offset)
+    retried |= straddle_mask(prob, h, b.max_offset) if straddles is None else straddles
     h_before = h
-    df, fmag, span, h = _rescale_flat(b, prob, h_cap, h, df, fmag, span, done, retried, grow)
+    df, fmag, span, h = _rescale_flat(
+        b, prob, h_cap, h, df, fmag, span, done, retried, grow, flat_y
+    )
     grown = first.grown if h is h_before else first.grown | (h > h_before)
     if not done.all():
         span = np.where(done, span, h.astype(np.float64) * b.max_offset / 2.0)
@@ -241,6 +280,11 @@ def _flat_kernel(
     return (signal <= FLAT * ulp(fmag, dtype) * noise_mult,)
 
 
+def _flat_check(b: Stencil, prob: Problem) -> Callable[..., tuple[Arr]]:
+    noise_mult = float(np.abs(b.neighbourhood_weights()).sum(axis=1).max())
+    return functools.partial(_flat_kernel, q=b.q, noise_mult=noise_mult, dtype=prob.out_dtype)
+
+
 def _rescale_flat(
     b: Stencil,
     prob: Problem,
@@ -252,6 +296,7 @@ def _rescale_flat(
     done: Arr,
     retried: Arr,
     grow: bool,
+    flat_y: Arr | None = None,
 ) -> tuple[Arr, Arr, Arr, Arr]:
     """Where the ``p``-th derivative estimate is only round-off, truncation is negligible at
     this step, and the step should be as large as keeps ``|f|`` near ``|f(t0)|`` (less
@@ -259,9 +304,9 @@ def _rescale_flat(
     (``log`` at ``1e8``), shrink it where the stencil reaches values far larger than ``f(t0)``
     (``x**3`` at ``1e-8``). Growth stops at a stencil of ``|t0| / 16``: the function may change
     character at the scale of ``t0``."""
-    noise_mult = float(np.abs(b.neighbourhood_weights()).sum(axis=1).max())
-    kernel = functools.partial(_flat_kernel, q=b.q, noise_mult=noise_mult, dtype=prob.out_dtype)
-    (flat_y,) = elementwise(prob, kernel, df, h, fmag)
+    kernel = _flat_check(b, prob)
+    if flat_y is None:  # (else computed with the magnitudes)
+        (flat_y,) = elementwise(prob, kernel, df, h, fmag)
     flat = done & reduce_to(flat_y, prob.t_shape, np.all)
     if not flat.any():
         return df, fmag, span, h
