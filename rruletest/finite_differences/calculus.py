@@ -129,14 +129,17 @@ def jvp_estimate(fdm: Any, f: Callable[..., Any], *pairs: tuple[Any, Any]) -> Es
         return _call_vec(f, back, v + float(t) * unit, m)
 
     # Points x + t * unit are rounded coordinate by coordinate, which perturbs f by up to
-    # |f'| * resolution / 2 per point (the rounding projected on the direction), an error that falls
+    # |f'| * ratio / 2 per point (ratio: the largest ulp(x_i) / |unit_i|), an error that falls
     # like 1/t, as round-off does. Count it, and where it dominates, redo the estimate with the
     # round-off model scaled up accordingly (a larger step).
     spacing = np.array(
         [np.spacing(np.abs(d.type(xi))) for xi, d in zip(v, back.coord_dtypes, strict=True)],
         dtype=np.float64,
     )
-    # A coordinate with a negligible tangent limits neither the step nor the accuracy.
+    moving_mask = unit != 0
+    ratio = float(np.max(spacing[moving_mask] / np.abs(unit[moving_mask])))
+    # The steps stay above the rounding projected on the direction (a coordinate with a
+    # negligible tangent does not limit them; its rounding still counts in ``position``).
     resolution = float(np.sum(spacing * np.abs(unit)) / np.sum(unit * unit))
 
     def estimate(c1_scale: float | None) -> tuple[Estimate, F64]:
@@ -148,7 +151,7 @@ def jvp_estimate(fdm: Any, f: Callable[..., Any], *pairs: tuple[Any, Any]) -> Es
             resolution=resolution,
         )
         est = run(fdm, prob, check_all=True, c1_scale=c1_scale)
-        position = fdm.f_error_mult * np.abs(est.value) * resolution / (2.0 * float(est.step))
+        position = fdm.f_error_mult * np.abs(est.value) * ratio / (2.0 * float(est.step))
         return est, est.error + position
 
     est, total = estimate(None)
