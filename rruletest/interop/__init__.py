@@ -35,7 +35,14 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from rruletest.interop._base import Adapted, FrameworkNotInstalledError, InteropError, Pullback
+from rruletest.interop._base import (
+    Adapted,
+    FrameworkNotInstalledError,
+    InteropError,
+    NoRuleError,
+    Pullback,
+)
+from rruletest.interop._rules import register
 
 if TYPE_CHECKING:
     from rruletest.interop import autograd, jax, torch
@@ -45,9 +52,11 @@ __all__ = [
     "Adapted",
     "FrameworkNotInstalledError",
     "InteropError",
+    "NoRuleError",
     "autograd",
     "frule",
     "jax",
+    "register",
     "rrule",
     "torch",
     "wrap",

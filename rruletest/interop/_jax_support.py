@@ -11,14 +11,14 @@ from typing import Any
 
 import numpy as np
 
-from rruletest.interop._base import (
-    InteropError,
+from rruletest.interop._base import InteropError, require
+from rruletest.interop._convert import (
     as_cotangent,
     conj_leaf,
     leaf_out,
     map_cotangent,
     natural_tangent,
-    require,
+    rebuild,
 )
 from rruletest.tangents import NO_TANGENT
 
@@ -26,6 +26,7 @@ __all__ = [
     "PrecisionError",
     "cotangent_out",
     "cotangent_tree",
+    "enable_x64",
     "find_custom",
     "jax_module",
     "needs_x64",
@@ -33,6 +34,7 @@ __all__ = [
     "tangent_in",
     "tangent_tree_out",
     "to_numpy",
+    "x64_enabled",
 ]
 
 
@@ -45,6 +47,17 @@ class PrecisionError(InteropError, ValueError):
 
 
 _WIDE = ("float64", "complex128")
+
+
+def x64_enabled() -> bool:
+    """Whether jax's 64-bit mode is on (float64 arrays stay float64)."""
+    return bool(jax_module().config.jax_enable_x64)
+
+
+def enable_x64() -> None:
+    """Turn jax's 64-bit mode on for the process; it is never turned off again here."""
+    if not x64_enabled():
+        jax_module().config.update("jax_enable_x64", True)
 
 
 def needs_x64(args: tuple[Any, ...], diff: Iterable[int]) -> bool:
@@ -128,7 +141,7 @@ def tangent_in(xdot: Any, primal: Any) -> Any:
 
 def tangent_tree_out(tout: Any, out: Any) -> Any:
     if isinstance(out, tuple | list):
-        return type(out)(tangent_leaf(t, o) for t, o in zip(tout, out, strict=True))
+        return rebuild(out, (tangent_leaf(t, o) for t, o in zip(tout, out, strict=True)))
     return tangent_leaf(tout, out)
 
 

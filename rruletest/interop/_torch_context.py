@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from rruletest.interop._base import as_cotangent, leaf_out, require
+from rruletest.interop._base import require
+from rruletest.interop._convert import as_cotangent, leaf_out, rebuild
 from rruletest.tangents import NO_TANGENT
 
 __all__ = [
@@ -77,7 +78,7 @@ def outputs(out: Any) -> tuple[list[Any], int | None]:
 
 def output_to_numpy(torch: Any, out: Any) -> Any:
     if isinstance(out, tuple | list):
-        return type(out)(leaf_out(to_numpy(torch, o)) for o in out)
+        return rebuild(out, (leaf_out(to_numpy(torch, o)) for o in out))
     return leaf_out(to_numpy(torch, out))
 
 
@@ -172,7 +173,7 @@ class FunctionContext:
 def tangent_out(torch: Any, raw: Any, out: Any) -> Any:
     if isinstance(out, tuple | list):
         raws = raw if isinstance(raw, tuple | list) else (raw,)
-        return type(out)(tangent_leaf(torch, r, o) for r, o in zip(raws, out, strict=False))
+        return rebuild(out, (tangent_leaf(torch, r, o) for r, o in zip(raws, out, strict=False)))
     return tangent_leaf(torch, raw, out)
 
 

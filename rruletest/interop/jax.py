@@ -9,12 +9,15 @@
 - ``from_function(f)`` for any jax-differentiable function: ``jax.vjp`` and ``jax.jvp``.
 
 **64-bit values.** With jax's default configuration a float64 array becomes float32 on the way
-in, silently. An adapter never lets that happen: ``x64=None`` (the default) runs each call inside
-``jax.enable_x64(True)`` when any argument is float64 or complex128 (or a differentiable Python
-float or complex) and inside ``jax.enable_x64(False)`` otherwise; ``x64=True``/``False`` forces
-the mode, and an argument jax would then change the dtype of raises ``PrecisionError``. The
-scope is entered around each call of the primal, the rule and the pullback, so the rest of the
-program keeps its own setting.
+in, silently. An adapter never lets that happen, and never switches jax's mode back and forth
+either: jax caches constants and compiled programs per mode, so a per-call switch made results
+depend on the order tests ran in (a float32 ``owens_t`` failed after a float64 one). An adapter
+made with ``x64=None`` (the default) or ``x64=True`` turns jax's 64-bit mode on for the whole
+process (``jax.config.update("jax_enable_x64", True)``), once, and every test then runs in
+that one mode: float32 values stay float32 in it, and a function that promotes them to float64
+there (as ``owens_t`` does) is shown doing so, whatever ran before. ``x64=False`` leaves jax's
+mode alone (for a process that tests float32 rules the way 32-bit users run them); an argument
+jax would then change the dtype of raises ``PrecisionError`` instead of being downcast.
 
 **Complex numbers.** ``jax.vjp`` transposes the derivative under the bilinear pairing
 ``Re(sum(a * b))``, so for holomorphic ``f`` it returns ``ybar * f'(z)``. rruletest's pairing is
@@ -35,30 +38,27 @@ the way in and out, and a correct complex rule passes. Forward rules need no map
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
+import inspect
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from rruletest.interop._base import (
-    Adapted,
-    InteropError,
-    Pullback,
-    differentiable_argnums,
-    partial_in,
-    scatter_cotangents,
-)
+from rruletest.domains import DomainLike
+from rruletest.interop._base import Adapted, InteropError, NoRuleError, Pullback, no_rule_reason
+from rruletest.interop._convert import differentiable_argnums, partial_in, scatter_cotangents
 from rruletest.interop._jax_support import (
     PrecisionError,
     cotangent_out,
     cotangent_tree,
+    enable_x64,
     find_custom,
     jax_module,
-    needs_x64,
     same_integers,
     tangent_in,
     tangent_tree_out,
     to_numpy,
+    x64_enabled,
 )
 from rruletest.tangents import NO_TANGENT
 
@@ -85,32 +85,21 @@ _NOT_JITTED = object()
 class _JaxAdapter(Adapted):
     framework = "jax"
 
-    def __init__(
-        self,
-        fn: Any,
-        *,
-        x64: bool | None = None,
-        nondiff_argnums: Iterable[int] = (),
-        name: str | None = None,
-        elementwise: bool = False,
-    ) -> None:
+    def __init__(self, fn: Any, *, x64: bool | None = None, **options: Any) -> None:
         if x64 not in (None, True, False):
             raise InteropError(f"x64 is None (automatic), True or False, got x64={x64!r}")
-        super().__init__(fn, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
+        super().__init__(fn, **options)
         self.x64 = x64
         self._jitted: dict[tuple[int, ...], Any] = {}
         self._jit_ok = True
+        if x64 is not False:
+            enable_x64()
 
     @contextlib.contextmanager
     def _scope(self, args: tuple[Any, ...]) -> Iterator[bool]:
-        jax = jax_module()
-        x64 = self.x64
-        if x64 is None:
-            x64 = needs_x64(
-                args, differentiable_argnums(args, self.nondiff_argnums, structured=True)
-            )
-        with jax.enable_x64(x64):
-            yield x64
+        """jax's mode for a call: the process's, never switched here (see the module
+        docstring); yields whether it is 64-bit."""
+        yield x64_enabled()
 
     def _to_jax(self, args: tuple[Any, ...], x64: bool) -> tuple[Any, ...]:
         """numpy arrays and scalars (also inside tuples, lists and dicts) as jax arrays of the
@@ -124,7 +113,8 @@ class _JaxAdapter(Adapted):
             if j.dtype != a.dtype and not same_integers(a, j):
                 raise PrecisionError(
                     f"jax would turn args[{i}] from {a.dtype} into {j.dtype} with "
-                    f"x64={x64}; pass x64=True (or leave x64=None) to keep {a.dtype}, or "
+                    f"jax's 64-bit mode off (x64=False); pass x64=True (or leave x64=None) "
+                    f"to keep {a.dtype}, or "
                     f"pass {j.dtype} values"
                 )
             return j
@@ -181,20 +171,62 @@ class _JaxAdapter(Adapted):
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
     ) -> tuple[Any, Pullback]:
-        """The rrule of ``fn`` through ``jax.vjp`` over its differentiable arguments."""
-        jax = jax_module()
+        """The rrule of ``fn`` through ``jax.vjp`` over its differentiable arguments; an
+        argument jax has no rule for makes the pullback raise ``NoRuleError``."""
         diff = differentiable_argnums(args, self.nondiff_argnums, structured=True)
+        missing: dict[int, str] = {}
         with self._scope(args) as x64:
             jargs = self._to_jax(args, x64)
-            fn_diff = partial_in(fn, jargs, diff, kwargs)
-            out, vjp_fn = jax.vjp(fn_diff, *(jargs[i] for i in diff))
+            try:
+                out, vjp_fn = self._vjp(fn, jargs, diff, kwargs)
+            except (NotImplementedError, ValueError, TypeError) as exc:
+                if no_rule_reason(exc) is None:
+                    raise
+                missing = self._missing(fn, jargs, diff, kwargs)
+                diff = [i for i in diff if i not in missing]
+                out, vjp_fn = self._vjp(fn, jargs, diff, kwargs)
 
         def pullback(ybar: Any) -> tuple[Any, ...]:
+            if missing:
+                i = min(missing)
+                raise NoRuleError(f"args[{i}]", self.__qualname__, missing[i])
             with self._scope(args):
                 raw = vjp_fn(cotangent_tree(ybar, out))
                 return scatter_cotangents(args, diff, raw, cotangent_out)
 
         return to_numpy(out), pullback
+
+    def _vjp(
+        self, fn: Callable[..., Any], jargs: tuple[Any, ...], diff: list[int], kwargs: Any
+    ) -> tuple[Any, Any]:
+        return jax_module().vjp(partial_in(fn, jargs, diff, kwargs), *(jargs[i] for i in diff))  # type: ignore[no-any-return]
+
+    def _missing(
+        self, fn: Callable[..., Any], jargs: tuple[Any, ...], diff: list[int], kwargs: Any
+    ) -> dict[int, str]:
+        """The arguments ``jax.vjp`` fails for one at a time, saying it has no rule."""
+        missing: dict[int, str] = {}
+        for i in diff:
+            try:
+                self._vjp(fn, jargs, [i], kwargs)
+            except (NotImplementedError, ValueError, TypeError) as exc:
+                reason = no_rule_reason(exc)
+                if reason is not None:
+                    missing[i] = reason
+        return missing
+
+    def _vjp_no_rule(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> dict[int, str]:
+        diff = differentiable_argnums(args, self.nondiff_argnums, structured=True)
+        with self._scope(args) as x64:
+            jargs = self._to_jax(args, x64)
+            try:
+                self._vjp(fn, jargs, diff, kwargs)
+            except (NotImplementedError, ValueError, TypeError) as exc:
+                if no_rule_reason(exc) is not None:
+                    return self._missing(fn, jargs, diff, kwargs)
+        return {}
 
     def _jvp_frule(
         self,
@@ -213,6 +245,28 @@ class _JaxAdapter(Adapted):
             return to_numpy(out), tangent_tree_out(tout, out)
 
 
+def all_positional(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Any, ...] | None:
+    """``args`` and ``kwargs`` bound to ``fn``'s signature, defaults filled in, as one tuple
+    of positional values (what a ``custom_jvp`` rule receives); None when that cannot be done
+    (keyword-only or variadic parameters).
+
+    >>> all_positional(lambda x, n=2: x, (1.0,), {})
+    (1.0, 2)
+    """
+    try:
+        sig = inspect.signature(fn)
+        bound = sig.bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return None
+    kinds = {p.kind for p in sig.parameters.values()}
+    if kinds - {inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD}:
+        return None
+    bound.apply_defaults()
+    return tuple(bound.args)
+
+
 # --------------------------------------------------------------------------------------------
 # The adapters
 # --------------------------------------------------------------------------------------------
@@ -222,6 +276,9 @@ class JaxFunction(_JaxAdapter):
     """Any jax-differentiable function: ``jax.vjp`` and ``jax.jvp``. Built by ``from_function``."""
 
     mode = "jax.vjp/jax.jvp"
+
+    def no_rule_argnums(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[int, str]:
+        return self._vjp_no_rule(self.wrapped, args, kwargs)
 
     def _rrule(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Pullback]:
         return self._vjp_rrule(self.wrapped, args, kwargs)
@@ -236,6 +293,10 @@ class JaxCustomVJP(_JaxAdapter):
     """A ``jax.custom_vjp`` function whose ``fwd``/``bwd`` are called directly (raw)."""
 
     mode = "raw custom_vjp"
+
+    @property
+    def has_frule(self) -> bool:
+        return False
 
     def __init__(self, fn: Any, **options: Any) -> None:
         super().__init__(fn, **options)
@@ -297,6 +358,9 @@ class JaxCustomJVP(_JaxAdapter):
 
     mode = "raw custom_jvp"
 
+    def no_rule_argnums(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[int, str]:
+        return self._vjp_no_rule(self.wrapped, args, kwargs)
+
     def __init__(self, fn: Any, **options: Any) -> None:
         super().__init__(fn, **options)
         self.custom = find_custom(fn, "custom_jvp")
@@ -317,12 +381,16 @@ class JaxCustomJVP(_JaxAdapter):
         self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[Any, Any]:
         custom = self.custom
-        if kwargs or custom.symbolic_zeros:
+        full = None if custom.symbolic_zeros else all_positional(custom.fun, args, kwargs)
+        if full is None:
             return self._jvp_frule(self.wrapped, xdots, args, kwargs)
+        # Defaults and keyword arguments filled in, as jax does before calling the rule: they
+        # have zero tangents (jax's own default arguments are never differentiated).
+        xdots = xdots + (None,) * (len(full) - len(args))
         nd = tuple(custom.nondiff_argnums)
-        skip = set(self.nondiff_argnums)
-        with self._scope(args) as x64:
-            jargs = self._to_jax(args, x64)
+        skip = set(self.nondiff_argnums) | set(range(len(args), len(full)))
+        with self._scope(full) as x64:
+            jargs = self._to_jax(full, x64)
             primals, tangents = [], []
             for i, (a, xd) in enumerate(zip(jargs, xdots, strict=True)):
                 if i in nd:
@@ -338,6 +406,10 @@ class JaxCustomJVP(_JaxAdapter):
 # --------------------------------------------------------------------------------------------
 
 
+def _options(**options: Any) -> dict[str, Any]:
+    return options
+
+
 def from_custom_vjp(
     f: Any,
     *,
@@ -345,15 +417,20 @@ def from_custom_vjp(
     nondiff_argnums: Iterable[int] = (),
     name: str | None = None,
     elementwise: bool = False,
+    domain: DomainLike = None,
+    examples: Sequence[Any] = (),
 ) -> JaxCustomVJP:
     """Adapt a ``jax.custom_vjp`` function; its ``fwd``/``bwd`` are called directly.
 
     Args:
         f: the ``custom_vjp`` function (a ``jax.jit`` around it is looked through).
-        x64: 64-bit mode; None picks it from the arguments (see the module docstring).
+        x64: 64-bit mode; None turns it on when an argument needs it (see the module docstring).
         nondiff_argnums: further float arguments not to differentiate (the rule's own
-            ``nondiff_argnums`` never are).
+            ``nondiff_argnums`` never are, and the adapter's ``test_rrule`` tells the tester).
         name: the name failure messages use.
+        elementwise: each output element depends only on the matching input elements.
+        domain: where the inputs are valid (``rruletest.domains.Domain.of`` forms).
+        examples: argument tuples for the gate (``rruletest.interop.register``).
 
     Raises:
         FrameworkNotInstalledError: jax is not installed.
@@ -361,7 +438,15 @@ def from_custom_vjp(
     """
     jax_module()
     return JaxCustomVJP(
-        f, x64=x64, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise
+        f,
+        **_options(
+            x64=x64,
+            nondiff_argnums=nondiff_argnums,
+            name=name,
+            elementwise=elementwise,
+            domain=domain,
+            examples=examples,
+        ),
     )
 
 
@@ -372,11 +457,22 @@ def from_custom_jvp(
     nondiff_argnums: Iterable[int] = (),
     name: str | None = None,
     elementwise: bool = False,
+    domain: DomainLike = None,
+    examples: Sequence[Any] = (),
 ) -> JaxCustomJVP:
-    """Adapt a ``jax.custom_jvp`` function; its ``jvp`` rule gives the frule directly."""
+    """Adapt a ``jax.custom_jvp`` function; its ``jvp`` rule gives the frule directly (with
+    default arguments filled in, as jax does); options as for ``from_custom_vjp``."""
     jax_module()
     return JaxCustomJVP(
-        f, x64=x64, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise
+        f,
+        **_options(
+            x64=x64,
+            nondiff_argnums=nondiff_argnums,
+            name=name,
+            elementwise=elementwise,
+            domain=domain,
+            examples=examples,
+        ),
     )
 
 
@@ -387,31 +483,30 @@ def from_function(
     nondiff_argnums: Iterable[int] = (),
     name: str | None = None,
     elementwise: bool = False,
+    domain: DomainLike = None,
+    examples: Sequence[Any] = (),
 ) -> JaxFunction:
-    """Adapt any jax-differentiable function (``jax.vjp`` for the rrule, ``jax.jvp`` frule)."""
+    """Adapt any jax-differentiable function (``jax.vjp`` for the rrule, ``jax.jvp`` frule);
+    options as for ``from_custom_vjp``."""
     if not callable(f):
         raise InteropError(f"from_function takes a function, got f={f!r}")
     jax_module()
     return JaxFunction(
-        f, x64=x64, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise
+        f,
+        **_options(
+            x64=x64,
+            nondiff_argnums=nondiff_argnums,
+            name=name,
+            elementwise=elementwise,
+            domain=domain,
+            examples=examples,
+        ),
     )
 
 
-def wrap(
-    f: Any,
-    *,
-    x64: bool | None = None,
-    nondiff_argnums: Iterable[int] = (),
-    name: str | None = None,
-    elementwise: bool = False,
-) -> JaxCustomVJP | JaxCustomJVP | JaxFunction:
-    """The raw adapter for a ``custom_vjp``/``custom_jvp`` function, else ``from_function``."""
-    options: dict[str, Any] = {
-        "x64": x64,
-        "nondiff_argnums": nondiff_argnums,
-        "name": name,
-        "elementwise": elementwise,
-    }
+def wrap(f: Any, **options: Any) -> JaxCustomVJP | JaxCustomJVP | JaxFunction:
+    """The raw adapter for a ``custom_vjp``/``custom_jvp`` function, else ``from_function``
+    (``options`` as theirs)."""
     if find_custom(f, "custom_vjp") is not None:
         return from_custom_vjp(f, **options)
     if find_custom(f, "custom_jvp") is not None:

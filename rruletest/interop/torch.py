@@ -37,18 +37,18 @@ and complex tensors require grad; ``nondiff_argnums`` switches that off for chos
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from rruletest.interop._base import (
-    Adapted,
-    InteropError,
-    Pullback,
+from rruletest.domains import DomainLike
+from rruletest.interop._base import Adapted, InteropError, NoRuleError, Pullback, no_rule_reason
+from rruletest.interop._convert import (
     as_cotangent,
     cotangent_leaves,
     differentiable_argnums,
+    rebuild,
     scatter_cotangents,
 )
 from rruletest.interop._torch_context import (
@@ -91,14 +91,7 @@ class TorchFunction(Adapted):
     framework = "torch"
     mode = "raw autograd.Function"
 
-    def __init__(
-        self,
-        cls: Any,
-        *,
-        nondiff_argnums: Iterable[int] = (),
-        name: str | None = None,
-        elementwise: bool = False,
-    ) -> None:
+    def __init__(self, cls: Any, **options: Any) -> None:
         torch = torch_module()
         base = torch.autograd.Function
         if not (isinstance(cls, type) and issubclass(cls, base)):
@@ -106,16 +99,21 @@ class TorchFunction(Adapted):
                 f"from_function takes a torch.autograd.Function subclass, got cls={cls!r}; "
                 f"for any other torch function use from_callable"
             )
-        super().__init__(cls, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
-        cls = self.wrapped  # typed Any again
-        self._uses_setup_context = cls.setup_context is not base.setup_context
-        if cls.vjp is not base.vjp:
-            self._backward = cls.vjp
-        elif cls.backward is not base.backward:
-            self._backward = cls.backward
+        klass: Any = cls  # its methods are torch's, untyped here
+        self._uses_setup_context = klass.setup_context is not base.setup_context
+        self._backward: Any
+        if klass.vjp is not base.vjp:
+            self._backward = klass.vjp
+        elif klass.backward is not base.backward:
+            self._backward = klass.backward
         else:
             self._backward = None
-        self._jvp = cls.jvp if cls.jvp is not base.jvp else None
+        self._jvp = klass.jvp if klass.jvp is not base.jvp else None
+        super().__init__(cls, **options)
+
+    @property
+    def has_frule(self) -> bool:
+        return self._jvp is not None
 
     def _forward(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, list[int]]:
         torch = torch_module()
@@ -207,11 +205,48 @@ class TorchFunction(Adapted):
 # --------------------------------------------------------------------------------------------
 
 
+def _grad(torch: Any, pairs: list[tuple[Any, Any]], inputs: list[Any]) -> Any:
+    return torch.autograd.grad(
+        [o for o, _ in pairs],
+        inputs,
+        grad_outputs=[g for _, g in pairs],
+        retain_graph=True,
+        allow_unused=True,
+        materialize_grads=True,
+    )
+
+
+def _missing(
+    torch: Any, pairs: list[tuple[Any, Any]], inputs: list[Any], diff: list[int]
+) -> dict[int, str]:
+    """The inputs torch's engine says it has no derivative for, one at a time."""
+    missing: dict[int, str] = {}
+    for i, t in zip(diff, inputs, strict=True):
+        try:
+            _grad(torch, pairs, [t])
+        except (NotImplementedError, RuntimeError) as exc:
+            reason = no_rule_reason(exc)
+            if reason is not None:
+                missing[i] = reason
+    return missing
+
+
 class TorchCallable(Adapted):
     """Any torch function, differentiated by torch's engine. Built by ``from_callable``."""
 
     framework = "torch"
     mode = "engine"
+
+    def no_rule_argnums(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[int, str]:
+        torch, targs, diff = self._prepare(args)
+        with torch.enable_grad():
+            out = self.wrapped(*targs, **kwargs)
+        outs, _ = outputs(out)
+        pairs = [(o, torch.zeros_like(o)) for o in outs if is_diff_tensor(torch, o)]
+        pairs = [(o, g) for o, g in pairs if o.requires_grad]
+        if not pairs:
+            return {}
+        return _missing(torch, pairs, [targs[i] for i in diff], diff)
 
     def _tensors(self, args: tuple[Any, ...], diff: list[int], grad: bool) -> tuple[Any, ...]:
         """Arrays, numpy scalars and differentiable Python floats/complexes as tensors (torch
@@ -249,14 +284,16 @@ class TorchCallable(Adapted):
                 if g is not None and isinstance(o, torch.Tensor) and o.requires_grad
             ]
             if pairs and inputs:
-                grads = torch.autograd.grad(
-                    [o for o, _ in pairs],
-                    inputs,
-                    grad_outputs=[g for _, g in pairs],
-                    retain_graph=True,
-                    allow_unused=True,
-                    materialize_grads=True,
-                )
+                try:
+                    grads = _grad(torch, pairs, inputs)
+                except (NotImplementedError, RuntimeError) as exc:
+                    if no_rule_reason(exc) is None:
+                        raise
+                    missing = _missing(torch, pairs, inputs, diff)
+                    if not missing:
+                        raise
+                    i = min(missing)
+                    raise NoRuleError(f"args[{i}]", self.__qualname__, missing[i]) from exc
             else:
                 grads = tuple(torch.zeros_like(t) for t in inputs)
             return scatter_cotangents(
@@ -286,8 +323,9 @@ class TorchCallable(Adapted):
             primal = [p for p, _ in pairs]
             tang = [t for _, t in pairs]
         if isinstance(out, tuple | list):
-            y = output_to_numpy(torch, type(out)(primal))
-            ydot = type(out)(tangent_leaf(torch, t, p) for t, p in zip(tang, primal, strict=True))
+            y = output_to_numpy(torch, rebuild(out, primal))
+            tangents = (tangent_leaf(torch, t, p) for t, p in zip(tang, primal, strict=True))
+            ydot = rebuild(out, tangents)
         else:
             y = output_to_numpy(torch, primal[0])
             ydot = tangent_leaf(torch, tang[0], primal[0])
@@ -305,6 +343,8 @@ def from_function(
     nondiff_argnums: Iterable[int] = (),
     name: str | None = None,
     elementwise: bool = False,
+    domain: DomainLike = None,
+    examples: Sequence[Any] = (),
 ) -> TorchFunction:
     """Adapt a ``torch.autograd.Function`` subclass; its rules are called directly (raw).
 
@@ -312,15 +352,25 @@ def from_function(
         cls: the Function subclass (``forward(ctx, ...)`` or ``forward(...)`` plus
             ``setup_context``; ``backward`` or ``vjp``; optionally ``jvp``).
         nondiff_argnums: positions of float arguments to pass as tensors that do not require
-            grad (``ctx.needs_input_grad`` is False there; mark them
-            ``with_tangent(x, NoTangent())`` in the test).
+            grad (``ctx.needs_input_grad`` is False there; the adapter's ``test_rrule`` tells
+            the tester).
         name: the name failure messages use (default: the class's).
+        elementwise: each output element depends only on the matching input elements.
+        domain: where the inputs are valid (``rruletest.domains.Domain.of`` forms).
+        examples: argument tuples for the gate (``rruletest.interop.register``).
 
     Raises:
         FrameworkNotInstalledError: torch is not installed.
         InteropError: ``cls`` is not a Function subclass.
     """
-    return TorchFunction(cls, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
+    return TorchFunction(
+        cls,
+        nondiff_argnums=nondiff_argnums,
+        name=name,
+        elementwise=elementwise,
+        domain=domain,
+        examples=examples,
+    )
 
 
 def from_callable(
@@ -329,8 +379,11 @@ def from_callable(
     nondiff_argnums: Iterable[int] = (),
     name: str | None = None,
     elementwise: bool = False,
+    domain: DomainLike = None,
+    examples: Sequence[Any] = (),
 ) -> TorchCallable:
-    """Adapt any differentiable torch function; torch's engine differentiates it.
+    """Adapt any differentiable torch function; torch's engine differentiates it (options as
+    for ``from_function``).
 
     Use it for functions built from torch operations, or for ``MyFunction.apply`` to test
     what the engine makes of a Function's rules (compare with ``from_function``).
@@ -338,20 +391,20 @@ def from_callable(
     if not callable(fn):
         raise InteropError(f"from_callable takes a function, got fn={fn!r}")
     torch_module()
-    return TorchCallable(fn, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
+    return TorchCallable(
+        fn,
+        nondiff_argnums=nondiff_argnums,
+        name=name,
+        elementwise=elementwise,
+        domain=domain,
+        examples=examples,
+    )
 
 
-def wrap(
-    obj: Any,
-    *,
-    nondiff_argnums: Iterable[int] = (),
-    name: str | None = None,
-    elementwise: bool = False,
-) -> TorchFunction | TorchCallable:
-    """``from_function`` for a Function subclass, ``from_callable`` for anything else."""
+def wrap(obj: Any, **options: Any) -> TorchFunction | TorchCallable:
+    """``from_function`` for a Function subclass, ``from_callable`` for anything else
+    (``options`` as theirs)."""
     torch = torch_module()
     if isinstance(obj, type) and issubclass(obj, torch.autograd.Function):
-        return from_function(
-            obj, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise
-        )
-    return from_callable(obj, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
+        return from_function(obj, **options)
+    return from_callable(obj, **options)

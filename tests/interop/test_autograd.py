@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 
 from rruletest import NoTangent, ZeroTangent
-from rruletest.interop import InteropError
+from rruletest.interop import InteropError, NoRuleError
 from rruletest.interop import autograd as rautograd
 
 from ._numeric import (
@@ -86,16 +86,18 @@ def test_vjp_is_called_on_every_pullback_call() -> None:
     np.testing.assert_allclose(second, 2 * first)
 
 
-def test_argument_without_a_vjp_maker_gets_notangent() -> None:
+def test_argument_without_a_vjp_maker_is_no_rule_not_notangent(testers: Any) -> None:
     @extend.primitive
     def shift(x: Any, s: Any) -> Any:
         return x + s
 
     extend.defvjp(shift, lambda ans, x, s: lambda g: g)
     f = rautograd.from_primitive(shift)
-    _, xbar, sbar = f.rrule(f, X, 0.5)[1](np.ones_like(X))
-    np.testing.assert_array_equal(xbar, np.ones_like(X))
-    assert sbar == NoTangent()
+    with pytest.raises(NoRuleError, match=r"^no rule for args\[1\]: .* of shift") as info:
+        f.rrule(f, X, 0.5)[1](np.ones_like(X))
+    assert (info.value.path, info.value.function) == ("args[1]", "shift")
+    with pytest.raises(AssertionError, match=r"raised NoRuleError: no rule for args\[1\]"):
+        testers.test_rrule(f, X, 0.5, rrule_f=f.rrule, rng=0)
     with pytest.raises(InteropError, match="has no JVP"):
         f.frule((NoTangent(), X, 0.1), f, X, 0.5)
 
