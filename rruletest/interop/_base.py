@@ -99,8 +99,8 @@ class NoRuleError(NotImplementedError):
         super().__init__(
             f"no rule for {path}: the framework has no derivative of {function} with respect "
             f"to {path} ({reason}); if it is not meant to be differentiated, pass it "
-            f"with_tangent(x, NoTangent()) to adapter.test_rrule (or give the adapter "
-            f"nondiff_argnums)"
+            f"with_tangent(x, NoTangent()) to the adapter's test_rrule or test_frule (or give "
+            f"the adapter nondiff_argnums)"
         )
 
 

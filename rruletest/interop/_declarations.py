@@ -52,11 +52,22 @@ def is_marked_nondiff(arg: Any) -> bool:
 
 
 def declared(adapter: Adapted, args: tuple[Any, ...], fkwargs: dict[str, Any]) -> dict[int, str]:
-    """The arguments the rule itself does not differentiate, with the reason, by position."""
+    """The arguments the rule itself does not differentiate, with the reason, by position.
+
+    Those the framework has no rule for count only while another differentiable argument has
+    one: a function with no rule at all is a failure (``NoRuleError``), not a pass that
+    compared nothing.
+    """
     out = dict.fromkeys(adapter.nondiff_argnums, "in the adapter's nondiff_argnums")
     primals = tuple(primal_of(a) for a in args)
-    for i, reason in adapter.no_rule_argnums(primals, fkwargs).items():
-        out.setdefault(i, f"the framework has no rule for it ({reason})")
+    user_marked = {i for i, a in enumerate(args) if is_marked_nondiff(a)}
+    candidates = {
+        i for i, p in enumerate(primals) if has_float_leaf(p) and i not in set(out) | user_marked
+    }
+    missing = adapter.no_rule_argnums(primals, fkwargs) if candidates else {}
+    if candidates - set(missing):
+        for i, reason in missing.items():
+            out.setdefault(i, f"the framework has no rule for it ({reason})")
     return {i: r for i, r in out.items() if i < len(args)}
 
 
@@ -84,7 +95,7 @@ def run_tester(
         if i not in marked and has_float_leaf(a):
             new_args[i] = with_tangent(a, NO_TANGENT)
             notes.append(f"args[{i}]: not differentiated by the rule ({reason})")
-    tested = adapter.with_nondiff(marked)
+    tested = adapter.with_nondiff(marked | set(rule))
     run = getattr(testers, tester)
     rule_kw = "rrule_f" if tester == "test_rrule" else "frule_f"
     report: TesterReport = run(

@@ -66,6 +66,8 @@ def to_tensor(torch: Any, x: Any, *, requires_grad: bool = False, dtype: Any = N
 def to_numpy(torch: Any, x: Any) -> Any:
     """A tensor as a numpy array (a copy, dtype and shape kept); other values as they are."""
     if isinstance(x, torch.Tensor):
+        if x._is_zerotensor():  # forward mode's symbolic zero (slogdet's sign): make it concrete
+            x = torch.zeros(x.shape, dtype=x.dtype)
         return np.array(x.detach().resolve_conj().resolve_neg().cpu().numpy(), copy=True)
     return x
 

@@ -154,7 +154,9 @@ class AutogradPrimitive(Adapted):
         """The output, the VJP of each differentiated argument, and the arguments without."""
         maker = _core().primitive_vjps.get(self.wrapped)
         if maker is None:
-            raise InteropError(f"{self.__qualname__} has no VJP: autograd.extend.defvjp gives one")
+            raise NoRuleError(
+                "args", self.__qualname__, "autograd has no VJP for it: defvjp gives one"
+            )
         ans = self.wrapped(*args, **kwargs)
         vjps: dict[int, Callable[[Any], Any]] = {}
         missing: dict[int, str] = {}
@@ -222,19 +224,25 @@ class AutogradFunction(Adapted):
 
     def _vjps(
         self, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> tuple[Any, dict[int, Callable[[Any], Any]]]:
+    ) -> tuple[Any, dict[int, Callable[[Any], Any]], dict[int, str]]:
+        """The output, one VJP per differentiated argument (``make_vjp(f, argnum=i)``, as a
+        user's ``autograd.grad`` runs), and the arguments autograd has no rule for."""
         autograd = require("autograd", "autograd")
         ans = None
         vjps: dict[int, Callable[[Any], Any]] = {}
+        missing: dict[int, str] = {}
         for i in differentiable_argnums(args, self.nondiff_argnums, structured=True):
-            vjps[i], ans = autograd.make_vjp(partial_in(self.wrapped, args, [i], kwargs))(args[i])
+            fn_i = partial_in(self.wrapped, args, [i], kwargs)
+            try:
+                vjps[i], ans = autograd.make_vjp(fn_i)(args[i])
+            except NotImplementedError as exc:  # autograd makes VJPs while tracing forward
+                missing[i] = no_rule_reason(exc) or repr(exc)
         if ans is None:
             ans = self.wrapped(*args, **kwargs)
-        return ans, vjps
+        return ans, vjps, missing
 
     def no_rule_argnums(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[int, str]:
-        ans, vjps = self._vjps(args, kwargs)
-        missing: dict[int, str] = {}
+        ans, vjps, missing = self._vjps(args, kwargs)
         g = _autograd_cotangent(ZERO_TANGENT, ans) if vjps else None
         for i, vjp in vjps.items():
             try:
@@ -246,9 +254,10 @@ class AutogradFunction(Adapted):
         return missing
 
     def _rrule(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Pullback]:
-        ans, vjps = self._vjps(args, kwargs)
+        ans, vjps, missing = self._vjps(args, kwargs)
 
         def pullback(ybar: Any) -> tuple[Any, ...]:
+            _raise_no_rule(self, missing)
             g = _autograd_cotangent(ybar, ans)
             raws = []
             for i, vjp in vjps.items():
@@ -270,7 +279,11 @@ class AutogradFunction(Adapted):
             return _output(ans), _tangent_out(None, ans)
         fn_diff = partial_in(self.wrapped, args, diff, kwargs)
         jvp = autograd.make_jvp(fn_diff, argnum=tuple(range(len(diff))))(*(args[i] for i in diff))
-        ans, raw = jvp(tuple(_tangent_in(xdots[i], args[i]) for i in diff))
+        try:
+            ans, raw = jvp(tuple(_tangent_in(xdots[i], args[i]) for i in diff))
+        except NotImplementedError as exc:
+            where = f"args[{diff[0]}]" if len(diff) == 1 else "args"
+            raise NoRuleError(where, self.__qualname__, f"autograd's forward mode: {exc}") from exc
         return _output(ans), _tangent_out(raw, ans)
 
 
