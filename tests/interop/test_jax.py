@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from rruletest import NoTangent, Tangent, ZeroTangent
+from rruletest import NoTangent, Tangent, ZeroTangent, with_tangent
 from rruletest.interop import InteropError
 from rruletest.interop import jax as rjax
 
@@ -412,3 +412,67 @@ def test_tuple_and_dict_arguments_are_differentiated_as_pytrees() -> None:
     dp = Tangent(dict, {"a": np.float64(1.0)})  # b's tangent missing: zero
     _, ydot = f.frule((NoTangent(), dp, ZeroTangent()), f, p, x)
     np.testing.assert_allclose(ydot, x)
+
+
+# -- the framework's rule, reported as the framework's -----------------------------------------
+
+
+def test_custom_jvp_rules_get_default_arguments_filled_in() -> None:
+    """``log_ndtr(x, series_order=3)`` is a ``custom_jvp`` with ``nondiff_argnums=(1,)``: its
+    rule needs the default too (it raised IndexError before)."""
+    f = rjax.from_custom_jvp(jax.scipy.special.log_ndtr)
+    x = np.array([-3.0, -0.5, 0.7, 4.0])
+    assert f.test_frule(x, rng=0).worst_rel_err < 1e-8
+    assert f.test_frule(x, 5, rng=0).not_checked == ("args[1]",)
+    assert f.test_frule(x, fkwargs={"series_order": 5}, rng=0).worst_rel_err < 1e-8
+    _, ydot = f.frule((NoTangent(), np.ones(4)), f, x)
+    close(ydot, numeric_jvp(f, (x,), (np.ones(4),)))
+    assert rjax.all_positional(lambda a, b=2, c=None: a, (1,), {"c": 3}) == (1, 2, 3)
+    assert rjax.all_positional(lambda *a: a, (1,), {}) is None
+
+
+def make_scale() -> Any:
+    """``x * s`` with a custom_vjp that does not differentiate the float ``s``."""
+
+    @partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def scale(x: Any, s: Any) -> Any:
+        return x * s
+
+    scale.defvjp(lambda x, s: (x * s, None), lambda s, res, g: (g * s,))
+    return scale
+
+
+def test_custom_vjp_nondiff_argnums_reach_the_tester(testers: Any) -> None:
+    f = rjax.from_custom_vjp(make_scale())
+    with pytest.raises(AssertionError, match=r"\[numeric\] args\[1\]"):
+        testers.test_rrule(f, X, 2.0, rrule_f=f.rrule, rng=0)
+    report = f.test_rrule(X, 2.0, rng=0)
+    assert report.not_checked == ("args[1]",)
+    assert "args[1]: not differentiated by the rule (in the adapter's nondiff_argnums)" in (
+        report.notes
+    )
+    assert f.test_rrule(X, with_tangent(2.0, NoTangent()), rng=0).not_checked == ("args[1]",)
+
+
+def test_a_gradient_jax_does_not_support_is_no_rule(testers: Any) -> None:
+    """jax differentiates ``betainc(a, b, x)`` in ``x`` only ("not supported" for a and b)."""
+    f = rjax.from_function(jax.scipy.special.betainc)
+    a, b, x = np.array([2.0, 3.0]), np.array([3.0, 1.5]), np.array([0.4, 0.7])
+    with pytest.raises(AssertionError) as info:
+        testers.test_rrule(f, a, b, x, rrule_f=f.rrule, rng=0)
+    assert (
+        "raised NoRuleError: no rule for args[0]: the framework has no derivative of betainc"
+        in (str(info.value))
+    )
+    assert "not supported" in str(info.value)
+    report = f.test_rrule(a, b, x, rng=0)
+    assert report.not_checked == ("args[0]", "args[1]")
+    report = f.test_rrule(with_tangent(a, NoTangent()), with_tangent(b, NoTangent()), x, rng=0)
+    assert report.notes == tuple(n for n in report.notes if "not differentiated by" not in n)
+
+
+def test_test_rrule_returns_the_report(testers: Any) -> None:
+    f = rjax.from_custom_vjp(make_scaled_sin())
+    report = f.test_rrule(X, W, rng=0)
+    assert (report.tester, report.function) == ("test_rrule", "scaled_sin")
+    assert report.worst_rel_err == testers.test_rrule(f, X, W, rrule_f=f.rrule, rng=0).worst_rel_err
