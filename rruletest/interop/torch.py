@@ -54,6 +54,8 @@ from rruletest.interop._convert import (
 from rruletest.interop._torch_context import (
     FunctionContext,
     SavedTensorModifiedError,
+    engine_grad,
+    engine_missing,
     is_diff_tensor,
     output_to_numpy,
     outputs,
@@ -205,32 +207,6 @@ class TorchFunction(Adapted):
 # --------------------------------------------------------------------------------------------
 
 
-def _grad(torch: Any, pairs: list[tuple[Any, Any]], inputs: list[Any]) -> Any:
-    return torch.autograd.grad(
-        [o for o, _ in pairs],
-        inputs,
-        grad_outputs=[g for _, g in pairs],
-        retain_graph=True,
-        allow_unused=True,
-        materialize_grads=True,
-    )
-
-
-def _missing(
-    torch: Any, pairs: list[tuple[Any, Any]], inputs: list[Any], diff: list[int]
-) -> dict[int, str]:
-    """The inputs torch's engine says it has no derivative for, one at a time."""
-    missing: dict[int, str] = {}
-    for i, t in zip(diff, inputs, strict=True):
-        try:
-            _grad(torch, pairs, [t])
-        except (NotImplementedError, RuntimeError) as exc:
-            reason = no_rule_reason(exc)
-            if reason is not None:
-                missing[i] = reason
-    return missing
-
-
 class TorchCallable(Adapted):
     """Any torch function, differentiated by torch's engine. Built by ``from_callable``."""
 
@@ -246,7 +222,7 @@ class TorchCallable(Adapted):
         pairs = [(o, g) for o, g in pairs if o.requires_grad]
         if not pairs:
             return {}
-        return _missing(torch, pairs, [targs[i] for i in diff], diff)
+        return engine_missing(torch, pairs, [targs[i] for i in diff], diff)
 
     def _tensors(self, args: tuple[Any, ...], diff: list[int], grad: bool) -> tuple[Any, ...]:
         """Arrays, numpy scalars and differentiable Python floats/complexes as tensors (torch
@@ -285,11 +261,11 @@ class TorchCallable(Adapted):
             ]
             if pairs and inputs:
                 try:
-                    grads = _grad(torch, pairs, inputs)
+                    grads = engine_grad(torch, pairs, inputs)
                 except (NotImplementedError, RuntimeError) as exc:
                     if no_rule_reason(exc) is None:
                         raise
-                    missing = _missing(torch, pairs, inputs, diff)
+                    missing = engine_missing(torch, pairs, inputs, diff)
                     if not missing:
                         raise
                     i = min(missing)
