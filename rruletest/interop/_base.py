@@ -238,7 +238,7 @@ class Adapted:
     @property
     def has_frule(self) -> bool:
         """Whether the framework gives this function a forward rule at all."""
-        return True
+        return type(self)._frule is not Adapted._frule
 
     def dispatch_rrule(
         self, f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
