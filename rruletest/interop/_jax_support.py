@@ -6,7 +6,6 @@ see ``rruletest.interop.jax``). Importing this module does not import jax.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -29,7 +28,6 @@ __all__ = [
     "enable_x64",
     "find_custom",
     "jax_module",
-    "needs_x64",
     "same_integers",
     "tangent_in",
     "tangent_tree_out",
@@ -58,18 +56,6 @@ def enable_x64() -> None:
     """Turn jax's 64-bit mode on for the process; it is never turned off again here."""
     if not x64_enabled():
         jax_module().config.update("jax_enable_x64", True)
-
-
-def needs_x64(args: tuple[Any, ...], diff: Iterable[int]) -> bool:
-    diff = set(diff)
-    leaves = jax_module().tree_util.tree_leaves
-    for i, a in enumerate(args):
-        for leaf in leaves(a):
-            if isinstance(leaf, np.ndarray | np.generic) and leaf.dtype.name in _WIDE:
-                return True
-            if i in diff and isinstance(leaf, float | complex) and not isinstance(leaf, np.generic):
-                return True
-    return False
 
 
 def same_integers(a: Any, j: Any) -> bool:
