@@ -60,6 +60,7 @@ if TYPE_CHECKING:
         test_scalar,
         with_tangent,
     )
+    from rruletest.walk import register_structure
 
 __version__ = "0.1.0"
 
@@ -112,6 +113,8 @@ _LAZY: dict[str, str] = {
     "test_scalar": "rruletest.testers",
     "with_tangent": "rruletest.testers",
     "rand_tangent": "rruletest.testers",
+    "register_structure": "rruletest.walk",
+    "walk": "rruletest.walk",
 }
 
 __all__ = [
@@ -144,6 +147,7 @@ __all__ = [
     "rand_tangent",
     "register_frule",
     "register_rrule",
+    "register_structure",
     "rrule",
     "scalar_rule",
     "strategies",
@@ -153,6 +157,7 @@ __all__ = [
     "test_scalar",
     "unbroadcast",
     "unthunk",
+    "walk",
     "with_tangent",
 ]
 

@@ -19,14 +19,16 @@ import os
 import zlib
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from rruletest._seed import TEST_SEED, current_test_seed
 
 __all__ = [
     "DEFAULT_DTYPES",
     "DEFAULT_EXAMPLES",
     "NODE_PREFIX",
+    "TEST_SEED",
     "RuleTestConfig",
     "current_test_seed",
     "derive_seed",
@@ -93,19 +95,6 @@ def derive_seed(seed: int, key: str) -> int:
     pytest-xdist and a later single-test run derive the same seed.
     """
     return (seed % 2**32) << 32 | zlib.crc32(key.encode("utf-8"))
-
-
-#: The seed of the test pytest is running (set by the plugin around each test), else None.
-TEST_SEED: ContextVar[int | None] = ContextVar("rruletest_test_seed", default=None)
-
-
-def current_test_seed() -> int | None:
-    """The seed of the running test under the rruletest pytest plugin, None outside a test.
-
-    Testers called with ``rng=None`` can seed their generator from it, so a test that never
-    mentions a seed still reproduces from ``pytest --rruletest-seed=N <nodeid>``.
-    """
-    return TEST_SEED.get()
 
 
 def parse_examples(text: str | int) -> int:
