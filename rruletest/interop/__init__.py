@@ -28,7 +28,7 @@ package imports no framework itself; ``wrap`` picks the module from the object i
 >>> interop.wrap(len)
 Traceback (most recent call last):
 ...
-rruletest.interop._base.InteropError: cannot tell which framework obj=<built-in function len> \
+rruletest.interop._errors.InteropError: cannot tell which framework obj=<built-in function len> \
 belongs to; use rruletest.interop.torch, .jax or .autograd directly
 """
 

@@ -1,4 +1,4 @@
-"""What the framework adapters share: errors, lazy imports and the adapter base class.
+"""The adapter base class every framework's adapters derive from.
 
 An adapter turns a framework's function and its derivative rule into three numpy-level things
 rruletest's testers understand: a primal function (``adapter(*args)``), an rrule
@@ -6,31 +6,29 @@ rruletest's testers understand: a primal function (``adapter(*args)``), an rrule
 ``adapter.rrule`` and ``adapter.frule`` are the methods of a one-function ``RuleSet`` the
 adapter owns (``adapter.rules``), which records its ``domain``: so ``test_rrule(adapter, *args,
 rrule_f=adapter.rrule)`` keeps its finite differences inside the domain, exactly as for a rule
-registered with ``register_rrule(f, domain=...)``. The conversions live in ``_convert``.
-
-A framework that says it has no rule for an argument is reported as such (``NoRuleError``),
-not read as a zero or a ``NoTangent()``:
-
->>> no_rule_reason(NotImplementedError("VJP of clip wrt argnum 1 not defined"))
-'NotImplementedError: VJP of clip wrt argnum 1 not defined'
->>> no_rule_reason(ValueError("Betainc gradient with respect to a and b not supported.")) is None
-False
->>> no_rule_reason(ValueError("shapes do not match")) is None
-True
+registered with ``register_rrule(f, domain=...)``. The conversions live in ``_convert``, the
+errors in ``_errors``, the per-argument declarations of the ``test_*`` methods in
+``_declarations``.
 """
 
 from __future__ import annotations
 
-import importlib
-import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rruletest.interop._declarations import run_tester
+from rruletest.interop._errors import (
+    FrameworkNotInstalledError,
+    InteropError,
+    NoRuleError,
+    no_rule_reason,
+    require,
+)
+from rruletest.interop._rules import AdapterRules, Pullback
 from rruletest.tangents import NO_TANGENT, unthunk
 
 if TYPE_CHECKING:
     from rruletest.domains import DomainLike
-    from rruletest.interop._rules import AdapterRules
     from rruletest.testers import TesterReport
 
 __all__ = [
@@ -38,89 +36,10 @@ __all__ = [
     "FrameworkNotInstalledError",
     "InteropError",
     "NoRuleError",
+    "Pullback",
     "no_rule_reason",
     "require",
 ]
-
-Pullback = Callable[[Any], tuple[Any, ...]]
-
-
-class FrameworkNotInstalledError(ImportError):
-    """The framework an adapter needs is not installed; the message says how to install it."""
-
-    def __init__(self, module: str, extra: str) -> None:
-        self.module = module
-        self.extra = extra
-        super().__init__(
-            f"rruletest.interop.{extra} needs the {module!r} package, which is not installed: "
-            f"pip install rruletest[{extra}]",
-            name=module,
-        )
-
-
-class InteropError(TypeError):
-    """An adapter was given something it cannot adapt or call (misuse of the API)."""
-
-
-def require(module: str, extra: str) -> Any:
-    """Import ``module`` (a framework) now, or raise ``FrameworkNotInstalledError``.
-
-    The result is typed ``Any`` on purpose: type-checking rruletest must not depend on which
-    frameworks happen to be installed.
-
-    >>> require("math", "math").sqrt(4.0)
-    2.0
-    >>> require("no_such_framework_xyz", "xyz")
-    Traceback (most recent call last):
-    ...
-    rruletest.interop._base.FrameworkNotInstalledError: rruletest.interop.xyz needs the \
-'no_such_framework_xyz' package, which is not installed: pip install rruletest[xyz]
-    """
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and exc.name.split(".")[0] == module.split(".")[0]:
-            raise FrameworkNotInstalledError(module, extra) from None
-        raise
-
-
-class NoRuleError(NotImplementedError):
-    """The framework has no derivative rule for an argument the test differentiates.
-
-    Raised by a pullback (or a forward rule) in place of a made-up ``NoTangent()``, so the
-    tester's report reads ``no rule for args[1]`` with the framework's own words. Its fields:
-    ``path`` (``"args[1]"``), ``function`` (the adapter's name) and ``reason``.
-    """
-
-    def __init__(self, path: str, function: str, reason: str) -> None:
-        self.path = path
-        self.function = function
-        self.reason = reason
-        super().__init__(
-            f"no rule for {path}: the framework has no derivative of {function} with respect "
-            f"to {path} ({reason}); if it is not meant to be differentiated, pass it "
-            f"with_tangent(x, NoTangent()) to the adapter's test_rrule or test_frule (or give "
-            f"the adapter nondiff_argnums)"
-        )
-
-
-_NO_RULE_WORDS = re.compile(r"not (?:implemented|defined|supported)", re.IGNORECASE)
-
-
-def no_rule_reason(exc: BaseException) -> str | None:
-    """``"Type: message"`` when ``exc`` is a framework saying it has no rule, else None.
-
-    autograd raises ``NotImplementedError("VJP of f wrt argnum 1 not defined")``, torch
-    ``NotImplementedError("the derivative for 'zeta' is not implemented.")``, jax a
-    ``NotImplementedError`` or, for some functions, a ``ValueError`` saying the gradient is
-    "not supported".
-    """
-    text = str(exc).strip().split("\n")[0]
-    if isinstance(exc, NotImplementedError) or (
-        isinstance(exc, ValueError | TypeError | RuntimeError) and _NO_RULE_WORDS.search(text)
-    ):
-        return f"{type(exc).__name__}: {text}"
-    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -187,8 +106,6 @@ class Adapted:
 
     def _install(self) -> None:
         """Build this adapter's RuleSet (with its domain); declare it vectorised if elementwise."""
-        from rruletest.interop._rules import AdapterRules
-
         self.rules: AdapterRules = AdapterRules(self)
         if self.elementwise:
             from rruletest.broadcast import declare_vectorised
@@ -274,16 +191,12 @@ class Adapted:
         declarations of each argument said once (see the class docstring). Returns the
         tester's report; raises its ``RuleTestFailure``."""
         __tracebackhide__ = True
-        from rruletest.interop._declarations import run_tester
-
         return run_tester(self, "test_rrule", args, kwargs)
 
     def test_frule(self, *args: Any, **kwargs: Any) -> TesterReport:
         """``rruletest.test_frule(self, *args, frule_f=self.frule, **kwargs)``, as
         ``test_rrule`` does it."""
         __tracebackhide__ = True
-        from rruletest.interop._declarations import run_tester
-
         return run_tester(self, "test_frule", args, kwargs)
 
     def tested(self) -> tuple[Any, ...]:

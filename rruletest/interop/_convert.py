@@ -22,7 +22,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from rruletest.interop._base import InteropError
+from rruletest.interop._errors import InteropError
 from rruletest.projection import is_differentiable
 from rruletest.tangents import NO_TANGENT, AbstractZero, Tangent, unthunk
 

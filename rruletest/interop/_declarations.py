@@ -29,11 +29,12 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from rruletest.interop._convert import has_float_leaf
+from rruletest.interop._errors import InteropError
 from rruletest.tangents import NO_TANGENT, NoTangent
 from rruletest.testers import with_tangent
 
 if TYPE_CHECKING:
-    from rruletest.interop._base import Adapted
+    from rruletest.interop._rules import AdapterLike
     from rruletest.testers import TesterReport
 
 __all__ = ["declared", "is_marked_nondiff", "primal_of", "run_tester"]
@@ -51,7 +52,9 @@ def is_marked_nondiff(arg: Any) -> bool:
     return isinstance(arg, _WITH_TANGENT) and isinstance(arg.tangent, NoTangent)
 
 
-def declared(adapter: Adapted, args: tuple[Any, ...], fkwargs: dict[str, Any]) -> dict[int, str]:
+def declared(
+    adapter: AdapterLike, args: tuple[Any, ...], fkwargs: dict[str, Any]
+) -> dict[int, str]:
     """The arguments the rule itself does not differentiate, with the reason, by position.
 
     Those the framework has no rule for count only while another differentiable argument has
@@ -75,12 +78,11 @@ def declared(adapter: Adapted, args: tuple[Any, ...], fkwargs: dict[str, Any]) -
 
 
 def run_tester(
-    adapter: Adapted, tester: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    adapter: AdapterLike, tester: str, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> TesterReport:
     """Run ``rruletest.testers.<tester>`` on ``adapter`` with the declarations said once."""
     __tracebackhide__ = True
     from rruletest import testers
-    from rruletest.interop._base import InteropError
 
     fkwargs = dict(kwargs.get("fkwargs") or {})
     rule = declared(adapter, args, fkwargs)

@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from rruletest.interop._base import InteropError, require
 from rruletest.interop._convert import (
     as_cotangent,
     conj_leaf,
@@ -19,6 +18,7 @@ from rruletest.interop._convert import (
     natural_tangent,
     rebuild,
 )
+from rruletest.interop._errors import InteropError, require
 from rruletest.tangents import NO_TANGENT
 
 __all__ = [

@@ -28,16 +28,54 @@ table of a framework's primitives through the gate, one row per adapter:
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from rruletest.interop._errors import InteropError
 from rruletest.rules import RuleSet, default_ruleset
 
 if TYPE_CHECKING:
     from rruletest.domains import DomainLike
-    from rruletest.interop._base import Adapted, Pullback
 
-__all__ = ["AdapterRules", "register"]
+__all__ = ["AdapterLike", "AdapterRules", "Pullback", "register"]
+
+Pullback = Callable[[Any], tuple[Any, ...]]
+
+
+class AdapterLike(Protocol):
+    """What the rules, the declarations and ``register`` use of an adapter (``Adapted``)."""
+
+    framework: ClassVar[str]
+    __qualname__: str
+    __module__: str
+    elementwise: bool
+    domain: Any
+    examples: tuple[Any, ...]
+    nondiff_argnums: tuple[int, ...]
+    rules: AdapterRules
+
+    @property
+    def has_frule(self) -> bool: ...
+
+    @property
+    def rrule(self) -> Callable[..., tuple[Any, Pullback]]: ...
+
+    @property
+    def frule(self) -> Callable[..., tuple[Any, Any]]: ...
+
+    def dispatch_rrule(
+        self, f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Any, Pullback]: ...
+
+    def dispatch_frule(
+        self, tangents: Sequence[Any], f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Any, Any]: ...
+
+    def no_rule_argnums(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[int, str]: ...
+
+    def with_nondiff(self, argnums: Iterable[int]) -> Any: ...
+
+    def tested(self) -> tuple[Any, ...]: ...
 
 
 class AdapterRules(RuleSet):
@@ -47,7 +85,7 @@ class AdapterRules(RuleSet):
     the wrong function is misuse, not a missing rule).
     """
 
-    def __init__(self, adapter: Adapted) -> None:
+    def __init__(self, adapter: AdapterLike) -> None:
         super().__init__(f"{adapter.framework} rules of {adapter.__qualname__}")
         self.adapter = adapter
         keys: list[tuple[Any, ...]] = [(adapter,)]
@@ -73,19 +111,19 @@ class AdapterRules(RuleSet):
         return self.adapter.dispatch_frule(tangents, f, args, kwargs)
 
 
-def _named(adapter: Adapted, rule: Callable[..., Any], module: str | None = None) -> Any:
+def _named(adapter: AdapterLike, rule: Callable[..., Any], module: str | None = None) -> Any:
     rule.__name__ = rule.__qualname__ = adapter.__qualname__
     rule.__module__ = module or adapter.__module__
     return rule
 
 
 def register(
-    adapter: Adapted,
+    adapter: AdapterLike,
     *,
     rules: RuleSet | None = None,
     domain: DomainLike = None,
     examples: Sequence[Any] = (),
-) -> Adapted:
+) -> Any:
     """Register ``adapter``'s rrule (and frule, when the framework has one) in ``rules``.
 
     The rules are recorded as defined by the module that calls ``register``, so ``rruletest
@@ -100,9 +138,7 @@ def register(
     Returns:
         The adapter, so a table can be built with ``register(from_primitive(f), ...)``.
     """
-    from rruletest.interop._base import Adapted, InteropError
-
-    if not isinstance(adapter, Adapted):
+    if not isinstance(getattr(adapter, "rules", None), AdapterRules):
         raise InteropError(
             f"register takes an adapter (made by rruletest.interop.torch, .jax or .autograd), "
             f"got adapter={adapter!r}"

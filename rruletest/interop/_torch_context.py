@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from rruletest.interop._base import no_rule_reason, require
 from rruletest.interop._convert import as_cotangent, leaf_out, rebuild
+from rruletest.interop._errors import no_rule_reason, require
 from rruletest.tangents import NO_TANGENT
 
 __all__ = [
