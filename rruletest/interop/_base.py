@@ -70,6 +70,22 @@ class Adapted:
     the ``test_rrule`` method uses, checks every element of every cotangent numerically at a
     cost independent of the size, instead of the adjoint identity along random directions
     that large general inputs get.
+
+    A subclass needs only the framework's side (here numpy plays the framework):
+
+    >>> import numpy as np
+    >>> from rruletest import NoTangent
+    >>> class Cube(Adapted):
+    ...     framework, mode = "numpy", "doctest"
+    ...     def _primal(self, args, kwargs):
+    ...         return args[0] ** 3
+    ...     def _rrule(self, args, kwargs):
+    ...         x = args[0]
+    ...         return x**3, lambda ybar: (NoTangent(), 3 * x**2 * ybar)
+    >>> cube = Cube(lambda x: x**3, name="cube", domain="(0, inf)")
+    >>> report = cube.test_rrule(np.array([0.5, 2.0]), rng=0)
+    >>> report.function, report.pullback_calls, cube.has_frule
+    ('cube', 4, False)
     """
 
     framework: ClassVar[str] = ""
