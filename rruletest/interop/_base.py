@@ -223,8 +223,11 @@ class Adapted:
             return (broadcasted, self)
         return (self,)
 
-    def no_rule_argnums(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[int, str]:
-        """The differentiable arguments the framework has no rule for, with its reason."""
+    def no_rule_argnums(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], *, forward: bool = False
+    ) -> dict[int, str]:
+        """The differentiable arguments the framework has no reverse rule (forward rule, when
+        ``forward``) for at ``args``, with the framework's reason."""
         return {}
 
     def _is_broadcast_call(self, f: Any, args: tuple[Any, ...], what: str) -> bool:

@@ -53,13 +53,13 @@ def is_marked_nondiff(arg: Any) -> bool:
 
 
 def declared(
-    adapter: AdapterLike, args: tuple[Any, ...], fkwargs: dict[str, Any]
+    adapter: AdapterLike, args: tuple[Any, ...], fkwargs: dict[str, Any], *, reverse: bool = True
 ) -> dict[int, str]:
     """The arguments the rule itself does not differentiate, with the reason, by position.
 
-    Those the framework has no rule for count only while another differentiable argument has
-    one: a function with no rule at all is a failure (``NoRuleError``), not a pass that
-    compared nothing.
+    Also those the framework has no rule for (a reverse one for ``reverse``, else a forward
+    one), but only while another differentiable argument has one: a function with no rule at
+    all is a failure (``NoRuleError``), not a pass that compared nothing.
     """
     out = dict.fromkeys(adapter.nondiff_argnums, "in the adapter's nondiff_argnums")
     primals = tuple(primal_of(a) for a in args)
@@ -68,7 +68,9 @@ def declared(
         i for i, p in enumerate(primals) if has_float_leaf(p) and i not in set(out) | user_marked
     }
     try:
-        missing = adapter.no_rule_argnums(primals, fkwargs) if candidates else {}
+        missing = (
+            adapter.no_rule_argnums(primals, fkwargs, forward=not reverse) if candidates else {}
+        )
     except Exception:  # f itself fails here: the tester calls it again and reports that
         missing = {}
     if candidates - set(missing):
@@ -85,7 +87,7 @@ def run_tester(
     from rruletest import testers
 
     fkwargs = dict(kwargs.get("fkwargs") or {})
-    rule = declared(adapter, args, fkwargs)
+    rule = declared(adapter, args, fkwargs, reverse=tester == "test_rrule")
     marked = {i for i, a in enumerate(args) if is_marked_nondiff(a)}
     new_args = list(args)
     notes = []

@@ -163,30 +163,48 @@ class JaxAdapter(Adapted):
         return jax_module().vjp(partial_in(fn, jargs, diff, kwargs), *(jargs[i] for i in diff))  # type: ignore[no-any-return]
 
     def _missing(
-        self, fn: Callable[..., Any], jargs: tuple[Any, ...], diff: list[int], kwargs: Any
+        self,
+        fn: Callable[..., Any],
+        jargs: tuple[Any, ...],
+        diff: list[int],
+        kwargs: Any,
+        *,
+        forward: bool = False,
     ) -> dict[int, str]:
-        """The arguments ``jax.vjp`` fails for one at a time, saying it has no rule."""
+        """The arguments ``jax.vjp`` (``jax.jvp`` when ``forward``) fails for one at a time,
+        saying it has no rule."""
         missing: dict[int, str] = {}
         for i in diff:
             try:
-                self._vjp(fn, jargs, [i], kwargs)
+                if forward:
+                    self._jvp(fn, jargs, [i], None, kwargs)
+                else:
+                    self._vjp(fn, jargs, [i], kwargs)
             except (NotImplementedError, ValueError, TypeError) as exc:
                 reason = no_rule_reason(exc)
                 if reason is not None:
                     missing[i] = reason
         return missing
 
-    def _vjp_no_rule(
-        self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    def _probe_no_rule(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        forward: bool,
     ) -> dict[int, str]:
+        """``no_rule_argnums`` through ``jax.vjp`` (``jax.jvp`` when ``forward``)."""
         diff = differentiable_argnums(args, self.nondiff_argnums, structured=True)
         with self._scope(args) as x64:
             jargs = self._to_jax(args, x64)
             try:
-                self._vjp(fn, jargs, diff, kwargs)
+                if forward:
+                    self._jvp(fn, jargs, diff, None, kwargs)
+                else:
+                    self._vjp(fn, jargs, diff, kwargs)
             except (NotImplementedError, ValueError, TypeError) as exc:
                 if no_rule_reason(exc) is not None:
-                    return self._missing(fn, jargs, diff, kwargs)
+                    return self._missing(fn, jargs, diff, kwargs, forward=forward)
         return {}
 
     def _jvp_frule(
@@ -196,14 +214,33 @@ class JaxAdapter(Adapted):
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
     ) -> tuple[Any, Any]:
-        jax = jax_module()
         diff = differentiable_argnums(args, self.nondiff_argnums, structured=True)
         with self._scope(args) as x64:
             jargs = self._to_jax(args, x64)
-            primals = tuple(jargs[i] for i in diff)
-            tangents = tuple(tangent_in(xdots[i], jargs[i]) for i in diff)
-            out, tout = jax.jvp(partial_in(fn, jargs, diff, kwargs), primals, tangents)
+            try:
+                out, tout = self._jvp(fn, jargs, diff, xdots, kwargs)
+            except (NotImplementedError, ValueError, TypeError) as exc:
+                if no_rule_reason(exc) is None:
+                    raise
+                missing = self._missing(fn, jargs, diff, kwargs, forward=True)
+                if not missing:
+                    raise
+                i = min(missing)
+                raise NoRuleError(f"args[{i}]", self.__qualname__, missing[i]) from exc
             return to_numpy(out), tangent_tree_out(tout, out)
+
+    def _jvp(
+        self,
+        fn: Callable[..., Any],
+        jargs: tuple[Any, ...],
+        diff: list[int],
+        xdots: tuple[Any, ...] | None,
+        kwargs: Any,
+    ) -> tuple[Any, Any]:
+        """``jax.jvp`` over ``diff`` (zero tangents when ``xdots`` is None)."""
+        primals = tuple(jargs[i] for i in diff)
+        tangents = tuple(tangent_in(None if xdots is None else xdots[i], jargs[i]) for i in diff)
+        return jax_module().jvp(partial_in(fn, jargs, diff, kwargs), primals, tangents)  # type: ignore[no-any-return]
 
 
 def all_positional(

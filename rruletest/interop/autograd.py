@@ -167,10 +167,23 @@ class AutogradPrimitive(Adapted):
                 missing[i] = no_rule_reason(exc) or repr(exc)
         return ans, vjps, missing
 
-    def no_rule_argnums(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[int, str]:
-        if self.wrapped not in _core().primitive_vjps:
+    def no_rule_argnums(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], *, forward: bool = False
+    ) -> dict[int, str]:
+        core = _core()
+        if not forward:
+            return self._makers(args, kwargs)[2] if self.wrapped in core.primitive_vjps else {}
+        maker = core.primitive_jvps.get(self.wrapped)
+        if maker is None:
             return {}
-        return self._makers(args, kwargs)[2]
+        ans = self.wrapped(*args, **kwargs)
+        missing: dict[int, str] = {}
+        for i in differentiable_argnums(args, self.nondiff_argnums, structured=True):
+            try:
+                maker((i,), (_tangent_in(None, args[i]),), ans, args, kwargs)
+            except (KeyError, NotImplementedError) as exc:
+                missing[i] = f"autograd has no JVP for it ({type(exc).__name__}: {exc})"
+        return missing
 
     def _rrule(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Pullback]:
         ans, vjps, missing = self._makers(args, kwargs)
@@ -207,7 +220,7 @@ class AutogradPrimitive(Adapted):
             raw = maker(tuple(diff), tuple(xdots[i] for i in diff), ans, args, kwargs)
         except KeyError as exc:
             raise NoRuleError(
-                f"args[{exc.args[0]}]", self.__qualname__, "autograd has no JVP for it"
+                f"args[{exc.args[0]}]", self.__qualname__, "autograd has no JVP for it (KeyError)"
             ) from None
         return _output(ans), _tangent_out(raw, ans)
 
@@ -241,7 +254,11 @@ class AutogradFunction(Adapted):
             ans = self.wrapped(*args, **kwargs)
         return ans, vjps, missing
 
-    def no_rule_argnums(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[int, str]:
+    def no_rule_argnums(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], *, forward: bool = False
+    ) -> dict[int, str]:
+        if forward:
+            return self._jvp_missing(args, kwargs)
         ans, vjps, missing = self._vjps(args, kwargs)
         g = _autograd_cotangent(ZERO_TANGENT, ans) if vjps else None
         for i, vjp in vjps.items():
@@ -281,10 +298,26 @@ class AutogradFunction(Adapted):
         jvp = autograd.make_jvp(fn_diff, argnum=tuple(range(len(diff))))(*(args[i] for i in diff))
         try:
             ans, raw = jvp(tuple(_tangent_in(xdots[i], args[i]) for i in diff))
-        except NotImplementedError as exc:
-            where = f"args[{diff[0]}]" if len(diff) == 1 else "args"
-            raise NoRuleError(where, self.__qualname__, f"autograd's forward mode: {exc}") from exc
+        except (KeyError, NotImplementedError) as exc:
+            missing = self._jvp_missing(args, kwargs)
+            if not missing:
+                raise
+            i = min(missing)
+            raise NoRuleError(f"args[{i}]", self.__qualname__, missing[i]) from exc
         return _output(ans), _tangent_out(raw, ans)
+
+    def _jvp_missing(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[int, str]:
+        """The arguments autograd's forward mode has no rule for, one at a time (it raises
+        ``NotImplementedError``, or ``KeyError`` for a primitive with JVPs for other ones)."""
+        autograd = require("autograd", "autograd")
+        missing: dict[int, str] = {}
+        for i in differentiable_argnums(args, self.nondiff_argnums, structured=True):
+            jvp = autograd.make_jvp(partial_in(self.wrapped, args, [i], kwargs))(args[i])
+            try:
+                jvp(_tangent_in(None, args[i]))
+            except (KeyError, NotImplementedError) as exc:
+                missing[i] = f"autograd's forward mode: {type(exc).__name__}: {exc}"
+        return missing
 
 
 def from_primitive(

@@ -79,8 +79,10 @@ class JaxFunction(JaxAdapter):
 
     mode = "jax.vjp/jax.jvp"
 
-    def no_rule_argnums(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[int, str]:
-        return self._vjp_no_rule(self.wrapped, args, kwargs)
+    def no_rule_argnums(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], *, forward: bool = False
+    ) -> dict[int, str]:
+        return self._probe_no_rule(self.wrapped, args, kwargs, forward)
 
     def _rrule(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Pullback]:
         return self._vjp_rrule(self.wrapped, args, kwargs)
@@ -160,8 +162,10 @@ class JaxCustomJVP(JaxAdapter):
 
     mode = "raw custom_jvp"
 
-    def no_rule_argnums(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[int, str]:
-        return self._vjp_no_rule(self.wrapped, args, kwargs)
+    def no_rule_argnums(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], *, forward: bool = False
+    ) -> dict[int, str]:
+        return self._probe_no_rule(self.wrapped, args, kwargs, forward)
 
     def __init__(self, fn: Any, **options: Any) -> None:
         super().__init__(fn, **options)

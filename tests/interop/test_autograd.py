@@ -381,3 +381,11 @@ def test_autograds_wrong_repeat_and_tile_rules_are_caught(
     assert "[numeric] args[0]: the cotangent differs from the numerical vjp" in message
     assert _worst(actual, right(ybar)) in message
     assert "[numeric] args[1]" not in message
+
+
+def test_no_jvp_for_an_argument_is_no_rule_in_forward_mode_too(testers: Any) -> None:
+    x = np.array([-0.5, 0.2, 0.9, 1.7])
+    for f in (rautograd.from_primitive(anp.clip), rautograd.from_function(anp.clip)):
+        with pytest.raises(AssertionError, match=r"raised NoRuleError: no rule for args\[1\]"):
+            testers.test_frule(f, x, 0.0, 1.0, frule_f=f.frule, rng=0)
+        assert f.test_frule(x, 0.0, 1.0, rng=0).not_checked == ("args[1]", "args[2]")

@@ -28,8 +28,10 @@ class Scale(Adapted):
         self.asked: list[tuple[int, ...]] = []
         super().__init__(np.multiply, **options)
 
-    def no_rule_argnums(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[int, str]:
-        return dict.fromkeys(self.no_rule_for, "NotImplementedError: no VJP")
+    def no_rule_argnums(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], *, forward: bool = False
+    ) -> dict[int, str]:
+        return {} if forward else dict.fromkeys(self.no_rule_for, "NotImplementedError: no VJP")
 
     def _primal(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         return args[0] * args[1]
@@ -65,6 +67,8 @@ def test_the_rules_declarations_by_position() -> None:
     }
     # no rule for any differentiable argument: nothing is declared, so the test fails loudly
     assert declared(Scale(no_rule_for=(0, 1)), (X, 2.0), {}) == {}
+    # the forward rule is asked about its own arguments
+    assert declared(Scale(no_rule_for=(1,)), (X, 2.0), {}, reverse=False) == {}
 
 
 def test_a_rules_nondiff_argument_is_told_to_the_tester(testers: Any) -> None:

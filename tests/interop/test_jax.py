@@ -476,3 +476,11 @@ def test_test_rrule_returns_the_report(testers: Any) -> None:
     report = f.test_rrule(X, W, rng=0)
     assert (report.tester, report.function) == ("test_rrule", "scaled_sin")
     assert report.worst_rel_err == testers.test_rrule(f, X, W, rrule_f=f.rrule, rng=0).worst_rel_err
+
+
+def test_a_forward_derivative_jax_does_not_support_is_no_rule(testers: Any) -> None:
+    f = rjax.from_function(jax.scipy.special.betainc)
+    a, b, x = np.array([2.0, 3.0]), np.array([3.0, 1.5]), np.array([0.4, 0.7])
+    with pytest.raises(AssertionError, match=r"raised NoRuleError: no rule for args\[0\]"):
+        testers.test_frule(f, a, b, x, frule_f=f.frule, rng=0)
+    assert f.test_frule(a, b, x, rng=0).not_checked == ("args[0]", "args[1]")

@@ -534,3 +534,17 @@ def test_test_rrule_returns_the_report(testers: Any) -> None:
     assert (report.tester, report.function) == ("test_rrule", "ScaledSin")
     assert report.worst_rel_err == testers.test_rrule(f, X, W, rrule_f=f.rrule, rng=0).worst_rel_err
     assert f.test_frule(X, W, rng=0).tester == "test_frule"
+
+
+def test_a_missing_forward_derivative_is_no_rule(testers: Any) -> None:
+    """torch's forward mode has no rule for ``zeta`` at all: a failure, never a pass."""
+    f = rtorch.from_callable(torch.special.zeta)
+    x, q = np.array([2.5, 3.0]), np.array([1.5, 2.0])
+    for run in (
+        lambda: testers.test_frule(f, x, q, frule_f=f.frule, rng=0),
+        lambda: f.test_frule(x, q, rng=0),
+    ):
+        with pytest.raises(AssertionError) as info:
+            run()
+        assert "raised NoRuleError: no rule for args[0]" in str(info.value)
+        assert "Trying to use forward AD with special_zeta" in str(info.value)
