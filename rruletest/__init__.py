@@ -15,7 +15,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rruletest import interop, strategies
+    from rruletest import defaults, interop, strategies
     from rruletest.approx import collect_mismatches, test_approx
     from rruletest.broadcast import (
         NoBroadcastRuleError,
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         unthunk,
     )
     from rruletest.testers import (
+        Check,
         TesterReport,
         rand_tangent,
         test_frule,
@@ -109,6 +110,8 @@ _LAZY: dict[str, str] = {
     "extrapolate_fdm": "rruletest.finite_differences",
     "test_rrule": "rruletest.testers",
     "TesterReport": "rruletest.testers",
+    "Check": "rruletest.testers",
+    "defaults": "rruletest.defaults",
     "test_frule": "rruletest.testers",
     "test_scalar": "rruletest.testers",
     "with_tangent": "rruletest.testers",
@@ -119,6 +122,7 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "AbstractZero",
+    "Check",
     "Domain",
     "FiniteDifferenceMethod",
     "InplaceableThunk",
@@ -138,6 +142,7 @@ __all__ = [
     "broadcasted",
     "central_fdm",
     "collect_mismatches",
+    "defaults",
     "derivatives_given_output",
     "extrapolate_fdm",
     "forward_fdm",

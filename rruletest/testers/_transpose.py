@@ -41,7 +41,14 @@ from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
 from rruletest.tolerances import default_tolerances
 from rruletest.walk import leaves
 
-__all__ = ["Transposition", "TranspositionError", "transposition"]
+__all__ = [
+    "Transposition",
+    "TranspositionError",
+    "coords",
+    "sides",
+    "transposition",
+    "with_numeric",
+]
 
 # Rounding of each inner product grows like sqrt(terms) ulps; this many ulps per sqrt(term) of
 # the absolute scale are always allowed, on top of the dtype's default relative tolerance.
@@ -115,7 +122,7 @@ class Transposition:
         )
 
 
-def _coords(primal: Any, tangent: Any) -> np.ndarray:
+def coords(primal: Any, tangent: Any) -> np.ndarray:
     """The real coordinates of a tangent of ``primal`` (zeros for zeros, ``NoTangent``)."""
     t = unthunk(tangent)
     if (
@@ -129,7 +136,15 @@ def _coords(primal: Any, tangent: Any) -> np.ndarray:
     _, back = to_vec(primal, path="x")
     if isinstance(t, AbstractZero) or t is None:
         return np.zeros(back.size)
+    if isinstance(t, np.ndarray) and t.dtype.kind == "O":
+        # an object array of tangents (numbers, zeros, thunks): its natural numeric value
+        t = np.array([_number(e) for e in t.flat]).reshape(t.shape)
     return back.tangent_vec(t)
+
+
+def _number(e: Any) -> Any:
+    e = unthunk(e)
+    return 0.0 if isinstance(e, AbstractZero) else e
 
 
 def _inner(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
@@ -150,6 +165,34 @@ def _precision(values: Sequence[Any]) -> tuple[float, float]:
     return eps, tiny
 
 
+def sides(
+    y: Any,
+    ybar: Any,
+    ydot: Any,
+    primals: Sequence[Any],
+    xdots: Sequence[Any],
+    xbars: Sequence[Any],
+    rtol: float | None = None,
+) -> Transposition:
+    """Compare ``<ybar, ydot>`` with ``sum_i <xbar_i, xdot_i>`` (rules already called)."""
+    ybar_c = coords(y, ybar)
+    forward, forward_abs = _inner(ybar_c, coords(y, ydot))
+    reverse, reverse_abs = 0.0, 0.0
+    terms = ybar_c.size
+    for x, xbar, xdot in zip(primals, xbars, xdots, strict=True):
+        if isinstance(unthunk(xdot), AbstractZero):
+            continue
+        xdot_c = coords(x, xdot)
+        r, r_abs = _inner(coords(x, xbar), xdot_c)
+        reverse, reverse_abs, terms = reverse + r, reverse_abs + r_abs, terms + xdot_c.size
+    scale = max(forward_abs, reverse_abs)
+    if rtol is None:
+        rtol = default_tolerances((y, *primals)).rtol
+    eps, tiny = _precision([y, *primals])
+    tolerance = max(max(float(rtol), _ULPS * eps * math.sqrt(max(terms, 1))) * scale, tiny)
+    return Transposition(forward, reverse, scale, tolerance)
+
+
 def transposition(
     f: Callable[..., Any],
     primals: Sequence[Any],
@@ -162,6 +205,7 @@ def transposition(
     fdot: Any = NO_TANGENT,
     rtol: float | None = None,
     fdm: Any = None,
+    numeric: bool = True,
 ) -> Transposition:
     """Check ``<ybar, frule(xdot)> == <pullback(ybar), xdot>`` for ``f`` at ``primals``.
 
@@ -169,7 +213,7 @@ def transposition(
     cotangent of the output. ``rtol`` (default: the dtype's from ``rruletest.tolerances``) is
     relative to the absolute scale of the inner products; a few ulps per term are always
     allowed. Finite differences (``fdm``, default ``central_fdm(5, 1)``) run only when the
-    identity fails, to name the culprit.
+    identity fails (and ``numeric`` is true), to name the culprit.
 
     Raises:
         TranspositionError: a rule is missing, raised, or returned something malformed.
@@ -185,30 +229,19 @@ def transposition(
     res = frule_f((fdot, *xdots), f, *primals, **kwargs)
     if res is None:
         raise TranspositionError("no frule")
-    _, ydot = res
-
-    ybar_c = _coords(y, ybar)
-    forward, forward_abs = _inner(ybar_c, _coords(y, ydot))
-    reverse, reverse_abs = 0.0, 0.0
-    terms = ybar_c.size
-    for x, xbar, xdot in zip(primals, out[1:], xdots, strict=True):
-        if isinstance(unthunk(xdot), AbstractZero):
-            continue
-        xdot_c = _coords(x, xdot)
-        r, r_abs = _inner(_coords(x, xbar), xdot_c)
-        reverse, reverse_abs, terms = reverse + r, reverse_abs + r_abs, terms + xdot_c.size
-    scale = max(forward_abs, reverse_abs)
-    if rtol is None:
-        rtol = default_tolerances((y, *primals)).rtol
-    eps, tiny = _precision([y, *primals])
-    tolerance = max(max(float(rtol), _ULPS * eps * math.sqrt(max(terms, 1))) * scale, tiny)
-    result = Transposition(forward, reverse, scale, tolerance)
-    if result.passed:
+    result = sides(y, ybar, res[1], primals, xdots, out[1:], rtol)
+    if result.passed or not numeric:
         return result
-    return _with_numeric(result, f, primals, xdots, ybar_c, kwargs, fdm, float(rtol))
+    return with_numeric(
+        result, f, primals, xdots, coords(y, ybar), kwargs, fdm, result_rtol(rtol, y, primals)
+    )
 
 
-def _with_numeric(
+def result_rtol(rtol: float | None, y: Any, primals: Sequence[Any]) -> float:
+    return float(rtol) if rtol is not None else float(default_tolerances((y, *primals)).rtol)
+
+
+def with_numeric(
     t: Transposition,
     f: Callable[..., Any],
     primals: Sequence[Any],
@@ -230,7 +263,7 @@ def _with_numeric(
     except Exception:
         return t  # the numerical reference is unavailable: the gap stands on its own
     y = f(*primals, **kwargs)
-    value, error = _coords(y, est.value), np.abs(_coords(y, est.error))
+    value, error = coords(y, est.value), np.abs(coords(y, est.error))
     numeric, _ = _inner(ybar_c, value)
     bound = float(np.dot(np.abs(ybar_c), error))
     if not math.isfinite(numeric) or not math.isfinite(bound):

@@ -1,0 +1,190 @@
+"""The transposition cross-check inside ``test_rrule``, ``test_frule`` and ``test_scalar``.
+
+When a function has both rules, the tester that checks one calls the other once at the same
+point and checks ``<ybar, frule(xdot)> == <pullback(ybar), xdot>`` (``_transpose``). It is on
+by default when the other rule exists (``check_transpose=None``), required with ``True`` (no
+other rule is then a failure) and off with ``False``. It needs no finite differences, so it
+runs with ``check_fd=False`` too; only when it fails, and ``check_fd`` is on, one
+finite-difference jvp names the rule that is wrong.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rruletest.rules import RuleSet, frule, rrule
+from rruletest.tangents import NO_TANGENT, AbstractZero, NoTangent
+from rruletest.testers._check import Check
+from rruletest.testers._rand_tangent import rand_tangent
+from rruletest.testers._setup import Setup
+from rruletest.testers._snapshot import copyable, snapshot
+from rruletest.testers._transpose import Transposition, coords, sides, with_numeric
+from rruletest.walk import WalkError
+
+__all__ = ["after_frule", "after_rrule", "check_transpose_option", "partner"]
+
+
+def check_transpose_option(tester: str, value: Any) -> bool | None:
+    """Validate ``check_transpose`` (None, True or False)."""
+    if value is not None and not isinstance(value, bool):
+        raise TypeError(
+            f"{tester}: check_transpose must be None, True or False, got check_transpose={value!r}"
+        )
+    return value
+
+
+def partner(rule_f: Any, want: str) -> Callable[..., Any] | None:
+    """The other kind of rule (``"frule"`` or ``"rrule"``) from where ``rule_f`` comes from: the
+    same RuleSet, the same adapter, or the module-level functions."""
+    if rule_f is rrule and want == "frule":
+        return frule
+    if rule_f is frule and want == "rrule":
+        return rrule
+    owner = getattr(rule_f, "__self__", None)
+    other = getattr(owner, want, None) if owner is not None else None
+    if callable(other) and (isinstance(owner, RuleSet) or hasattr(owner, "rrule")):
+        found: Callable[..., Any] = other
+        return found
+    return None
+
+
+def _no_rule(exc: BaseException) -> bool:
+    """Whether a rule's exception says it has no rule at all (not that the rule is wrong)."""
+    from rruletest.broadcast import NoBroadcastRuleError
+
+    return isinstance(exc, NoBroadcastRuleError | NotImplementedError)
+
+
+def _fresh(values: Sequence[Any]) -> tuple[Any, ...]:
+    out = []
+    for v in values:
+        snap = snapshot(v)
+        out.append(snap if copyable(snap) else v)
+    return tuple(out)
+
+
+def _skip(s: Setup, mode: bool | None, why: str) -> None:
+    if mode:
+        s.report.problem(
+            Check.TRANSPOSE, "check_transpose", f"the cross-check was asked for, but {why}"
+        )
+    else:
+        s.report.note(f"frule/rrule cross-check: not run ({why})", on_failure=False)
+
+
+def _record(s: Setup, t: Transposition, against: str) -> None:
+    if t.passed:
+        s.report.note(
+            f"frule/rrule cross-check with the {against}: passed (difference {t.gap:.2g}, "
+            f"allowed {t.tolerance:.2g})",
+            on_failure=False,
+        )
+        return
+    s.report.add(t.mismatch(f"frule/rrule transposition (the {against} called once more)"))
+
+
+def _numeric(s: Setup, t: Transposition, y: Any, ybar: Any, xdots: Sequence[Any],
+             check_fd: bool) -> Transposition:  # fmt: skip
+    if t.passed or not check_fd:
+        return t
+    rtol = s.tolerances(y)[0]
+    return with_numeric(
+        t, s.f, _fresh(s.primals), xdots, coords(y, ybar), s.kwargs(), s.fdm, float(rtol)
+    )
+
+
+def _compare(s: Setup, mode: bool | None, y: Any, ybar: Any, ydot: Any, xdots: Sequence[Any],
+             xbars: Sequence[Any], check_fd: bool, against: str) -> None:  # fmt: skip
+    """Compare the two sides; values the inner products cannot read skip the check (a note)."""
+    try:
+        t = sides(y, ybar, ydot, s.primals, xdots, xbars, s.rtol)
+    except Exception as exc:  # a tangent of a kind the coordinates cannot read
+        _skip(s, mode, f"the tangents could not be compared ({type(exc).__name__}: {exc})")
+        return
+    with contextlib.suppress(Exception):  # the culprit is a bonus: the gap stands on its own
+        t = _numeric(s, t, y, ybar, xdots, check_fd)
+    _record(s, t, against)
+
+
+def _guarded(run: Callable[..., None]) -> Callable[..., None]:
+    """Run a cross-check; a value the walk cannot follow (too deep, a cycle) skips it."""
+
+    def wrapper(s: Setup, *args: Any) -> None:
+        try:
+            run(s, *args)
+        except (RecursionError, WalkError) as exc:
+            _skip(s, args[-2], f"the values cannot be walked ({type(exc).__name__})")
+
+    wrapper.__doc__ = run.__doc__
+    return wrapper
+
+
+@_guarded
+def after_rrule(s: Setup, y: Any, ybar: Any, xbars: Sequence[Any], frule_f: Any,
+                mode: bool | None, check_fd: bool) -> None:  # fmt: skip
+    """In ``test_rrule``: call the frule along random tangents and compare."""
+    if mode is False:
+        return
+    if frule_f is None:
+        _skip(s, mode, "no frule was found (pass frule_f=)")
+        return
+    if s.fdot is not None and not isinstance(s.fdot, NoTangent):
+        _skip(s, mode, "f has a tangent of its own")
+        return
+    xdots = [
+        rand_tangent(s.gen, a.primal) if a.numeric and not a.strict else NO_TANGENT for a in s.args
+    ]
+    try:
+        res = frule_f((NO_TANGENT, *xdots), s.f, *_fresh(s.primals), **s.kwargs())
+    except Exception as exc:
+        if _no_rule(exc):
+            _skip(s, mode, "there is no frule for f")
+        else:
+            s.report.exception(Check.TRANSPOSE, "frule_f((fdot, *xdots), f, *args) [cross-check]",
+                               exc)  # fmt: skip
+        return
+    if res is None:
+        _skip(s, mode, "there is no frule for f")
+        return
+    if not isinstance(res, tuple) or len(res) != 2:
+        _skip(s, mode, "the frule did not return (y, ydot)")
+        return
+    _compare(s, mode, y, ybar, res[1], xdots, xbars, check_fd, "frule")
+
+
+@_guarded
+def after_frule(s: Setup, y: Any, xdots: Sequence[Any], ydot: Any, rrule_f: Any,
+                mode: bool | None, check_fd: bool) -> None:  # fmt: skip
+    """In ``test_frule``: call the rrule and its pullback with a random ``ybar``, compare."""
+    if mode is False:
+        return
+    if rrule_f is None:
+        _skip(s, mode, "no rrule was found (pass rrule_f=)")
+        return
+    if s.fdot is not None and not isinstance(s.fdot, AbstractZero):
+        _skip(s, mode, "f has a tangent of its own")
+        return
+    try:
+        ybar = rand_tangent(s.gen, y)
+    except Exception as exc:
+        _skip(s, mode, f"no random cotangent for the output ({type(exc).__name__})")
+        return
+    call = "rrule_f(f, *args) and its pullback [cross-check]"
+    try:
+        res = rrule_f(s.f, *_fresh(s.primals), **s.kwargs())
+        if res is None:
+            _skip(s, mode, "there is no rrule for f")
+            return
+        out = res[1](ybar)
+    except Exception as exc:
+        if _no_rule(exc):
+            _skip(s, mode, "there is no rrule for f")
+        else:
+            s.report.exception(Check.TRANSPOSE, call, exc)
+        return
+    if not isinstance(out, tuple) or len(out) != len(s.primals) + 1:
+        _skip(s, mode, "the pullback did not return (fbar, xbar_0, ...)")
+        return
+    _compare(s, mode, y, ybar, ydot, xdots, out[1:], check_fd, "rrule")

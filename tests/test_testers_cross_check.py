@@ -1,0 +1,120 @@
+"""The frule/rrule cross-check as the testers run it (on by default when both rules exist)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rruletest import (
+    NoTangent,
+    RuleSet,
+    RuleTestFailure,
+    broadcasted,
+    test_frule,
+    test_rrule,
+    test_scalar,
+)
+
+
+def _rules(frule_sign: float = 1.0, rrule_sign: float = 1.0, *, frule: bool = True) -> RuleSet:
+    rules = RuleSet()
+
+    @rules.register_rrule(np.sin)
+    def _r(x: Any) -> Any:
+        return np.sin(x), lambda ybar: (NoTangent(), rrule_sign * ybar * np.cos(x))
+
+    if frule:
+
+        @rules.register_frule(np.sin)
+        def _f(dargs: Any, x: Any) -> Any:
+            return np.sin(x), frule_sign * dargs[1] * np.cos(x)
+
+    return rules
+
+
+def _failure(run: Any) -> RuleTestFailure:
+    with pytest.raises(RuleTestFailure) as info:
+        run()
+    return info.value
+
+
+X = np.linspace(0.1, 1.0, 5)
+
+
+def test_test_rrule_finds_the_frule_of_its_ruleset_and_passes() -> None:
+    report = test_rrule(np.sin, X, rrule_f=_rules().rrule, rng=0)
+    assert any(n.startswith("frule/rrule cross-check with the frule: passed") for n in report.notes)
+
+
+def test_test_rrule_catches_a_wrong_frule_and_names_it() -> None:
+    err = _failure(lambda: test_rrule(np.sin, X, rrule_f=_rules(-1.0).rrule, rng=0))
+    assert err.checks == ["transpose"]  # the rrule itself is right
+    text = str(err)
+    assert "[transpose] frule/rrule transposition (the frule called once more): " in text
+    assert "the frule disagrees with finite differences; the rrule agrees" in text
+
+
+def test_test_frule_catches_a_wrong_rrule_and_names_it() -> None:
+    err = _failure(lambda: test_frule(np.sin, X, frule_f=_rules(1.0, -1.0).frule, rng=0))
+    assert err.checks == ["transpose"]
+    assert "the rrule (pullback) disagrees with finite differences; the frule agrees" in str(err)
+
+
+def test_without_finite_differences_the_gap_is_still_caught() -> None:
+    err = _failure(lambda: test_rrule(np.sin, X, rrule_f=_rules(-1.0).rrule, check_fd=False, rng=0))
+    assert err.checks == ["transpose"]
+    assert "finite differences give" not in str(err)  # check_fd=False: no jvp is taken
+
+
+def test_a_million_elements_with_a_wrong_frule_and_no_finite_differences() -> None:
+    rules = RuleSet()
+    rules.scalar_rule(np.sin, lambda x, y: (np.cos(x),))
+
+    @rules.register_frule(broadcasted, np.sin)
+    def _f(dargs: Any, f: Any, x: Any) -> Any:
+        return np.sin(x), -np.cos(x) * dargs[2]
+
+    x = np.linspace(-3, 3, 10**6)
+    err = _failure(
+        lambda: test_rrule(broadcasted, np.sin, x, rrule_f=rules.rrule, check_fd=False, rng=0)
+    )
+    assert err.checks == ["transpose"]
+
+
+def test_check_transpose_true_requires_the_other_rule() -> None:
+    err = _failure(
+        lambda: test_rrule(
+            np.sin, X, rrule_f=_rules(frule=False).rrule, check_transpose=True, rng=0
+        )
+    )
+    assert err.checks == ["transpose"]
+    assert "the cross-check was asked for, but there is no frule for f" in str(err)
+    report = test_rrule(np.sin, X, rrule_f=_rules(frule=False).rrule, rng=0)  # auto: skipped
+    assert "frule/rrule cross-check: not run (there is no frule for f)" in report.notes
+
+
+def test_check_transpose_false_turns_it_off() -> None:
+    report = test_rrule(np.sin, X, rrule_f=_rules(-1.0).rrule, check_transpose=False, rng=0)
+    assert not any("cross-check" in n for n in report.notes)
+
+
+def test_an_explicit_frule_f_is_used() -> None:
+    err = _failure(
+        lambda: test_rrule(np.sin, X, rrule_f=_rules().rrule, frule_f=_rules(-1.0).frule, rng=0)
+    )
+    assert err.checks == ["transpose"]
+
+
+def test_test_scalar_cross_checks_once() -> None:
+    rules = _rules(-1.0)
+    err = _failure(lambda: test_scalar(np.sin, 0.5, rrule_f=rules.rrule, frule_f=rules.frule,
+                                       check_complex=False, rng=0))  # fmt: skip
+    assert "transpose" in err.checks
+    assert str(err).count("[transpose]") == 1
+
+
+def test_misuse_of_the_option() -> None:
+    with pytest.raises(TypeError, match="check_transpose must be None, True or False"):
+        test_rrule(np.sin, X, rrule_f=_rules().rrule, check_transpose="yes")  # type: ignore[arg-type]
