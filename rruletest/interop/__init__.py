@@ -43,6 +43,7 @@ from rruletest.interop._base import (
     Adapted,
     FrameworkNotInstalledError,
     InteropError,
+    MissingRuleError,
     NoRuleError,
     Pullback,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "Adapted",
     "FrameworkNotInstalledError",
     "InteropError",
+    "MissingRuleError",
     "NoRuleError",
     "autograd",
     "frule",

@@ -20,6 +20,7 @@ from rruletest.interop._declarations import run_tester
 from rruletest.interop._errors import (
     FrameworkNotInstalledError,
     InteropError,
+    MissingRuleError,
     NoRuleError,
     no_rule_reason,
     require,
@@ -35,6 +36,7 @@ __all__ = [
     "Adapted",
     "FrameworkNotInstalledError",
     "InteropError",
+    "MissingRuleError",
     "NoRuleError",
     "Pullback",
     "no_rule_reason",
@@ -122,7 +124,9 @@ class Adapted:
 
     def _install(self) -> None:
         """Build this adapter's RuleSet (with its domain); declare it vectorised if elementwise."""
-        self.rules: AdapterRules = AdapterRules(self)
+        # Kept under a name the testers' walk of argument values skips (it follows attributes
+        # but those starting with "__"): the RuleSet holds the adapter as its key, a cycle.
+        self.__dict__["__rules"] = AdapterRules(self)
         if self.elementwise:
             from rruletest.broadcast import declare_vectorised
 
@@ -154,6 +158,12 @@ class Adapted:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Evaluate the wrapped function on numpy values; return numpy values."""
         return self._primal(args, kwargs)
+
+    @property
+    def rules(self) -> AdapterRules:
+        """The adapter's one-function RuleSet: its rrule and frule, with its domain."""
+        rules: AdapterRules = self.__dict__["__rules"]
+        return rules
 
     @property
     def rrule(self) -> Callable[..., tuple[Any, Pullback]]:

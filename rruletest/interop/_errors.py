@@ -20,6 +20,7 @@ from typing import Any
 __all__ = [
     "FrameworkNotInstalledError",
     "InteropError",
+    "MissingRuleError",
     "NoRuleError",
     "no_rule_reason",
     "require",
@@ -63,6 +64,13 @@ def require(module: str, extra: str) -> Any:
         if exc.name is not None and exc.name.split(".")[0] == module.split(".")[0]:
             raise FrameworkNotInstalledError(module, extra) from None
         raise
+
+
+class MissingRuleError(InteropError, NotImplementedError):
+    """The framework gives the function no rule of the kind asked for at all (a
+    ``torch.autograd.Function`` without ``jvp``, a ``custom_vjp`` in forward mode, a primitive
+    without ``defjvp``). A ``NotImplementedError`` too, so a tester looking for the other kind
+    of rule (the frule/rrule cross-check) reads it as "no rule", not as a wrong one."""
 
 
 class NoRuleError(NotImplementedError):

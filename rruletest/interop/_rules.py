@@ -52,7 +52,9 @@ class AdapterLike(Protocol):
     domain: Any
     examples: tuple[Any, ...]
     nondiff_argnums: tuple[int, ...]
-    rules: AdapterRules
+
+    @property
+    def rules(self) -> AdapterRules: ...
 
     @property
     def has_frule(self) -> bool: ...

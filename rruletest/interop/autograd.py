@@ -42,6 +42,7 @@ from rruletest.domains import DomainLike
 from rruletest.interop._base import (
     Adapted,
     InteropError,
+    MissingRuleError,
     NoRuleError,
     Pullback,
     no_rule_reason,
@@ -204,7 +205,7 @@ class AutogradPrimitive(Adapted):
     ) -> tuple[Any, Any]:
         maker = _core().primitive_jvps.get(self.wrapped)
         if maker is None:
-            raise InteropError(
+            raise MissingRuleError(
                 f"{self.__qualname__} has no JVP, so autograd's forward mode cannot "
                 f"differentiate it; give it one with autograd.extend.defjvp, or test its rrule"
             )

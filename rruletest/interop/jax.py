@@ -41,7 +41,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rruletest.domains import DomainLike
-from rruletest.interop._base import InteropError, Pullback
+from rruletest.interop._base import InteropError, MissingRuleError, Pullback
 from rruletest.interop._convert import scatter_cotangents
 from rruletest.interop._jax_adapter import JaxAdapter, all_positional
 from rruletest.interop._jax_support import (
@@ -151,7 +151,7 @@ class JaxCustomVJP(JaxAdapter):
     def _frule(
         self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[Any, Any]:
-        raise InteropError(
+        raise MissingRuleError(
             f"{self.__qualname__} is a jax.custom_vjp function, which jax cannot differentiate "
             f"in forward mode; test its rrule, or give it a jax.custom_jvp rule"
         )

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from rruletest.domains import DomainLike
-from rruletest.interop._base import Adapted, InteropError, Pullback
+from rruletest.interop._base import Adapted, InteropError, MissingRuleError, Pullback
 from rruletest.interop._convert import (
     as_cotangent,
     cotangent_leaves,
@@ -134,7 +134,7 @@ class TorchFunction(Adapted):
         torch = torch_module()
         backward = self._backward
         if backward is None:
-            raise InteropError(f"{self.__qualname__} defines neither backward nor vjp")
+            raise MissingRuleError(f"{self.__qualname__} defines neither backward nor vjp")
         ctx, out, _ = self._forward(args, kwargs)
         outs, n = outputs(out)
         nargs = len(args)
@@ -177,7 +177,7 @@ class TorchFunction(Adapted):
     ) -> tuple[Any, Any]:
         torch = torch_module()
         if self._jvp is None:
-            raise InteropError(
+            raise MissingRuleError(
                 f"{self.__qualname__} defines no jvp staticmethod, so torch's forward mode cannot "
                 f"differentiate it; test its rrule, or add jvp(ctx, *input_tangents)"
             )
