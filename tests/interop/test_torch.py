@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 
 from rruletest import NoTangent, Tangent, Thunk, ZeroTangent, with_tangent
-from rruletest.interop import InteropError
+from rruletest.interop import InteropError, MissingRuleError
 from rruletest.interop import torch as rtorch
 
 from ._numeric import (
@@ -548,3 +548,29 @@ def test_a_missing_forward_derivative_is_no_rule(testers: Any) -> None:
             run()
         assert "raised NoRuleError: no rule for args[0]" in str(info.value)
         assert "Trying to use forward AD with special_zeta" in str(info.value)
+
+
+class SinNoJvp(Function):
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return torch.sin(x)
+
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        (x,) = ctx.saved_tensors
+        return g * torch.cos(x)
+
+
+def test_a_function_without_jvp_has_no_frule_for_the_cross_check() -> None:
+    """No ``jvp``: the frule raises ``MissingRuleError``, an ``InteropError`` that is also a
+    ``NotImplementedError``, so the frule/rrule cross-check reads "no frule", not a failure."""
+    f = rtorch.from_function(SinNoJvp)
+    x = np.array([0.1, 0.2])
+    with pytest.raises(MissingRuleError, match="defines no jvp staticmethod") as info:
+        f.frule((NoTangent(), x), f, x)
+    assert isinstance(info.value, InteropError)
+    assert isinstance(info.value, NotImplementedError)
+    assert not f.has_frule
+    report = f.test_rrule(x, rng=0)
+    assert "frule/rrule cross-check: not run (there is no frule for f)" in report.notes
