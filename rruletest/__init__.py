@@ -15,7 +15,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rruletest import defaults, interop, strategies
+    from rruletest import defaults, interop, spaces, strategies
     from rruletest.approx import collect_mismatches, test_approx
     from rruletest.broadcast import (
         NoBroadcastRuleError,
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         extrapolate_fdm,
         forward_fdm,
     )
+    from rruletest.projection import project
     from rruletest.rules import (
         RuleInfo,
         RuleSet,
@@ -96,6 +97,8 @@ _LAZY: dict[str, str] = {
         "rruletest.tangents",
     ),
     "strategies": "rruletest.strategies",
+    "spaces": "rruletest.spaces",
+    "project": "rruletest.projection",
     "interop": "rruletest.interop",
     "test_approx": "rruletest.approx",
     "collect_mismatches": "rruletest.approx",
@@ -149,12 +152,14 @@ __all__ = [
     "frule",
     "interop",
     "non_differentiable",
+    "project",
     "rand_tangent",
     "register_frule",
     "register_rrule",
     "register_structure",
     "rrule",
     "scalar_rule",
+    "spaces",
     "strategies",
     "test_approx",
     "test_frule",

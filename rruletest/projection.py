@@ -1,4 +1,5 @@
-"""Projection of a cotangent onto its primal: shape (``unbroadcast``), dtype and realness.
+"""Projection of a tangent onto its primal's tangent space: ``project`` (ChainRulesCore's
+``ProjectTo``) and its array case ``unbroadcast``.
 
 A cotangent computed for a broadcast result has the result's shape and a dtype that numpy's
 promotion chose. Its primal may be smaller (broadcast added or expanded dimensions), of lower
@@ -16,17 +17,32 @@ NoTangent()
 3.0
 >>> unbroadcast(np.array(1.0), np.ones(3))
 array(3.)
+
+``project(primal, tangent, space)`` does the same for every value a primal can be: numbers and
+arrays as ``unbroadcast`` does, then onto a constrained argument's space
+(``rruletest.spaces``); tuples, lists, namedtuples, dicts, dataclasses and ``Tangent``s field by
+field; a thunk lazily; values without a tangent space give ``NoTangent()``:
+
+>>> from rruletest.spaces import Symmetric
+>>> project((np.eye(2), 3), (np.array([[1.0, 2.0], [0.0, 1.0]]), 1.0), (Symmetric(), None))
+(array([[1., 1.],
+       [1., 1.]]), NoTangent())
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from rruletest.tangents import NO_TANGENT, AbstractZero, Tangent, unthunk
+from rruletest.spaces import Space
+from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, Tangent, Thunk, unthunk
+from rruletest.walk import Guard, Path, Step, children, render_path
 
-__all__ = ["is_differentiable", "unbroadcast"]
+__all__ = ["is_differentiable", "project", "unbroadcast"]
+
+_ROOT = "tangent"  # how messages name the projected value
 
 
 def is_differentiable(x: Any) -> bool:
@@ -109,3 +125,207 @@ def _sum_to(arr: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[Any
     if expanded:
         arr = arr.sum(axis=expanded, keepdims=True)
     return np.asarray(arr)
+
+
+# --------------------------------------------------------------------------------------------
+# project: every kind of primal
+# --------------------------------------------------------------------------------------------
+
+
+def project(primal: Any, tangent: Any, space: Any = None) -> Any:
+    """The tangent projected onto ``primal``'s tangent space (ChainRulesCore's ``ProjectTo``).
+
+    A rule calls it on each cotangent it returns when the cotangent it computed may be
+    larger than the primal's tangent space: broadcast to a bigger shape, of numpy's promoted
+    dtype (float64 for a float32 primal, complex for a real one), or with a component outside a
+    constrained argument's space (a non-symmetric gradient for a symmetric matrix). A tester
+    compares a rule's cotangent after this projection.
+
+    - numbers and arrays: ``unbroadcast`` (shape, precision, real part for real primals, the
+      primal's container kind), then ``space.project`` when ``space`` is a
+      ``rruletest.spaces.Space``;
+    - integers, booleans, strings, integer arrays, ``None``: ``NoTangent()``;
+    - containers (tuples, lists, namedtuples, dicts, dataclasses, objects with declared fields
+      and types registered with ``rruletest.walk.register_structure``: what
+      ``rruletest.walk`` looks into): field by field (``space`` is then None or a structure of
+      spaces, or ``None``s, matching the primal: a tuple for a tuple, a dict for a dict, ...).
+      A ``Tangent`` gives a ``Tangent`` (fields it does not store stay missing); a natural
+      tuple, list or dict the same container; any other natural value (the primal's own type) a
+      ``Tangent`` of the primal's type;
+    - zeros pass through (``NoTangent()`` where the primal has no tangent space); a ``Thunk``
+      gives a ``Thunk`` that projects when unthunked; the tangents of other values are returned
+      as they are.
+
+    Raises:
+        ValueError: a shape that broadcasting cannot have made, or a structure whose length or
+            fields do not match the primal's; the message names the path
+            (``tangent[1]['w']``). ``rruletest.walk.WalkError`` (a ``ValueError``) for a primal
+            that contains itself.
+        TypeError: ``space`` does not fit the primal (a space for a non-array, a tuple of
+            spaces for an array).
+
+    Examples:
+        >>> import numpy as np
+        >>> project(np.float32(1.0), np.ones(3))
+        np.float32(3.0)
+        >>> project({"w": np.zeros(2), "n": 4}, {"w": np.ones((3, 2)), "n": 1.0})
+        {'w': array([3., 3.]), 'n': NoTangent()}
+        >>> from rruletest.spaces import Simplex
+        >>> project(np.full(2, 0.5), np.array([1.0, 0.0]), Simplex())
+        array([ 0.5, -0.5])
+    """
+    try:
+        return _project(primal, tangent, space, (), Guard(_ROOT))
+    except RecursionError:
+        raise ValueError(
+            "project: the primal nests more deeply than Python's recursion limit"
+        ) from None
+
+
+def _project(primal: Any, tangent: Any, space: Any, path: Path, guard: Guard) -> Any:
+    if isinstance(tangent, Thunk):
+        return Thunk(lambda: _project(primal, unthunk(tangent), space, path, Guard(_ROOT)))
+    if _is_nondifferentiable_leaf(primal) or primal is None:
+        return NO_TANGENT
+    if isinstance(primal, float | complex | np.ndarray | np.generic):
+        return _leaf(primal, tangent, space, path)
+    if isinstance(tangent, np.ndarray) and type(primal) in (tuple, list):
+        return _leaf(np.asarray(primal), tangent, space, path)  # a list of numbers as an array
+    if isinstance(tangent, AbstractZero):
+        return tangent
+    kids = children(primal)
+    if kids is None:
+        if space is not None:
+            raise TypeError(
+                f"project: {render_path(_ROOT, path)} has a space {space!r} but its primal is a "
+                f"{type(primal).__name__}, not an array"
+            )
+        return tangent
+    guard.enter(primal, path)
+    try:
+        return _structure(primal, kids, tangent, space, path, guard)
+    finally:
+        guard.leave(primal)
+
+
+def _leaf(primal: Any, tangent: Any, space: Any, path: Path) -> Any:
+    where = render_path(_ROOT, path)
+    if space is not None and not isinstance(space, Space):
+        raise TypeError(
+            f"project: the space for {where} must be a rruletest.spaces.Space or None (its "
+            f"primal is an array), got {type(space).__name__}"
+        )
+    if isinstance(tangent, Tangent) or (
+        isinstance(tangent, tuple | list | Mapping) and not isinstance(primal, np.ndarray)
+    ):
+        raise ValueError(
+            f"project: {where} is a {type(tangent).__name__} but its primal is a "
+            f"{type(primal).__name__}; a number's or array's tangent is a number or array"
+        )
+    try:
+        out = unbroadcast(primal, tangent)
+    except ValueError as e:
+        raise ValueError(f"project: {where}: {e}") from None
+    if space is None or isinstance(out, AbstractZero):
+        return out
+    if not isinstance(primal, np.ndarray):
+        raise TypeError(f"project: {where} has a space {space!r} but its primal is not an array")
+    return space.project(primal, out)
+
+
+def _space_of(space: Any, key: Any, index: int, primal: Any, n: int, where: str) -> Any:
+    if space is None:
+        return None
+    if isinstance(space, Mapping):
+        return space.get(key)
+    if isinstance(space, tuple | list) and not isinstance(primal, Mapping):
+        if len(space) != n:
+            raise TypeError(f"project: {len(space)} spaces for {where}, which has {n} fields")
+        return space[index]
+    raise TypeError(
+        f"project: the spaces for {where} must be a structure matching its primal (a "
+        f"{type(primal).__name__}), got {space!r}"
+    )
+
+
+def _structure(
+    primal: Any,
+    kids: list[tuple[Step, Any]],
+    tangent: Any,
+    space: Any,
+    path: Path,
+    guard: Guard,
+) -> Any:
+    where = render_path(_ROOT, path)
+    keys = [step.key for step, _ in kids]
+
+    def one(i: int, value: Any, t: Any) -> Any:
+        step = kids[i][0]
+        sub = _space_of(space, step.key, i, primal, len(kids), where)
+        return _project(value, t, sub, (*path, step), guard)
+
+    if isinstance(tangent, Tangent):
+        stored = dict(tangent.items())
+        unknown = [k for k in stored if k not in keys]
+        if unknown:
+            raise ValueError(
+                f"project: {where} has field {unknown[0]!r}, which its primal (a "
+                f"{type(primal).__name__}) does not have"
+            )
+        out = {
+            step.key: one(i, v, stored[step.key])
+            for i, (step, v) in enumerate(kids)
+            if step.key in stored
+        }
+        if isinstance(tangent.backing, tuple):
+            n = max(out, default=-1) + 1
+            return Tangent(tangent.primal_type, *(out.get(i, ZERO_TANGENT) for i in range(n)))
+        if issubclass(tangent.primal_type, Mapping):
+            return Tangent(tangent.primal_type, out)
+        return Tangent(tangent.primal_type, **out)
+    values = _natural_fields(primal, kids, tangent, where)
+    projected = [one(i, v, values[i]) for i, (_, v) in enumerate(kids)]
+    if type(tangent) in (tuple, list):
+        return type(tangent)(projected)
+    if type(tangent) is dict:
+        return dict(zip(keys, projected, strict=True))
+    if isinstance(primal, Mapping):
+        return Tangent(type(primal), dict(zip(keys, projected, strict=True)))
+    if isinstance(primal, tuple | list) and not hasattr(primal, "_fields"):
+        return Tangent(type(primal), *projected)
+    return Tangent(type(primal), **dict(zip(keys, projected, strict=True)))
+
+
+def _natural_fields(
+    primal: Any, kids: list[tuple[Step, Any]], tangent: Any, where: str
+) -> list[Any]:
+    """The natural tangent's value for each child of the primal (a missing key is a zero)."""
+    name = type(primal).__name__
+    keys = [step.key for step, _ in kids]
+    if isinstance(primal, Mapping):
+        if not isinstance(tangent, Mapping):
+            raise ValueError(
+                f"project: {where} is a {type(tangent).__name__} but its primal is a {name}"
+            )
+        unknown = [k for k in tangent if k not in primal]
+        if unknown:
+            raise ValueError(
+                f"project: {where} has key {unknown[0]!r}, which its primal does not have"
+            )
+        return [tangent.get(k, ZERO_TANGENT) for k in keys]
+    plain = type(tangent) in (tuple, list)
+    if plain or (isinstance(tangent, tuple | list) and type(tangent) is not type(primal)):
+        if len(tangent) != len(kids):
+            raise ValueError(
+                f"project: {where} has {len(tangent)} entries but its primal (a {name}) has "
+                f"{len(kids)}"
+            )
+        return list(tangent)
+    own = children(tangent) if type(tangent) is type(primal) else None
+    if own is not None:
+        found = {step.key: v for step, v in own}
+        return [found.get(k, ZERO_TANGENT) for k in keys]
+    raise ValueError(
+        f"project: {where} is a {type(tangent).__name__} but its primal is a {name}; give a "
+        f"Tangent({name}, ...) or a value of the same structure"
+    )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections import OrderedDict, namedtuple
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
@@ -22,6 +23,8 @@ from rruletest.broadcast import broadcasted
 from rruletest.errors import RuleTestFailure
 from rruletest.rules import RuleSet
 from rruletest.tangents import InplaceableThunk, NoTangent, Tangent, Thunk, ZeroTangent
+from rruletest.walk import MAX_DEPTH, register_structure
+from rruletest.walk import _structure as walk_structure
 
 P = namedtuple("P", "x y")
 Q = namedtuple("Q", "x z")
@@ -110,7 +113,9 @@ EQUAL = [
         {},
         id="nan-inf-same-place",
     ),
-    pytest.param(complex(np.nan, 0), complex(0, np.nan), {}, id="complex-nan"),
+    pytest.param(complex(np.nan, 1), complex(np.nan, 1), {}, id="complex-nan"),
+    pytest.param(complex(1 + 1e-12, np.nan), complex(1, np.nan), {}, id="complex-nan-close"),
+    pytest.param(complex(np.inf, 2), complex(np.inf, 2 + 1e-12), {}, id="complex-inf-close"),
     pytest.param(np.zeros((0, 3)), np.zeros((0, 3)), {}, id="empty-arrays"),
     pytest.param(Fraction(1, 2), 0.5, {}, id="fraction-number"),
     pytest.param(np.array([True, False]), np.array([1.0, 0.0]), {}, id="bool-array"),
@@ -212,6 +217,19 @@ DIFFERENT = [
     pytest.param(1 + 1j, 1.0, {}, [("dtype", ""), ("value", "")], id="complex-differs"),
     pytest.param(np.array([np.nan]), np.array([1.0]), {}, [("value", "")], id="nan-actual"),
     pytest.param(np.nan, np.nan, {"nan_equal": False}, [("value", "")], id="nan-not-equal"),
+    # Regression: complex(1, nan) passed against complex(5, nan). NaN equals NaN per part.
+    pytest.param(complex(1, np.nan), complex(5, np.nan), {}, [("value", "")], id="complex-nan"),
+    pytest.param(
+        complex(np.nan, 0), complex(0, np.nan), {}, [("value", "")], id="complex-nan-elsewhere"
+    ),
+    # Regression: a complex infinity in a list raised a TypeError inside the comparison.
+    pytest.param(
+        [complex(np.inf, 0)],
+        [np.complex64(complex(np.inf, 1))],
+        {},
+        [("value", "[0]")],
+        id="complex-inf-in-list",
+    ),
     pytest.param(np.inf, -np.inf, {}, [("value", "")], id="inf-signs"),
     pytest.param(np.inf, 1e308, {}, [("value", "")], id="inf-finite"),
     pytest.param(
@@ -934,8 +952,34 @@ def test_repr_failure_is_described() -> None:
 
 def test_very_deep_nesting_is_reported_not_raised() -> None:
     found = collect_mismatches(_deep(5000), _deep(5000))
-    assert [m.check for m in found] == ["exception"]
-    assert "nested too deeply" in found[0].message
+    assert [m.check for m in found] == ["structure"]
+    assert found[0].path == "[0]" * (MAX_DEPTH + 1)
+    assert found[0].message.startswith(
+        f"{found[0].path}: the values nest deeper than {MAX_DEPTH} levels "
+        "(rruletest.walk.MAX_DEPTH): not compared below this point\n"
+    )
+
+
+@pytest.mark.parametrize("depth", [300, 900, MAX_DEPTH])
+def test_deep_equal_structures_are_equal(depth: int) -> None:
+    # Regression: two equal structures 300 deep were reported as different (RecursionError).
+    test_approx(_deep(depth), _deep(depth))
+    test_approx(_deep(depth), _deep(depth), path="args[0]", rtol=1e-3)
+
+
+def test_a_difference_deep_down_is_found_at_its_path() -> None:
+    a, e = _deep(400), _deep(400)
+    leaf = e
+    for _ in range(399):
+        leaf = leaf[0]
+    leaf[0] = 3.0
+    [m] = collect_mismatches(a, e, path="y")
+    assert (m.check, m.path) == ("value", "y" + "[0]" * 400)
+
+
+def test_two_thousand_deep_is_a_clear_finding() -> None:
+    with pytest.raises(RuleTestFailure, match=f"nest deeper than {MAX_DEPTH} levels"):
+        test_approx(_deep(2000), _deep(2000))
 
 
 def test_moderate_nesting_compares() -> None:
@@ -1046,3 +1090,92 @@ def test_large_arrays_compare_in_one_block() -> None:
     y[123_456] += 1e-3
     (m,) = collect_mismatches(y, x)
     assert (m.index, m.count, m.size) == ((123_456,), 1, 200_000)
+
+
+# ------------------------------------------------------------------------------------------
+# Masked arrays, Decimal, registered types
+# ------------------------------------------------------------------------------------------
+
+
+def test_masked_elements_are_not_compared() -> None:
+    a = np.ma.array([1.0, 2.0, 3.0], mask=[False, True, False])
+    e = np.ma.array([1.0, 99.0, 3.0], mask=[False, True, False])
+    test_approx(a, e)
+    test_approx(ZeroTangent(), np.ma.array([0.0, 5.0], mask=[False, True]))
+
+
+def test_masks_must_agree() -> None:
+    a = np.ma.array([1.0, 2.0, 3.0], mask=[False, True, False])
+    [m] = collect_mismatches(a, np.array([1.0, 2.0, 3.0]), path="y")
+    assert (m.check, m.path, m.index, m.count) == ("structure", "y", (1,), 1)
+    assert m.message.splitlines()[0] == (
+        "y: masks differ: 1 element masked on one side only (1 in actual, 0 in expected), "
+        "first at [1]"
+    )
+    # The unmasked elements are still compared, the masked one never.
+    found = collect_mismatches(a, np.ma.array([1.0, 7.0, 4.0], mask=[False, False, False]))
+    assert [(m.check, m.index) for m in found] == [("structure", (1,)), ("value", (2,))]
+    assert "1 of 3 elements differ" in found[1].message
+
+
+def test_decimal_is_a_real_number() -> None:
+    # Regression: Decimal('0.5') was taken for a complex number (a dtype mismatch).
+    test_approx(Decimal("0.5"), 0.5)
+    assert checks(Decimal("0.5"), 0.75) == [("value", "")]
+
+
+class Diagonal:
+    def __init__(self, diag: Any) -> None:
+        self.diag = diag
+
+    def __repr__(self) -> str:
+        return f"Diagonal({self.diag!r})"
+
+
+@pytest.fixture
+def registry() -> Any:
+    """Restores the registry of user types after the test (a registration is global)."""
+    saved = dict(walk_structure._REGISTRY)
+    yield
+    walk_structure._REGISTRY.clear()
+    walk_structure._REGISTRY.update(saved)
+
+
+@pytest.mark.usefixtures("registry")
+def test_registered_types_compare_field_by_field() -> None:
+    register_structure(Diagonal, ["diag"])
+    test_approx(Diagonal(np.ones(2)), Diagonal(np.ones(2) + 1e-12))
+    assert checks(Diagonal(np.ones(2)), Diagonal(np.array([1.0, 2.0]))) == [("value", ".diag")]
+    test_approx(Tangent(Diagonal, diag=np.ones(2)), Diagonal(np.ones(2)))
+    assert checks([Tangent(Diagonal, diag=np.ones(2))], [Diagonal(np.zeros(2))]) == [
+        ("value", "[0].diag")
+    ]
+    test_approx(ZeroTangent(), Diagonal(np.zeros(2)))
+    assert checks(Diagonal(1.0), 1.0) == [("type", "")]
+
+
+@pytest.mark.usefixtures("registry")
+def test_registered_scipy_sparse_matrices_compare_their_values() -> None:
+    sparse = pytest.importorskip("scipy.sparse")
+    register_structure(
+        sparse.csr_matrix,
+        ["data"],
+        lambda x, v: sparse.csr_matrix((v["data"], x.indices, x.indptr), shape=x.shape),
+    )
+    x = sparse.csr_matrix(np.array([[0.0, 1.0], [2.0, 0.0]]))
+    test_approx(x, x * (1 + 1e-12))
+    [m] = collect_mismatches(x, x * 2, path="xbar")
+    assert (m.check, m.path, m.index) == ("value", "xbar.data", (1,))
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix
+def test_matrices_and_number_subclasses_compare_by_value() -> None:
+    class MyFloat(float):
+        pass
+
+    m = np.asmatrix([[1.0, 2.0]])
+    test_approx(m, m.copy())
+    test_approx(MyFloat(1.5), 1.5)
+    [found] = collect_mismatches(m, m * 2)
+    assert (found.check, found.index) == ("value", (0, 1))  # the largest difference
+    assert "2 of 2 elements differ" in found.message

@@ -283,3 +283,35 @@ def test_within_tolerance_passes_beyond_fails(x: np.ndarray, data: st.DataObject
     (m,) = collect_mismatches(y, x)
     assert (m.count, m.size) == (1, x.size)
     assert m.index == (np.unravel_index(i, x.shape) if x.ndim else None)
+
+
+# Complex values with NaN and infinite parts: compared part by part.
+_PARTS = st.floats(-1e3, 1e3) | SPECIAL
+_COMPLEX_ARRAYS = st.sampled_from([np.complex128, np.complex64]).flatmap(
+    lambda dt: hnp.arrays(
+        dt,
+        hnp.array_shapes(min_dims=0, max_dims=2, min_side=1, max_side=3),
+        elements=st.builds(complex, _PARTS, _PARTS),
+    )
+)
+
+
+@given(_COMPLEX_ARRAYS)
+def test_complex_values_with_non_finite_parts_equal_themselves(x: np.ndarray) -> None:
+    test_approx(x, x.copy())
+    test_approx([x[()] if x.ndim == 0 else x[(0,) * x.ndim]], [x.flat[0]])
+
+
+@given(_COMPLEX_ARRAYS, st.data())
+def test_a_changed_part_next_to_a_non_finite_one_is_found(x: np.ndarray, data: Any) -> None:
+    i = data.draw(st.integers(0, x.size - 1))
+    # One part non-finite in both, the other part far apart: part by part, they differ.
+    im = complex(x.flat[i]).imag
+    im = im if np.isfinite(im) else 0.0
+    special = data.draw(SPECIAL)
+    x.flat[i] = complex(special, im)
+    y = x.copy()
+    y.flat[i] = complex(special, im + 10.0)
+    found = collect_mismatches(y, x)
+    assert [m.check for m in found] == ["value"]
+    assert found[0].index == (None if x.ndim == 0 else np.unravel_index(i, x.shape))

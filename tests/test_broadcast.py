@@ -21,7 +21,7 @@ from hypothesis.extra import numpy as hnp
 from numpy.testing import assert_allclose, assert_array_equal
 
 import rruletest
-from rruletest import NoTangent, RuleSet, Tangent, Thunk, ZeroTangent
+from rruletest import NoTangent, RuleSet, RuleTestFailure, Tangent, Thunk, ZeroTangent
 from rruletest.broadcast import (
     NoBroadcastRuleError,
     SlowBroadcastWarning,
@@ -32,6 +32,7 @@ from rruletest.broadcast import (
 )
 from rruletest.projection import unbroadcast as projection_unbroadcast
 from rruletest.rules import default_ruleset
+from rruletest.testers import test_frule, test_rrule
 
 NT, ZT = NoTangent(), ZeroTangent()
 
@@ -233,8 +234,8 @@ class TestBroadcasted:
             broadcasted(3, 1.0)
         with pytest.raises(TypeError, match="needs at least one argument"):
             broadcasted(np.sin)
-        with pytest.raises(TypeError, match="modf has 2 outputs"):
-            broadcasted(np.modf, np.ones(2))
+        with pytest.raises(TypeError, match="returned a tuple of 2 for one element and something"):
+            broadcasted(lambda v: (v, v) if v > 0 else v, np.array([1.0, -1.0]))
         with pytest.raises(TypeError, match="returned ndarray of shape \\(2,\\) for one element"):
             broadcasted(lambda v: np.array([v, v]), np.ones(3))
 
@@ -888,3 +889,130 @@ class TestFRule:
         assert y1.dtype == y2.dtype == d1.dtype == d2.dtype == np.float32
         assert_allclose(y1, y2)
         assert_allclose(d1, d2)
+
+
+# ------------------------------------------------------------------------------------------
+# Functions of several outputs through the broadcast path
+# ------------------------------------------------------------------------------------------
+
+
+def sincos(x: Any) -> tuple[Any, Any]:
+    return np.sin(x), np.cos(x)
+
+
+def scaled_sincos(x: Any, s: Any) -> tuple[Any, Any]:
+    return s * np.sin(x), s * np.cos(x)
+
+
+@pytest.fixture
+def several() -> RuleSet:
+    r = RuleSet("several")
+    r.scalar_rule(sincos, lambda x, y: (y[1], -y[0]))
+    r.scalar_rule(np.modf, lambda x, y: (1.0, 0.0))
+    r.scalar_rule(np.frexp, lambda x, y: (np.ldexp(1.0, -y[1]), 0.0))
+    r.scalar_rule(
+        scaled_sincos,
+        lambda x, s, y: ((s * np.cos(x), np.sin(x)), (-s * np.sin(x), np.cos(x))),
+    )
+    return r
+
+
+class TestSeveralOutputs:
+    def test_broadcasted_returns_one_array_per_output(self) -> None:
+        frac, whole = broadcasted(np.modf, np.array([[1.5], [-2.25]]))
+        assert_array_equal(frac, [[0.5], [-0.25]])
+        assert_array_equal(whole, [[1.0], [-2.0]])
+        _, e = broadcasted(np.frexp, np.array([8.0, 3.0]))
+        assert e.dtype.kind == "i"
+        s, c = broadcasted(lambda v: (math.sin(v), math.cos(v)), np.array([0.0, 1.0]))
+        assert s.dtype == c.dtype == np.float64
+        assert_allclose(c, [1.0, math.cos(1.0)])
+        s0, c0 = broadcasted(lambda v: (math.sin(v), math.cos(v)), 0.0)
+        assert (s0, c0) == (0.0, 1.0)
+
+    def test_scalar_path_pullback_sums_over_outputs(self, several: RuleSet) -> None:
+        x = np.array([[0.1, 0.5, 2.0]])
+        s = np.array([[1.0], [2.0]])
+        (ys, yc), pullback = several.rrule(broadcasted, scaled_sincos, x, s)
+        assert ys.shape == yc.shape == (2, 3)
+        a, b = np.ones((2, 3)), np.full((2, 3), 3.0)
+        out = pullback((a, b))
+        assert out[:2] == (NT, NT)
+        assert_allclose(out[2], (s * np.cos(x) * a - s * np.sin(x) * b).sum(0, keepdims=True))
+        assert_allclose(out[3], (np.sin(x) * a + np.cos(x) * b).sum(1, keepdims=True))
+        only_first = pullback(Tangent(tuple, a))
+        assert_allclose(only_first[2], (s * np.cos(x) * a).sum(0, keepdims=True))
+        assert pullback(ZT)[2:] == (ZT, ZT)
+        assert pullback((NT, ZT))[2:] == (ZT, ZT)
+
+    def test_scalar_path_pushforward_per_output(self, several: RuleSet) -> None:
+        x = np.linspace(0.1, 3.0, 4)
+        (_, e), (mdot, edot) = several.frule((NT, NT, np.ones(4)), broadcasted, np.frexp, x)
+        assert_allclose(mdot, np.ldexp(1.0, -e))
+        assert edot is NT
+        _, (sdot, cdot) = several.frule((NT, NT, 2 * np.ones(4)), broadcasted, sincos, x)
+        assert_allclose(sdot, 2 * np.cos(x))
+        assert_allclose(cdot, -2 * np.sin(x))
+        _, zeros = several.frule((NT, NT, ZT), broadcasted, sincos, x)
+        assert zeros == (ZT, ZT)
+
+    def test_partials_written_for_scalars_fall_back_per_element(self) -> None:
+        r = RuleSet()
+        r.scalar_rule(sincos, lambda x, y: (math.cos(x), -math.sin(x)))
+        x = np.array([0.2, 1.0])
+        _, pullback = r.rrule(broadcasted, sincos, x)
+        with pytest.warns(SlowBroadcastWarning, match="partials once per element"):
+            out = pullback((np.ones(2), np.ones(2)))
+        assert_allclose(out[2], np.cos(x) - np.sin(x))
+
+    @pytest.mark.parametrize("f", [sincos, np.modf, np.frexp], ids=lambda f: f.__name__)
+    def test_rules_of_several_outputs_pass_the_testers(self, several: RuleSet, f: Any) -> None:
+        x = np.linspace(0.3, 5.0, 7)
+        test_rrule(broadcasted, f, x, rrule_f=several.rrule, rng=0)
+        test_frule(broadcasted, f, x, frule_f=several.frule, rng=0)
+        s = np.array([[1.0], [-2.0]])
+        test_rrule(broadcasted, scaled_sincos, x, s, rrule_f=several.rrule, rng=0)
+        test_frule(broadcasted, scaled_sincos, x, s, frule_f=several.frule, rng=0)
+
+    def test_a_wrong_row_of_several_outputs_fails_the_testers(self) -> None:
+        bad = RuleSet()
+        bad.scalar_rule(sincos, lambda x, y: (y[1], -1.01 * y[0]))
+        x = np.linspace(-2.0, 2.0, 6)
+        with pytest.raises(RuleTestFailure) as rr:
+            test_rrule(broadcasted, sincos, x, rrule_f=bad.rrule, rng=0)
+        assert "numerical reference: structured broadcast vjp" in str(rr.value)
+        assert "args[1]: 6 of 6 elements differ" in str(rr.value)
+        with pytest.raises(RuleTestFailure) as fr:
+            test_frule(broadcasted, sincos, x, frule_f=bad.frule, rng=0)
+        assert "ydot[1]: 6 of 6 elements differ" in str(fr.value)
+        assert "ydot[0]" not in str(fr.value)
+
+    def test_per_element_path_with_several_outputs(self) -> None:
+        r = RuleSet()
+
+        def sincos2(x: Any) -> tuple[Any, Any]:  # its own function: SlowBroadcastWarning is once
+            return np.sin(x), np.cos(x)
+
+        @r.register_rrule(sincos2)
+        def _rrule(x: Any) -> Any:
+            return sincos2(x), lambda ybar: (NT, ybar[0] * np.cos(x) - ybar[1] * np.sin(x))
+
+        @r.register_frule(sincos2)
+        def _frule(tangents: Any, x: Any) -> Any:
+            xdot = tangents[1]
+            return sincos2(x), (np.cos(x) * xdot, -np.sin(x) * xdot)
+
+        x = np.array([[0.1, 0.5, 2.0]])
+        with pytest.warns(SlowBroadcastWarning, match="scalar rrule once per element"):
+            (s, _), pullback = r.rrule(broadcasted, sincos2, x)
+        assert_allclose(s, np.sin(x))
+        a, b = np.array([[1.0, 2.0, 3.0]]), np.full(3, 2.0)  # b broadcasts to the output
+        _, fbar, xbar = pullback((a, b))
+        assert fbar is NT
+        assert_allclose(xbar, np.cos(x) * a - np.sin(x) * b)
+        assert_allclose(pullback((ZT, b))[2], -np.sin(x) * b)
+        assert pullback(ZT)[2] is ZT
+        # (warned once per function: the rrule above already did)
+        _, (sdot, cdot) = r.frule((NT, NT, np.full((1, 3), 3.0)), broadcasted, sincos2, x)
+        assert_allclose(sdot, 3.0 * np.cos(x))
+        assert_allclose(cdot, -3.0 * np.sin(x))

@@ -327,3 +327,41 @@ def test_a_few_flat_elements_are_re_worked_alone():
         assert 0 < flat.elements - plain.elements < 200
         assert np.all(np.abs(abar.value - ybar * a / np.hypot(a, b)) <= abar.error)
         assert np.all(np.abs(bbar.value - ybar * b / np.hypot(a, b)) <= bbar.error)
+
+
+# -- functions of several outputs ---------------------------------------------------------------
+
+
+def _sincos(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return np.sin(x), np.cos(x)
+
+
+def test_vjp_of_several_outputs_sums_over_them() -> None:
+    x = np.array([0.2, 1.0, 2.5])
+    a, b = np.array([1.0, 2.0, 3.0]), np.array([-1.0, 0.5, 2.0])
+    (xbar,) = broadcast_vjp(central_fdm(5, 1), _sincos, (a, b), x)
+    np.testing.assert_allclose(xbar.value, a * np.cos(x) - b * np.sin(x), rtol=1e-10)
+    assert np.all(np.abs(xbar.value - (a * np.cos(x) - b * np.sin(x))) <= xbar.error + 1e-15)
+    (only,) = broadcast_vjp(central_fdm(5, 1), _sincos, (ZeroTangent(), b), x)
+    np.testing.assert_allclose(only.value, -b * np.sin(x), rtol=1e-10)
+    (none,) = broadcast_vjp(central_fdm(5, 1), _sincos, ZeroTangent(), x)
+    np.testing.assert_array_equal(none.value, 0.0)
+
+
+def test_vjp_and_jvp_skip_an_integer_output() -> None:
+    x = np.array([0.3, 5.0, 70.0])
+    (xbar,) = broadcast_vjp(central_fdm(5, 1), np.frexp, (np.ones(3), NoTangent()), x)
+    np.testing.assert_allclose(xbar.value, np.ldexp(1.0, -np.frexp(x)[1]), rtol=1e-10)
+    est = broadcast_jvp(central_fdm(5, 1), np.frexp, (x, np.full(3, 2.0)))
+    mdot, edot = est.value
+    np.testing.assert_allclose(mdot, 2.0 * np.ldexp(1.0, -np.frexp(x)[1]), rtol=1e-10)
+    assert edot is NoTangent()
+    assert len(est.error) == 2
+
+
+def test_jvp_of_several_outputs_is_one_per_output() -> None:
+    x = np.linspace(-1.0, 1.0, 4)
+    est = broadcast_jvp(central_fdm(5, 1), _sincos, (x, np.ones(4)))
+    np.testing.assert_allclose(est.value[0], np.cos(x), rtol=1e-10)
+    np.testing.assert_allclose(est.value[1], -np.sin(x), rtol=1e-10, atol=1e-14)
+    assert est.error[0].shape == (4,)

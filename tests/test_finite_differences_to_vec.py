@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import namedtuple
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,8 @@ from hypothesis.extra import numpy as hnp
 
 from rruletest.finite_differences import to_vec
 from rruletest.tangents import NoTangent, Tangent, Thunk, ZeroTangent
+from rruletest.walk import MAX_DEPTH, WalkError, register_structure
+from rruletest.walk import _structure as walk_structure
 
 Pair = namedtuple("Pair", "a b")
 
@@ -163,7 +166,9 @@ def test_object_arrays():
 
 
 class Opaque:
-    pass
+    """No attributes to walk into (no ``__dict__``, no slots): a leaf to_vec cannot flatten."""
+
+    __slots__ = ()
 
 
 @pytest.mark.parametrize(
@@ -199,3 +204,199 @@ def test_from_vec_checks_length():
     _, back = to_vec((1.0, 2.0))
     with pytest.raises(ValueError, match="length 2"):
         back(np.zeros(3))
+
+
+# -- ported to rruletest.walk: cycles, depth, non-finite complex parts, subclasses, Decimal ----
+
+
+def test_a_cycle_is_a_clear_error_naming_the_path():
+    # Regression: to_vec of a self-containing list raised RecursionError.
+    opts: list[Any] = [0.5]
+    opts.append(opts)
+    message = r"^args\[1\]: the value contains itself \(a cycle: it is args again\)$"
+    with pytest.raises(WalkError, match=message):
+        to_vec(opts, path="args")
+
+
+def _nested(depth: int) -> Any:
+    x: Any = 1.0
+    for _ in range(depth):
+        x = [x]
+    return x
+
+
+def test_deep_values_round_trip_and_too_deep_is_a_clear_error():
+    v, back = to_vec(_nested(600))
+    assert v.tolist() == [1.0]
+    again = back(v + 1)
+    for _ in range(600):
+        again = again[0]
+    assert again == 2.0
+    assert back.tangent_vec(back.tangent(v)).tolist() == [1.0]
+    with pytest.raises(WalkError, match=f"nests deeper than {MAX_DEPTH} levels"):
+        to_vec(_nested(MAX_DEPTH + 10))
+
+
+_complex_parts = st.floats(allow_nan=True, allow_infinity=True)
+
+
+@given(_complex_parts, _complex_parts)
+def test_complex_numbers_with_non_finite_parts_round_trip_exactly(re, im):
+    # Regression: to_vec(complex(1, inf)) rebuilt as nan+infj.
+    x = complex(re, im)
+    v, back = to_vec(x)
+    y = back(v)
+    assert type(y) is complex
+    assert np.array_equal([y.real, y.imag], [re, im], equal_nan=True)
+    assert np.array_equal(back.tangent_vec(back.tangent(v)), v, equal_nan=True)
+
+
+@given(
+    st.sampled_from(["complex64", "complex128"]).flatmap(
+        lambda dt: hnp.arrays(
+            np.dtype(dt),
+            hnp.array_shapes(min_dims=0, max_dims=2, max_side=3),
+            elements=hnp.from_dtype(np.dtype(dt), allow_nan=True, allow_infinity=True),
+        )
+    )
+)
+def test_complex_arrays_with_non_finite_parts_round_trip_exactly(x):
+    v, back = to_vec(x)
+    y = back(v)
+    assert (y.dtype, y.shape) == (x.dtype, x.shape)
+    assert np.array_equal(y.real, x.real, equal_nan=True)
+    assert np.array_equal(y.imag, x.imag, equal_nan=True)
+
+
+def test_decimal_has_no_coordinates():
+    # Regression: Decimal('0.5') was taken for a complex number.
+    x = (Decimal("0.5"), 2.0)
+    v, back = to_vec(x)
+    assert v.tolist() == [2.0]
+    assert back(v) == x
+    assert back.tangent(v) == (NoTangent(), 2.0)
+
+
+class MyFloat(float):
+    pass
+
+
+class StrictFloat(float):
+    def __new__(cls, value: float, unit: str) -> StrictFloat:
+        return super().__new__(cls, value)
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix
+def test_subclasses_keep_their_type():
+    # Regression: np.matrix, masked arrays and float subclasses came back as their base type.
+    m = np.asmatrix([[1.0, 2.0]])
+    ma = np.ma.array([1.0, 2.0, 3.0], mask=[False, True, False], fill_value=-1.0)
+    x = (m, ma, MyFloat(1.5))
+    v, back = to_vec(x)
+    assert v.tolist() == [1.0, 2.0, 1.0, 2.0, 3.0, 1.5]
+    ym, yma, yf = back(v * 2)
+    assert type(ym) is np.matrix
+    assert ym.tolist() == [[2.0, 4.0]]
+    assert type(yma) is np.ma.MaskedArray
+    assert np.ma.getmaskarray(yma).tolist() == [False, True, False]
+    assert yma.fill_value == -1.0
+    assert yma.data.tolist() == [2.0, 4.0, 6.0]
+    assert yma.mask is not ma.mask  # a copy: the rebuilt value is new
+    assert (type(yf), yf) == (MyFloat, 3.0)
+    assert type(back.error(np.abs(v))[0]) is np.ndarray  # errors are plain float64
+    tm, tma, tf = back.tangent(v)  # tangents are plain arrays, as rand_tangent draws them
+    assert (type(tm), type(tma), type(tf)) == (np.ndarray, np.ndarray, float)
+
+
+def test_a_number_subclass_that_cannot_be_rebuilt_is_refused():
+    with pytest.raises(
+        TypeError, match=r"cannot rebuild the StrictFloat at x\[0\]: StrictFloat\(1.5\) does not"
+    ):
+        to_vec([StrictFloat(1.5, "m")])
+
+
+class Diagonal:
+    def __init__(self, diag: Any) -> None:
+        self.diag = diag
+
+
+def test_a_registered_type_is_flattened_and_rebuilt():
+    register_structure(Diagonal, ["diag"])
+    x = {"d": Diagonal(np.array([1.0, 2.0]))}
+    v, back = to_vec(x)
+    assert v.tolist() == [1.0, 2.0]
+    y = back(v * 3)
+    assert type(y["d"]) is Diagonal
+    assert y["d"].diag.tolist() == [3.0, 6.0]
+    t = back.tangent(v)
+    assert isinstance(t["d"], Tangent)
+    assert t["d"].primal_type is Diagonal
+    assert back.tangent_vec({"d": Tangent(Diagonal, diag=np.ones(2))}).tolist() == [1.0, 1.0]
+    assert back.tangent_vec({"d": Diagonal(np.full(2, 2.0))}).tolist() == [2.0, 2.0]
+    with pytest.raises(TypeError, match=r"tangent at x\['d'\] must be a Tangent or a Diagonal"):
+        back.tangent_vec({"d": 1.0})
+
+
+@pytest.fixture
+def registry() -> Any:
+    """Restores the registry of user types after the test (a registration is global)."""
+    saved = dict(walk_structure._REGISTRY)
+    yield
+    walk_structure._REGISTRY.clear()
+    walk_structure._REGISTRY.update(saved)
+
+
+@pytest.mark.usefixtures("registry")
+def test_a_registered_scipy_sparse_matrix_keeps_its_pattern():
+    sparse = pytest.importorskip("scipy.sparse")
+    register_structure(
+        sparse.csr_matrix,
+        ["data"],
+        lambda x, v: sparse.csr_matrix((v["data"], x.indices, x.indptr), shape=x.shape),
+    )
+    x = sparse.csr_matrix(np.array([[0.0, 1.0], [2.0, 0.0]]))
+    v, back = to_vec(x)
+    assert v.tolist() == [1.0, 2.0]
+    y = back(v * 10)
+    assert isinstance(y, sparse.csr_matrix)
+    assert y.toarray().tolist() == [[0.0, 10.0], [20.0, 0.0]]
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix
+def test_the_testers_call_the_function_with_the_type_it_was_given():
+    from rruletest import RuleSet, test_rrule, unthunk
+
+    rules = RuleSet()
+    seen: list[type] = []
+
+    def f(x):
+        seen.append(type(x))
+        return np.sin(np.asarray(x))
+
+    @rules.register_rrule(f)
+    def f_rrule(x):
+        return f(x), lambda ybar: (NoTangent(), unthunk(ybar) * np.cos(np.asarray(x)))
+
+    for x in (np.asmatrix([[0.1, 0.2]]), np.ma.array([0.1, 0.2], mask=[False, True]), MyFloat(0.3)):
+        seen.clear()
+        test_rrule(f, x, rrule_f=rules.rrule, rng=0)
+        assert set(seen) == {type(x)}
+
+
+class Plain:
+    def __init__(self, w: Any, label: str) -> None:
+        self.w, self.label = w, label
+
+
+def test_plain_objects_are_walked_into_as_the_walk_sees_them():
+    # The testers follow rruletest.walk, which walks a plain object's attributes: so does to_vec.
+    x = [Plain(np.array([1.0, 2.0]), "layer")]
+    v, back = to_vec(x)
+    assert v.tolist() == [1.0, 2.0]
+    [y] = back(v * 2)
+    assert (type(y), y.w.tolist(), y.label) == (Plain, [2.0, 4.0], "layer")
+    [t] = back.tangent(v)
+    assert (t.primal_type, t.w.tolist(), t.label) == (Plain, [1.0, 2.0], NoTangent())
+    assert back.tangent_vec([Tangent(Plain, w=np.ones(2))]).tolist() == [1.0, 1.0]
+    with pytest.raises(TypeError, match=r"type .*Opaque.* \(at x\[0\]\.w\)"):
+        to_vec([Plain(Opaque(), "s")])

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
@@ -11,8 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from rruletest.projection import is_differentiable, unbroadcast
-from rruletest.tangents import NoTangent, Tangent, Thunk, ZeroTangent
+from rruletest.projection import is_differentiable, project, unbroadcast
+from rruletest.spaces import Diagonal, LowerTriangular, Symmetric
+from rruletest.tangents import NoTangent, Tangent, Thunk, ZeroTangent, unthunk
+from rruletest.walk import WalkError
 
 
 @pytest.mark.parametrize(
@@ -205,3 +208,270 @@ def test_unbroadcast_of_a_same_shaped_cotangent_keeps_values(x: np.ndarray) -> N
     assert out.shape == x.shape
     assert out.dtype == x.dtype
     np.testing.assert_array_equal(out, x)
+
+
+# --------------------------------------------------------------------------------------------
+# project: the general case (ChainRulesCore's ProjectTo)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("primal", "tangent", "expected"),
+    [
+        pytest.param(1.0, 2.0 + 3.0j, 2.0, id="float-takes-the-real-part"),
+        pytest.param(1j, 2.0, 2.0 + 0j, id="complex-becomes-complex"),
+        pytest.param(np.float32(1.0), np.ones(3), np.float32(3.0), id="float32-sums-and-casts"),
+        pytest.param(np.ones((2, 1)), np.ones((3, 2, 4)), np.full((2, 1), 12.0), id="array"),
+        pytest.param(3, 1.5, NoTangent(), id="int"),
+        pytest.param("name", 1.0, NoTangent(), id="str"),
+        pytest.param(None, 1.0, NoTangent(), id="None"),
+        pytest.param(np.arange(3), np.ones(3), NoTangent(), id="int-array"),
+        pytest.param(2.0, ZeroTangent(), ZeroTangent(), id="zero-passes"),
+        pytest.param(2, ZeroTangent(), NoTangent(), id="zero-of-an-int-is-NoTangent"),
+        pytest.param([1.0, 2.0], np.ones(2), np.ones(2), id="list-of-numbers-as-array"),
+    ],
+)
+def test_project_leaves(primal: Any, tangent: Any, expected: Any) -> None:
+    out = project(primal, tangent)
+    assert type(out) is type(expected)
+    if isinstance(expected, np.ndarray):
+        assert out.dtype == expected.dtype
+        assert out.shape == expected.shape
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(expected))
+
+
+def test_project_is_unbroadcast_on_arrays() -> None:
+    x = np.ones((3, 1), np.float32)
+    t = np.arange(12.0).reshape(3, 4) + 1j
+    np.testing.assert_array_equal(project(x, t), unbroadcast(x, t))
+    assert project(x, t).dtype == np.float32
+
+
+@dataclasses.dataclass
+class Layer:
+    w: np.ndarray
+    b: float
+    n: int = 1
+
+
+class PointT(NamedTuple):
+    x: float
+    y: np.ndarray
+
+
+def test_project_structures_field_by_field_keeping_the_container() -> None:
+    out = project((1.0, 2, np.zeros(2)), (1j, 5.0, np.ones((3, 2))))
+    assert type(out) is tuple
+    assert out[0] == 0.0
+    assert out[1] is NoTangent()
+    np.testing.assert_array_equal(out[2], [3.0, 3.0])
+    out_list = project([np.float32(1.0)], [np.float64(2.5)])
+    assert type(out_list) is list
+    assert type(out_list[0]) is np.float32
+    out_dict = project({"a": 1.0, "b": 2.0}, {"a": 3.0 + 1j})
+    assert out_dict == {"a": 3.0, "b": ZeroTangent()}
+
+
+def test_project_tangents_keep_missing_fields_missing() -> None:
+    layer = Layer(np.zeros((2, 2), np.float32), 0.5)
+    t = project(layer, Tangent(Layer, w=np.ones((3, 2, 2)), n=1.0))
+    assert isinstance(t, Tangent)
+    assert t.primal_type is Layer
+    assert t.w.dtype == np.float32
+    np.testing.assert_array_equal(t.w, np.full((2, 2), 3.0))
+    assert t.n is NoTangent()
+    assert "b" not in t.backing
+    p = project(PointT(1.0, np.zeros(2)), Tangent(PointT, y=np.ones(2) * (1 + 1j)))
+    assert isinstance(p, Tangent)
+    np.testing.assert_array_equal(p.y, [1.0, 1.0])
+    tup = project((1.0, 2.0), Tangent(tuple, 1j))
+    assert tup == Tangent(tuple, 0.0)
+
+
+def test_project_natural_dataclass_and_namedtuple_give_tangents() -> None:
+    t = project(Layer(np.zeros(2), 1.0), Layer(np.ones(2), 2.0 + 1j, 3))
+    assert isinstance(t, Tangent)
+    assert t.b == 2.0
+    assert t.n is NoTangent()
+    p = project(PointT(1.0, np.zeros(2)), PointT(2.0, np.ones(2)))
+    assert isinstance(p, Tangent)
+    assert p.primal_type is PointT
+    assert p.x == 2.0
+
+
+def test_project_with_spaces() -> None:
+    x = np.eye(2)
+    t = np.array([[1.0, 2.0], [0.0, 1.0]])
+    np.testing.assert_array_equal(project(x, t, Symmetric()), [[1.0, 1.0], [1.0, 1.0]])
+    both = project((x, x), (t, t), (Symmetric(), LowerTriangular()))
+    np.testing.assert_array_equal(both[0], [[1.0, 1.0], [1.0, 1.0]])
+    np.testing.assert_array_equal(both[1], [[1.0, 0.0], [0.0, 1.0]])
+    d = project({"s": x, "k": 2}, {"s": t, "k": 1.0}, {"s": Symmetric()})
+    np.testing.assert_array_equal(d["s"], [[1.0, 1.0], [1.0, 1.0]])
+    assert d["k"] is NoTangent()
+    # shape and dtype first, then the space
+    big = np.ones((3, 2, 2)) + 1j
+    np.testing.assert_array_equal(project(x, big, Diagonal()), [[3.0, 0.0], [0.0, 3.0]])
+
+
+def test_project_of_a_thunk_is_lazy() -> None:
+    calls: list[int] = []
+    t = Thunk(lambda: calls.append(1) or np.ones((2, 3)))
+    out = project(np.zeros(3), t)
+    assert isinstance(out, Thunk)
+    assert calls == []
+    np.testing.assert_array_equal(unthunk(out), [2.0, 2.0, 2.0])
+    assert calls == [1]
+
+
+def test_project_passes_other_objects_tangents_through() -> None:
+    obj, tangent = object(), Tangent(object)
+    assert project(obj, tangent) is tangent
+
+
+@pytest.mark.parametrize(
+    ("primal", "tangent", "space", "error", "message"),
+    [
+        pytest.param(
+            (1.0, 2.0),
+            (1.0,),
+            None,
+            ValueError,
+            "project: tangent has 1 entries but its primal (a tuple) has 2",
+            id="length",
+        ),
+        pytest.param(
+            {"a": 1.0},
+            {"b": 1.0},
+            None,
+            ValueError,
+            "project: tangent has key 'b', which its primal does not have",
+            id="dict-key",
+        ),
+        pytest.param(
+            (np.ones(2), [1.0, {"w": np.ones(3)}]),
+            (np.ones(2), [1.0, {"w": np.ones(4)}]),
+            None,
+            ValueError,
+            "project: tangent[1][1]['w']: cannot unbroadcast a cotangent of shape (4,) to its "
+            "primal's shape (3,): broadcasting only adds leading dimensions and stretches "
+            "dimensions of size 1",
+            id="path-of-a-bad-shape",
+        ),
+        pytest.param(
+            1.0,
+            (1.0,),
+            None,
+            ValueError,
+            "project: tangent is a tuple but its primal is a float; a number's or array's "
+            "tangent is a number or array",
+            id="structure-for-a-number",
+        ),
+        pytest.param(
+            Layer(np.ones(2), 1.0),
+            Tangent(Layer, w=np.ones(2)),
+            None,
+            None,
+            None,
+            id="ok",
+        ),
+        pytest.param(
+            (np.eye(2),),
+            (np.eye(2),),
+            Symmetric(),
+            TypeError,
+            "project: the spaces for tangent must be a structure matching its primal (a tuple), "
+            "got Symmetric()",
+            id="space-for-a-tuple",
+        ),
+        pytest.param(
+            np.eye(2),
+            np.eye(2),
+            (Symmetric(),),
+            TypeError,
+            "project: the space for tangent must be a rruletest.spaces.Space or None (its "
+            "primal is an array), got tuple",
+            id="tuple-of-spaces-for-an-array",
+        ),
+        pytest.param(
+            (np.eye(2), 1.0),
+            (np.eye(2), 1.0),
+            (Symmetric(),),
+            TypeError,
+            "project: 1 spaces for tangent, which has 2 fields",
+            id="too-few-spaces",
+        ),
+        pytest.param(
+            1.0,
+            1.0,
+            Symmetric(),
+            TypeError,
+            "project: tangent has a space Symmetric() but its primal is not an array",
+            id="space-for-a-float",
+        ),
+    ],
+)
+def test_project_errors_name_the_path(
+    primal: Any, tangent: Any, space: Any, error: Any, message: str | None
+) -> None:
+    if error is None:
+        project(primal, tangent, space)
+        return
+    with pytest.raises(error) as info:
+        project(primal, tangent, space)
+    assert str(info.value) == message
+
+
+def test_project_refuses_a_cycle_and_extreme_depth() -> None:
+    opts: list[Any] = [0.5]
+    opts.append(opts)
+    with pytest.raises(
+        WalkError,
+        match=r"^tangent\[1\]: the value contains itself \(a cycle: it is tangent again\)$",
+    ):
+        project(opts, [1.0, [1.0, []]])
+    deep: Any = 1.0
+    deep_t: Any = 1.0
+    for _ in range(50):
+        deep, deep_t = [deep], [deep_t]
+    assert project(deep, deep_t) == deep_t
+    for _ in range(3000):
+        deep, deep_t = [deep], [deep_t]
+    with pytest.raises(
+        ValueError, match=r"^project: the primal nests more deeply than Python's recursion limit$"
+    ):
+        project(deep, deep_t)
+
+
+@dataclasses.dataclass
+class Wrapper:
+    """A user type the walk learns about by registration."""
+
+    inner: np.ndarray
+
+
+def test_project_follows_the_walk_into_registered_types() -> None:
+    from rruletest.walk import register_structure
+
+    class Box:
+        def __init__(self, value: np.ndarray) -> None:
+            self._v = value
+
+    register_structure(Box, ["value"], lambda b, d: Box(d["value"]), get=lambda b, n: b._v)
+    out = project(Box(np.zeros(2, np.float32)), Tangent(Box, value=np.ones((3, 2))))
+    assert isinstance(out, Tangent)
+    assert out.value.dtype == np.float32
+    np.testing.assert_array_equal(out.value, [3.0, 3.0])
+    natural = project(Wrapper(np.zeros(2)), Wrapper(np.ones((2, 2))))
+    assert isinstance(natural, Tangent)
+    np.testing.assert_array_equal(natural.inner, [2.0, 2.0])
+
+
+@given(
+    hnp.arrays(np.float64, hnp.array_shapes(max_dims=3, max_side=4), elements=st.floats(-9, 9)),
+    st.integers(0, 2**32 - 1),
+)
+def test_project_is_idempotent(x: np.ndarray, seed: int) -> None:
+    t = np.random.default_rng(seed).normal(size=(2, *x.shape))
+    once = project(x, t)
+    np.testing.assert_array_equal(project(x, once), once)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import namedtuple
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ from hypothesis.extra import numpy as hnp
 
 from rruletest import NoTangent, Tangent, rand_tangent
 from rruletest.testers._rand_tangent import resolve_rng
+from rruletest.walk import MAX_DEPTH, register_structure
 
 
 @given(
@@ -102,7 +104,11 @@ def test_structures_get_tangents() -> None:
 def test_cycles_raise_a_clear_error() -> None:
     x: list[Any] = [1.0]
     x.append(x)
-    with pytest.raises(ValueError, match=r"rand_tangent: x\[1\] contains itself \(it is x again\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"^rand_tangent: x\[1\]: the value contains itself \(a cycle: it is x again\): a "
+        r"cyclic structure has no finite tangent; pass its tangent with with_tangent\(x, dx\)$",
+    ):
         rand_tangent(0, x)
     d: dict[str, Any] = {"a": 1.0}
     d["self"] = {"inner": d}
@@ -140,3 +146,69 @@ def test_public_name_is_the_function() -> None:
 
     assert callable(rruletest.rand_tangent)
     assert rruletest.rand_tangent is rand_tangent
+
+
+def test_deep_values_get_tangents_and_too_deep_is_a_clear_error() -> None:
+    deep: Any = 1.0
+    for _ in range(600):
+        deep = [deep]
+    t = rand_tangent(0, deep)
+    for _ in range(600):
+        assert t.primal_type is list
+        t = t[0]
+    assert isinstance(t, float)
+    for _ in range(MAX_DEPTH):
+        deep = [deep]
+    with pytest.raises(ValueError, match=f"nests deeper than {MAX_DEPTH} levels"):
+        rand_tangent(0, deep)
+
+
+def test_a_callable_dataclass_has_a_tangent() -> None:
+    @dataclasses.dataclass
+    class Scale:
+        w: float
+
+        def __call__(self, x: float) -> float:
+            return self.w * x
+
+    t = rand_tangent(0, Scale(2.0))
+    assert t.primal_type is Scale
+    assert isinstance(t.w, float)
+
+
+def test_decimals_and_subclasses() -> None:
+    assert rand_tangent(0, Decimal("0.5")) is NoTangent()
+    masked = np.ma.array([1.0, 2.0], mask=[False, True])
+    assert rand_tangent(0, masked).shape == (2,)
+
+
+class Diagonal:
+    def __init__(self, diag: Any) -> None:
+        self.diag = diag
+
+
+def test_a_registered_type_gets_a_tangent_of_its_fields() -> None:
+    register_structure(Diagonal, ["diag"])
+    t = rand_tangent(0, [Diagonal(np.ones(3, np.float32))])
+    assert t[0].primal_type is Diagonal
+    assert (t[0].diag.dtype, t[0].diag.shape) == (np.float32, (3,))
+
+
+class Plain:
+    def __init__(self, w: Any, n: int) -> None:
+        self.w, self.n = w, n
+
+
+class Scaler:
+    def __init__(self, w: float) -> None:
+        self.w = w
+
+    def __call__(self, x: float) -> float:
+        return self.w * x
+
+
+def test_plain_objects_get_a_tangent_of_their_attributes() -> None:
+    t = rand_tangent(0, Plain(np.ones(2), 3))
+    assert (t.primal_type, t.w.shape, t.n) == (Plain, (2,), NoTangent())
+    assert rand_tangent(0, Plain(1, 2)) is NoTangent()  # no float anywhere
+    assert rand_tangent(0, Scaler(2.0)) is NoTangent()  # a function object, as the testers say

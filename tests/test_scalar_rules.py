@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from rruletest import RuleSet
-from rruletest.testers import test_scalar
+from rruletest import NoTangent, RuleSet, RuleTestFailure, Tangent, Thunk, ZeroTangent
+from rruletest.testers import test_frule, test_rrule, test_scalar
 
 # (function, partials(x, y), domain, holomorphic, |x| cap for generated values)
 RULES: list[tuple[Any, Any, str, bool]] = [
@@ -179,3 +179,117 @@ def test_broadcast_with_python_scalar_and_keyword_arguments() -> None:
     x = np.linspace(0.5, 2, 4)
     test_rrule(broadcasted, np.multiply, x, 2.5, rrule_f=BINARY.rrule, rng=0)
     test_rrule(broadcasted, np.multiply, 2.5, x, rrule_f=BINARY.rrule, rng=0)
+
+
+# --------------------------------------------------------------------------------------------
+# Functions of several outputs: one row of partials per output (ChainRulesCore's @scalar_rule)
+# --------------------------------------------------------------------------------------------
+
+
+def sincos(x: Any) -> tuple[Any, Any]:
+    return np.sin(x), np.cos(x)
+
+
+def polar(r: Any, t: Any) -> tuple[Any, Any]:
+    return r * np.cos(t), r * np.sin(t)
+
+
+def several() -> RuleSet:
+    rules = RuleSet("several outputs")
+    rules.scalar_rule(sincos, lambda x, y: (y[1], -y[0]))
+    rules.scalar_rule(np.modf, lambda x, y: (1.0, 0.0))
+    rules.scalar_rule(np.frexp, lambda x, y: (np.ldexp(1.0, -y[1]), 0.0))
+    rules.scalar_rule(polar, lambda r, t, y: ((np.cos(t), -y[1]), (np.sin(t), y[0])))
+    return rules
+
+
+SEVERAL = several()
+
+
+def test_several_outputs_pullback_by_hand() -> None:
+    y, pullback = SEVERAL.rrule(sincos, 0.5)
+    assert y == (np.sin(0.5), np.cos(0.5))
+    fbar, xbar = pullback((2.0, 3.0))
+    assert fbar is NoTangent()
+    assert xbar == pytest.approx(2.0 * np.cos(0.5) - 3.0 * np.sin(0.5))
+    assert pullback(Tangent(tuple, 2.0))[1] == pytest.approx(2.0 * np.cos(0.5))
+    assert pullback([ZeroTangent(), Thunk(lambda: 1.0)])[1] == pytest.approx(-np.sin(0.5))
+    assert pullback(ZeroTangent()) == (NoTangent(), ZeroTangent())
+    assert pullback((NoTangent(), ZeroTangent())) == (NoTangent(), ZeroTangent())
+    _, rbar, tbar = SEVERAL.rrule(polar, 2.0, 0.3)[1]((1.0, 1.0))
+    assert rbar == pytest.approx(np.cos(0.3) + np.sin(0.3))
+    assert tbar == pytest.approx(-2.0 * np.sin(0.3) + 2.0 * np.cos(0.3))
+
+
+def test_several_outputs_pushforward_by_hand() -> None:
+    _, ydot = SEVERAL.frule((NoTangent(), 2.0), sincos, 0.5)
+    assert ydot == pytest.approx((2.0 * np.cos(0.5), -2.0 * np.sin(0.5)))
+    (m, e), (mdot, edot) = SEVERAL.frule((NoTangent(), 1.0), np.frexp, 12.0)
+    assert (m, e) == (0.75, 4)
+    assert mdot == 1.0 / 16
+    assert edot is NoTangent()  # an integer output has no tangent
+    assert SEVERAL.frule((NoTangent(), ZeroTangent()), sincos, 0.5)[1] == (
+        ZeroTangent(),
+        ZeroTangent(),
+    )
+    assert SEVERAL.derivatives_given_output(sincos(0.5), sincos, 0.5) == (
+        (np.cos(0.5),),
+        (-np.sin(0.5),),
+    )
+
+
+@pytest.mark.parametrize(
+    ("f", "args"),
+    [
+        pytest.param(sincos, (0.7,), id="sincos"),
+        pytest.param(sincos, (np.linspace(-2, 2, 5),), id="sincos-array"),
+        pytest.param(np.modf, (2.3,), id="modf"),
+        pytest.param(np.frexp, (np.array([0.3, 5.0, 70.0]),), id="frexp"),
+        pytest.param(polar, (1.5, np.array([0.1, 2.0])), id="polar"),
+        pytest.param(sincos, (np.float32(0.25),), id="sincos-float32"),
+    ],
+)
+def test_correct_rules_of_several_outputs_pass(f: Any, args: tuple[Any, ...]) -> None:
+    test_rrule(f, *args, rrule_f=SEVERAL.rrule, rng=0)
+    test_frule(f, *args, frule_f=SEVERAL.frule, rng=0)
+
+
+def test_a_wrong_row_of_several_outputs_is_caught() -> None:
+    bad = RuleSet()
+    bad.scalar_rule(sincos, lambda x, y: (y[1], y[0]))  # d cos / dx has the wrong sign
+    with pytest.raises(RuleTestFailure) as rr:
+        test_rrule(sincos, 0.7, rrule_f=bad.rrule, rng=0)
+    assert "[numeric] args[0]: the cotangent differs from the numerical vjp" in str(rr.value)
+    with pytest.raises(RuleTestFailure) as fr:
+        test_frule(sincos, 0.7, frule_f=bad.frule, rng=0)
+    text = str(fr.value)
+    assert "ydot[1]: values differ" in text
+    assert "ydot[0]" not in text  # the first output's row is right
+    assert "hint: actual is -expected: a sign error?" in text
+
+
+def test_partials_of_several_outputs_are_counted() -> None:
+    rules = RuleSet()
+    rules.scalar_rule(sincos, lambda x, y: (y[1],))
+    with pytest.raises(
+        TypeError,
+        match=r"^the partials of scalar rule sincos \(registered in test_scalar_rules\) returned "
+        r"1 row for a function with 2 outputs; partials\(\*args, y\) must return one row of "
+        r"partials per output",
+    ):
+        rules.rrule(sincos, 0.5)[1]((1.0, 1.0))
+    rules.scalar_rule(polar, lambda r, t, y: ((1.0, 2.0), 3.0))
+    with pytest.raises(TypeError, match=r"returned row 1 a value of type float for 2 arguments"):
+        rules.frule((NoTangent(), 1.0, 1.0), polar, 1.0, 1.0)
+
+
+def test_cotangent_of_several_outputs_must_have_one_entry_per_output() -> None:
+    pullback = SEVERAL.rrule(sincos, 0.5)[1]
+    with pytest.raises(
+        TypeError,
+        match=r"^pullback of sincos: the output is a tuple of 2, so its cotangent must be a "
+        r"tuple \(or Tangent\(tuple, \.\.\.\)\) of 2, got float 1\.0$",
+    ):
+        pullback(1.0)
+    with pytest.raises(TypeError, match=r"of 2, got tuple \(1\.0, 2\.0, 3\.0\)$"):
+        pullback((1.0, 2.0, 3.0))

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+import subprocess
+import sys
 from collections import OrderedDict, namedtuple
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -14,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rruletest.tangents import NoTangent, Tangent, Thunk, ZeroTangent, add_to_primal
+from rruletest.walk import register_structure
 
 Point = namedtuple("Point", "x y")
 
@@ -452,3 +456,102 @@ def test_dict_tangents_add_like_their_values(primal: dict[str, float], data: Any
     assert (primal + t1) + t2 == expected
     assert t1 + t2 == t2 + t1
     assert (t1 - t1) == Tangent(dict)
+
+
+# --------------------------------------------------------------------------------------------
+# Through rruletest.walk: deep values and registered types
+# --------------------------------------------------------------------------------------------
+
+
+def test_add_to_primal_of_a_deep_value_needs_no_recursion() -> None:
+    primal: Any = 1.0
+    tangent: Any = 0.5
+    for _ in range(600):
+        primal, tangent = [primal], Tangent(list, tangent)
+    out = add_to_primal(primal, tangent)
+    for _ in range(600):
+        assert type(out) is list
+        out = out[0]
+    assert out == 1.5
+
+
+class Diag:
+    def __init__(self, diag: Any) -> None:
+        self.diag = diag
+
+
+def test_add_to_primal_of_a_registered_type_uses_its_rebuild() -> None:
+    made: list[Any] = []
+
+    def make(x: Diag, values: dict[str, Any]) -> Diag:
+        made.append(values)
+        return Diag(values["diag"])
+
+    register_structure(Diag, ["diag"], make)
+    out = add_to_primal(Diag(np.ones(2)), Tangent(Diag, diag=np.full(2, 0.5)))
+    assert type(out) is Diag
+    np.testing.assert_array_equal(out.diag, [1.5, 1.5])
+    assert len(made) == 1
+    with pytest.raises(TypeError, match=r"^cannot add Tangent\(Diag, ...\) to a primal of type "):
+        add_to_primal(1.0, Tangent(Diag, diag=1.0))
+
+
+def test_before_the_walk_loads_a_built_in_walk_adds() -> None:
+    # rruletest.walk sits above the tangents and registers itself when it loads; before that,
+    # primal + Tangent still works for the built-in containers.
+    code = (
+        "import sys\n"
+        "from collections import namedtuple\n"
+        "from rruletest.tangents import Tangent, add_to_primal\n"
+        "assert 'rruletest.walk' not in sys.modules\n"
+        "P = namedtuple('P', 'x y')\n"
+        "print((1.0, [2.0]) + Tangent(tuple, 1.0, Tangent(list, 0.5)))\n"
+        "print(add_to_primal({'a': P(1.0, 2.0)}, {'a': Tangent(P, y=1.0)}))\n"
+        "import rruletest.walk\n"
+        "print(add_to_primal({'a': P(1.0, 2.0)}, {'a': Tangent(P, y=1.0)}))\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
+    ).stdout
+    assert out.splitlines() == [
+        "(2.0, [2.5])",
+        "{'a': P(x=1.0, y=3.0)}",
+        "{'a': P(x=1.0, y=3.0)}",
+    ]
+
+
+# Indexing unthunks a thunked field (ChainRulesCore's getindex/getproperty)
+# --------------------------------------------------------------------------------------------
+
+
+def test_tuple_tangent_indexing_unthunks_the_field() -> None:
+    t = Tangent(tuple, Thunk(lambda: 2.0), 3.0)
+    assert t[0] == 2.0
+    assert isinstance(t[0], float)
+    assert t[-2] == 2.0
+    assert t[1] == 3.0
+    assert isinstance(t.backing[0], Thunk)  # the stored value stays lazy
+    assert isinstance(next(iter(t)), Thunk)  # iteration gives stored values
+
+
+def test_dict_tangent_indexing_unthunks_the_field() -> None:
+    t = Tangent(dict, {"a": Thunk(lambda: np.ones(2))})
+    np.testing.assert_array_equal(t["a"], [1.0, 1.0])
+    assert isinstance(t["a"], np.ndarray)
+    assert t["missing"] is ZeroTangent()
+
+
+def test_named_tangent_attribute_and_index_unthunk_the_field() -> None:
+    calls: list[int] = []
+    t = Tangent(Point, x=Thunk(lambda: calls.append(1) or 5.0))
+    assert t.x == 5.0
+    assert t[0] == 5.0
+    assert t["x"] == 5.0
+    assert t.y is ZeroTangent()
+    assert calls == [1]
+
+
+def test_thunk_of_a_zero_field_reads_as_the_zero() -> None:
+    t = Tangent(tuple, Thunk(lambda: NoTangent()))
+    assert t[0] is NoTangent()

@@ -4,6 +4,7 @@ algebra every rule relies on. ``Tangent`` is tested in ``test_structured.py``.""
 from __future__ import annotations
 
 import copy
+import itertools
 import pickle
 from typing import Any
 
@@ -382,3 +383,187 @@ def test_object_array_holding_a_thunk_does_not_compute_it() -> None:
     arr = np.array([t, 1.0], dtype=object)
     assert arr[0] is t
     assert calls == []
+
+
+# --------------------------------------------------------------------------------------------
+# The ChainRulesCore table: every pair of zeros, both orders
+# --------------------------------------------------------------------------------------------
+
+NT, ZT = NoTangent(), ZeroTangent()
+
+
+@pytest.mark.parametrize(
+    ("a", "op", "b", "expected"),
+    [
+        pytest.param(NT, "+", NT, NT, id="NT+NT"),
+        pytest.param(NT, "+", ZT, NT, id="NT+ZT"),
+        pytest.param(ZT, "+", NT, NT, id="ZT+NT"),
+        pytest.param(ZT, "+", ZT, ZT, id="ZT+ZT"),
+        pytest.param(NT, "-", NT, NT, id="NT-NT"),
+        pytest.param(NT, "-", ZT, NT, id="NT-ZT"),
+        pytest.param(ZT, "-", NT, NT, id="ZT-NT"),
+        pytest.param(ZT, "-", ZT, ZT, id="ZT-ZT"),
+        pytest.param(NT, "*", NT, NT, id="NT*NT"),
+        pytest.param(NT, "*", ZT, ZT, id="NT*ZT"),
+        pytest.param(ZT, "*", NT, ZT, id="ZT*NT"),
+        pytest.param(ZT, "*", ZT, ZT, id="ZT*ZT"),
+        pytest.param(NT, "@", ZT, ZT, id="NT@ZT"),
+        pytest.param(ZT, "@", NT, ZT, id="ZT@NT"),
+        pytest.param(NT, "/", ZT, NT, id="NT/ZT"),
+        pytest.param(ZT, "/", NT, ZT, id="ZT/NT"),
+    ],
+)
+def test_zero_with_zero_follows_the_chainrulescore_table(
+    a: AbstractZero, op: str, b: AbstractZero, expected: AbstractZero
+) -> None:
+    ops = {
+        "+": lambda x, y: x + y,
+        "-": lambda x, y: x - y,
+        "*": lambda x, y: x * y,
+        "@": lambda x, y: x @ y,
+        "/": lambda x, y: x / y,
+    }
+    assert ops[op](a, b) is expected
+
+
+@given(x=values, z=zeros)
+def test_zero_matmul_and_divide_with_values_in_both_orders(x: Any, z: AbstractZero) -> None:
+    assert z @ x is z
+    assert x @ z is z if isinstance(x, np.ndarray) else z.__rmatmul__(x) is z
+    assert z / x is z
+
+
+@pytest.mark.parametrize("z", ZEROS)
+def test_dividing_by_a_zero_names_it(z: AbstractZero) -> None:
+    with pytest.raises(TypeError, match=rf"^cannot divide by {type(z).__name__}\(\): a symbolic"):
+        np.ones(2) / z  # type: ignore[operator]
+    with pytest.raises(TypeError, match=r"got float / "):
+        2.0 / z  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("z", ZEROS)
+def test_zero_conversions_to_int(z: AbstractZero) -> None:
+    assert int(z) == 0
+    assert isinstance(int(z), int)
+
+
+# --------------------------------------------------------------------------------------------
+# Iteration, parts and attributes of a zero (issue 13: iterating a zero never ended)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("z", ZEROS)
+def test_iterating_a_zero_ends(z: AbstractZero) -> None:
+    # islice first, so a regression fails here instead of hanging in list() below
+    assert list(itertools.islice(iter(z), 5)) == [z]
+    assert list(z) == [z]
+    assert next(iter(z)) is z
+    assert sum(z) == 0  # type: ignore[call-overload]
+    assert 1.0 not in z
+    assert z in z
+    (only,) = z
+    assert only is z
+    with pytest.raises(ValueError, match="not enough values to unpack"):
+        _a, _b = z
+
+
+def test_a_pullback_looping_over_a_zero_cotangent_returns() -> None:
+    def pullback(ybar: Any) -> float:
+        total: Any = 0.0
+        for yb in itertools.islice(ybar, 100):
+            total = total + 2.0 * yb
+        return float(total)
+
+    assert pullback(ZeroTangent()) == 0.0
+    assert pullback(NoTangent()) == 0.0
+    assert pullback([1.0, 2.0]) == 6.0
+
+
+@pytest.mark.parametrize("z", ZEROS)
+def test_fields_and_parts_of_a_zero_are_that_zero(z: AbstractZero) -> None:
+    assert z.weights is z
+    assert z.bias.inner is z
+    assert z[0].weights[1, 2] is z
+    assert z.T is z
+    assert z.transpose() is z
+    assert z.transpose(1, 0) is z
+    assert z.conjugate() is z
+    assert z.sum() is z
+    assert z.sum(axis=0) is z
+    assert z.reshape(2, 3) is z
+    assert z.copy() is z
+
+
+@pytest.mark.parametrize("z", ZEROS)
+@pytest.mark.parametrize(
+    "name",
+    ["dtype", "shape", "ndim", "size", "astype", "ravel", "keys", "items", "values", "unthunk"],
+)
+def test_duck_typing_probes_do_not_see_a_zero_as_an_array_or_mapping(
+    z: AbstractZero, name: str
+) -> None:
+    assert getattr(z, name, None) is None
+    assert not hasattr(z, name)
+    kind = type(z).__name__
+    with pytest.raises(AttributeError) as info:
+        getattr(z, name)
+    assert str(info.value) == (
+        f"{kind}() has no attribute {name!r} (a zero is not an array: handle {kind}() before "
+        f"using array attributes)"
+    )
+
+
+@pytest.mark.parametrize("z", ZEROS)
+def test_private_and_dunder_names_are_not_parts(z: AbstractZero) -> None:
+    assert getattr(z, "_fields", None) is None
+    assert getattr(z, "__array_interface__", None) is None
+    assert not hasattr(z, "_repr_html_")
+
+
+# --------------------------------------------------------------------------------------------
+# Thunks: the protocols a pullback uses, by unthunking
+# --------------------------------------------------------------------------------------------
+
+
+def test_thunk_indexing_transpose_and_parts_unthunk() -> None:
+    calls: list[int] = []
+
+    def value() -> np.ndarray:
+        calls.append(1)
+        return np.array([[1.0 + 2j, 3.0], [4.0, 5.0 - 1j]])
+
+    t = Thunk(value)
+    np.testing.assert_array_equal(t.T, value().T)
+    assert t[0, 1] == 3.0
+    np.testing.assert_array_equal(t[1], [4.0, 5.0 - 1j])
+    np.testing.assert_array_equal(t.real, [[1.0, 3.0], [4.0, 5.0]])
+    np.testing.assert_array_equal(t.imag, [[2.0, 0.0], [0.0, -1.0]])
+    np.testing.assert_array_equal(t.conj(), np.conj(value()))
+    assert calls == [1, 1, 1]  # once for the thunk, twice for the expected values above
+
+
+def test_thunk_converts_to_python_numbers() -> None:
+    assert float(Thunk(lambda: np.float32(1.5))) == 1.5
+    assert isinstance(float(Thunk(lambda: 2)), float)
+    assert complex(Thunk(lambda: 1.0 - 2j)) == 1.0 - 2j
+    assert complex(Thunk(lambda: 3.0)) == 3.0 + 0j
+    assert abs(Thunk(lambda: -2.5)) == 2.5
+    assert Thunk(lambda: 3.0) ** 2 == 9.0
+    assert 2.0 ** Thunk(lambda: 3.0) == 8.0
+
+
+def test_thunk_transpose_of_a_scalar_is_the_scalar() -> None:
+    assert Thunk(lambda: 2.0).T == 2.0
+    assert Thunk(lambda: 1 + 1j).real == 1.0
+    assert Thunk(lambda: 1 + 1j).imag == 1.0
+
+
+@pytest.mark.parametrize("z", ZEROS)
+def test_thunk_of_a_zero_has_zero_parts(z: AbstractZero) -> None:
+    t = Thunk(lambda: z)
+    assert t[3] is z
+    assert t.T is z
+    assert t.real is z
+    assert float(t) == 0.0
+    assert t * 2.0 is z
+    assert t + 2.0 == 2.0

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections import OrderedDict, namedtuple
+from collections import OrderedDict, defaultdict, namedtuple
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rruletest import Tangent, Thunk, ZeroTangent
+from rruletest import (
+    NoTangent,
+    RuleSet,
+    RuleTestFailure,
+    Tangent,
+    Thunk,
+    ZeroTangent,
+    rand_tangent,
+    test_approx,
+    test_frule,
+    test_rrule,
+    unthunk,
+)
+from rruletest.finite_differences import to_vec
+from rruletest.tangents import add_to_primal
 from rruletest.walk import (
     MAX_DEPTH,
     Attr,
@@ -20,6 +35,8 @@ from rruletest.walk import (
     Key,
     WalkError,
     children,
+    fold,
+    is_registered,
     is_structure,
     leaves,
     map_leaves,
@@ -27,6 +44,7 @@ from rruletest.walk import (
     register_structure,
     render_path,
 )
+from rruletest.walk import _structure as walk_structure
 
 Point = namedtuple("Point", "x y")
 
@@ -244,3 +262,229 @@ def test_leaves_and_map_leaves_visit_the_same_paths(value: Any) -> None:
     seen: list[Any] = []
     map_leaves(lambda p, v: seen.append(p), value)
     assert seen == [p for p, _ in leaves(value)]
+
+
+# --------------------------------------------------------------------------------------------
+# One registration, every walk: to_vec, rand_tangent, test_approx, add_to_primal, the testers
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def registry() -> Any:
+    """Restores the registry of user types after the test (a registration is global)."""
+    saved = dict(walk_structure._REGISTRY)
+    yield
+    walk_structure._REGISTRY.clear()
+    walk_structure._REGISTRY.update(saved)
+
+
+class UserDiagonal:
+    """A user's diagonal matrix: only the diagonal is differentiable."""
+
+    def __init__(self, diag: Any) -> None:
+        self.diag = diag
+
+    def __repr__(self) -> str:
+        return f"UserDiagonal({self.diag!r})"
+
+
+def _apply(d: UserDiagonal, x: Any) -> Any:
+    return d.diag * x
+
+
+def _diagonal_rules(factor: float) -> RuleSet:
+    rules = RuleSet()
+
+    @rules.register_rrule(_apply)
+    def _apply_rrule(d: UserDiagonal, x: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            return NoTangent(), Tangent(UserDiagonal, diag=factor * ybar * x), ybar * d.diag
+
+        return _apply(d, x), pullback
+
+    @rules.register_frule(_apply)
+    def _apply_frule(dots: Any, d: UserDiagonal, x: Any) -> Any:
+        _, dd, dx = dots
+        return _apply(d, x), factor * dd.diag * x + d.diag * dx
+
+    return rules
+
+
+@pytest.mark.usefixtures("registry")
+def test_a_registered_user_type_works_everywhere() -> None:
+    register_structure(UserDiagonal, ["diag"])
+    d = UserDiagonal(np.array([1.0, 2.0]))
+    v, back = to_vec([d, 3.0])
+    assert v.tolist() == [1.0, 2.0, 3.0]
+    assert type(back(v)[0]) is UserDiagonal
+    t = rand_tangent(0, d)
+    assert (t.primal_type, t.diag.shape) == (UserDiagonal, (2,))
+    moved = add_to_primal(d, t)
+    assert type(moved) is UserDiagonal
+    np.testing.assert_array_equal(moved.diag, d.diag + t.diag)
+    test_approx(t, Tangent(UserDiagonal, diag=t.diag.copy()))
+    with pytest.raises(RuleTestFailure, match=r"xbar\.diag: 2 of 2 elements differ"):
+        test_approx(UserDiagonal(d.diag * 2), d, path="xbar")
+    x = np.array([3.0, 4.0])
+    right = _diagonal_rules(1.0)
+    test_rrule(_apply, d, x, rrule_f=right.rrule, rng=0)
+    test_frule(_apply, d, x, frule_f=right.frule, rng=0)
+    wrong = _diagonal_rules(2.0)
+    with pytest.raises(RuleTestFailure, match=r"args\[0\]\.diag: 2 of 2 elements differ"):
+        test_rrule(_apply, d, x, rrule_f=wrong.rrule, rng=0)
+    with pytest.raises(RuleTestFailure, match="differs from the numerical jvp"):
+        test_frule(_apply, d, x, frule_f=wrong.frule, rng=0)
+
+
+def _matvec(a: Any, x: Any) -> Any:
+    return a @ x
+
+
+@pytest.mark.usefixtures("registry")
+def test_a_registered_scipy_sparse_matrix_works_through_test_rrule() -> None:
+    sparse = pytest.importorskip("scipy.sparse")
+    register_structure(
+        sparse.csr_matrix,
+        ["data"],
+        lambda x, v: sparse.csr_matrix((v["data"], x.indices, x.indptr), shape=x.shape),
+    )
+    rules = RuleSet()
+
+    @rules.register_rrule(_matvec)
+    def _matvec_rrule(a: Any, x: Any) -> Any:
+        rows = np.repeat(np.arange(a.shape[0]), np.diff(a.indptr))
+
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            if isinstance(ybar, ZeroTangent):
+                return NoTangent(), ZeroTangent(), ZeroTangent()
+            abar = Tangent(sparse.csr_matrix, data=ybar[rows] * x[a.indices])
+            return NoTangent(), abar, a.T @ ybar
+
+        return _matvec(a, x), pullback
+
+    a = sparse.csr_matrix(np.array([[0.0, 1.0], [2.0, 3.0]]))
+    test_rrule(_matvec, a, np.array([1.0, -1.0]), rrule_f=rules.rrule, rng=0)
+    t = rand_tangent(0, a)
+    assert (t.primal_type, t.data.shape) == (sparse.csr_matrix, (3,))
+    moved = add_to_primal(a, t)
+    np.testing.assert_array_equal(moved.data, a.data + t.data)
+    np.testing.assert_array_equal(moved.indices, a.indices)
+
+
+# --------------------------------------------------------------------------------------------
+# fold, is_registered, and the small additions to rebuild and Element
+# --------------------------------------------------------------------------------------------
+
+
+def test_fold_is_bottom_up_in_order_and_stops_where_expand_says() -> None:
+    seen: list[str] = []
+
+    def leaf(path: Any, v: Any) -> Any:
+        seen.append(render_path("x", path))
+        return 1
+
+    def node(path: Any, x: Any, steps: Any, results: list[Any]) -> Any:
+        seen.append(render_path("x", path) + "/")
+        return sum(results)
+
+    value = {"a": [1.0, (2.0, 3.0)], "b": Point(4.0, 5.0)}
+    assert fold(value, leaf, node) == 5
+    assert seen == [
+        "x['a'][0]",
+        "x['a'][1][0]",
+        "x['a'][1][1]",
+        "x['a'][1]/",
+        "x['a']/",
+        "x['b'].x",
+        "x['b'].y",
+        "x['b']/",
+        "x/",
+    ]
+
+    def tuples_are_leaves(x: Any) -> Any:
+        return None if isinstance(x, tuple) else children(x)
+
+    assert fold(value, leaf, node, expand=tuples_are_leaves) == 3  # 1.0, (2.0, 3.0), Point
+
+
+def test_fold_is_guarded() -> None:
+    with pytest.raises(WalkError, match="deeper than"):
+        fold(_nested(MAX_DEPTH + 5), lambda p, v: v, lambda p, x, s, r: r)
+    loop: list[Any] = [1.0]
+    loop.append({"k": loop})
+    with pytest.raises(WalkError, match=r"^x\[1\]\['k'\]: .* \(a cycle: it is x again\)$"):
+        fold(loop, lambda p, v: v, lambda p, x, s, r: r)
+
+
+@pytest.mark.usefixtures("registry")
+def test_is_registered_covers_subclasses() -> None:
+    class Base:
+        def __init__(self, w: Any) -> None:
+            self.w = w
+
+    class Child(Base):
+        pass
+
+    assert not is_registered(Child(1.0))
+    register_structure(Base, ["w"])
+    assert is_registered(Base(1.0))
+    assert is_registered(Child(1.0))
+    assert not is_registered(1.0)
+
+
+def test_rebuild_keeps_mapping_types() -> None:
+    d: defaultdict[str, Any] = defaultdict(list, a=1.0)
+    again = rebuild(d, [2.0])
+    assert type(again) is defaultdict
+    assert again.default_factory is list
+    assert again == {"a": 2.0}
+    assert d == {"a": 1.0}
+    proxy = rebuild(MappingProxyType({"a": 1.0}), [3.0])
+    assert type(proxy) is MappingProxyType
+    assert dict(proxy) == {"a": 3.0}
+
+
+def test_the_element_of_a_0d_object_array_has_no_index_text() -> None:
+    x = np.empty((), dtype=object)
+    x[()] = 1.0
+    assert children(x) == [(Element(()), 1.0)]
+    assert render_path("x", (Element(()),)) == "x"
+
+
+class Weights:
+    """A plain object (no dataclass, not registered): the walk follows its attributes."""
+
+    def __init__(self, w: float) -> None:
+        self.w = w
+
+    def __repr__(self) -> str:
+        return f"Weights({self.w})"
+
+
+def _weigh(p: Weights, x: Any) -> Any:
+    return p.w * x
+
+
+def test_a_plain_object_argument_is_checked_end_to_end() -> None:
+    def rules_with(factor: float) -> RuleSet:
+        rules = RuleSet()
+
+        @rules.register_rrule(_weigh)
+        def _weigh_rrule(p: Weights, x: Any) -> Any:
+            def pullback(ybar: Any) -> Any:
+                ybar = unthunk(ybar)
+                if isinstance(ybar, ZeroTangent):
+                    return NoTangent(), ybar, ybar
+                pbar = Tangent(Weights, w=factor * float(np.sum(ybar * x)))
+                return NoTangent(), pbar, ybar * p.w
+
+            return _weigh(p, x), pullback
+
+        return rules
+
+    x = np.array([1.0, 2.0])
+    test_rrule(_weigh, Weights(2.0), x, rrule_f=rules_with(1.0).rrule, rng=0)
+    with pytest.raises(RuleTestFailure, match=r"args\[0\]\.w: values differ"):
+        test_rrule(_weigh, Weights(2.0), x, rrule_f=rules_with(2.0).rrule, rng=0)

@@ -1,13 +1,20 @@
 """``test_approx``: compare two tangents (or any values) structurally, naming every difference.
 
-One walk over both values handles every kind of tangent a rule can return:
+One walk over both values handles every kind of tangent a rule can return (containers are
+understood as ``rruletest.walk`` understands them, paths are its steps; the walk is a loop,
+not a recursion, so any depth up to ``walk.MAX_DEPTH`` compares and a deeper one is a
+``structure`` finding):
 
 - numbers and numeric arrays: shapes must agree, real must not meet complex (reported as a
   ``dtype`` problem), and ``|actual - expected| <= atol + rtol * |expected|`` elementwise; NaN
-  equals NaN at the same place (unless ``nan_equal=False``), an infinity the same infinity.
-  Values are compared, not dtypes: float32 and float64 holding equal numbers are equal (testers
-  check dtypes on their own). Python scalars, numpy scalars and 0-d arrays compare alike; shape
-  ``()`` against ``(1,)`` is a shape mismatch;
+  equals NaN at the same place (unless ``nan_equal=False``), an infinity the same infinity; a
+  complex element with a NaN or infinite part is compared part by part (``complex(1, nan)`` is
+  not ``complex(5, nan)``). Values are compared, not dtypes: float32 and float64 holding equal
+  numbers are equal (testers check dtypes on their own). Python scalars, numpy scalars and 0-d
+  arrays compare alike (a ``Decimal`` is a real number); shape ``()`` against ``(1,)`` is a
+  shape mismatch;
+- masked arrays: the masks must agree (an element masked on one side only, a plain array
+  being masked nowhere, is a ``structure`` mismatch) and masked elements are not compared;
 - ``NoTangent()``/``ZeroTangent()``: equal to each other (unless ``strict_zero_kind``, when a
   ``NoTangent`` on one side needs a ``NoTangent`` on the other) and to anything whose numbers
   are all within ``atol`` of zero;
@@ -16,6 +23,7 @@ One walk over both values handles every kind of tangent a rule can return:
   (a missing field is zero); against a natural value (tuple, list, namedtuple, dataclass, dict,
   object): field by field by name, key or position, so field names matter;
 - tuples, lists, dicts, namedtuples, dataclasses, numpy object arrays: element by element;
+  types given to ``rruletest.walk.register_structure``: same type, then field by field;
 - anything else: ``==``, guarded, so a value that cannot be compared is reported, not raised.
 
 Tolerances left as None come from ``rruletest.tolerances`` per leaf (at the precision of the
@@ -51,272 +59,15 @@ args[1][1]: values differ
 # ruff: noqa: PT028 - test_approx is an assertion helper, not a test
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from rruletest.approx import _render as r
-from rruletest.approx._kinds import (
-    kind,
-    numeric_of,
-    object_as_numeric,
-    type_hints,
-    zero_hints,
-)
-from rruletest.approx._numeric import (
-    InvalidToleranceError,
-    compare_numeric,
-    leaf_tolerance,
-)
-from rruletest.approx._numeric import shape_mismatch as _shape_mismatch
-from rruletest.approx._structure import StructureMixin, index_tol
+from rruletest.approx._numeric import InvalidToleranceError, leaf_tolerance
+from rruletest.approx._walker import _Walker
 from rruletest.errors import Mismatch, RuleTestFailure
-from rruletest.tangents import NoTangent, Thunk
 
 __all__ = ["InvalidToleranceError", "collect_mismatches", "test_approx"]
-
-_FAILED = object()
-_TOO_DEEP = "the values are nested too deeply to compare (RecursionError)"
-
-
-class _Walker(StructureMixin):
-    """One comparison: settings, the mismatches found so far, and the pairs being walked."""
-
-    def __init__(self, *, nan_equal: bool, strict_zero_kind: bool) -> None:
-        self.nan_equal = nan_equal
-        self.strict = strict_zero_kind
-        self.found: list[Mismatch] = []
-        self.active: set[tuple[int, int]] = set()
-
-    # -- reporting ---------------------------------------------------------------------------
-    def report(
-        self,
-        check: str,
-        path: str,
-        summary: str,
-        actual: Any,
-        expected: Any,
-        hints: list[str] | tuple[str, ...] = (),
-        **extra: Any,
-    ) -> None:
-        self.found.append(
-            Mismatch(
-                check=check,
-                path=path,
-                actual=actual,
-                expected=expected,
-                message=r.block(path, summary, actual, expected, (), hints),
-                hint="\n".join(hints) or None,
-                extra=extra,
-            )
-        )
-
-    def guarded(self, path: str, what: str, fn: Callable[[], Any], a: Any, e: Any) -> Any:
-        """``fn()``, or ``_FAILED`` after reporting the exception it raised."""
-        try:
-            return fn()
-        except InvalidToleranceError:
-            raise
-        except Exception as exc:
-            self.report(
-                "exception",
-                path,
-                f"{what} raised {type(exc).__name__}: {exc}",
-                a,
-                e,
-                exception=exc,
-            )
-            return _FAILED
-
-    def matches(self, a: Any, e: Any, rtol: Any, atol: Any) -> bool:
-        """Whether ``a`` and ``e`` compare equal (a separate walk, nothing reported here)."""
-        sub = _Walker(nan_equal=self.nan_equal, strict_zero_kind=self.strict)
-        try:
-            sub.walk(a, e, "", rtol, atol)
-        except InvalidToleranceError:
-            return False
-        return not sub.found
-
-    # -- the walk ----------------------------------------------------------------------------
-    def walk(self, a: Any, e: Any, path: str, rtol: Any, atol: Any) -> None:
-        if isinstance(a, Thunk):
-            a = self.guarded(path, "unthunking the actual value", a.unthunk, a, e)
-        if isinstance(e, Thunk):
-            e = self.guarded(path, "unthunking the expected value", e.unthunk, a, e)
-        if a is _FAILED or e is _FAILED:
-            return
-        pair = (id(a), id(e))
-        if pair in self.active:  # a structure that contains itself: already being compared
-            return
-        self.active.add(pair)
-        try:
-            self._dispatch(a, e, path, rtol, atol)
-        except InvalidToleranceError:
-            raise
-        except RecursionError as exc:
-            self.report("exception", path, _TOO_DEEP, a, e, exception=exc)
-        except Exception as exc:  # never leak: an odd value becomes a reported problem
-            self.report(
-                "exception",
-                path,
-                f"comparing raised {type(exc).__name__}: {exc}",
-                a,
-                e,
-                exception=exc,
-            )
-        finally:
-            self.active.discard(pair)
-
-    def _dispatch(self, a: Any, e: Any, path: str, rtol: Any, atol: Any) -> None:
-        ka, ke = kind(a), kind(e)
-        if ka == "zero" or ke == "zero":
-            self.zero(a, e, ka, ke, path, rtol, atol)
-        elif ka == "tangent" and ke == "tangent":
-            self.tangents(a, e, path, rtol, atol)
-        elif ka == "tangent" or ke == "tangent":
-            self.tangent_natural(a, e, ka == "tangent", path, rtol, atol)
-        elif ka == "numeric" and ke == "numeric":
-            self.numeric(numeric_of(a), numeric_of(e), path, rtol, atol, a, e)
-        elif "objarray" in (ka, ke) and {ka, ke} <= {"objarray", "numeric"}:
-            self.object_arrays(a, e, path, rtol, atol)
-        elif ka == ke and ka in ("tuple", "list"):
-            self.sequences(a, e, path, rtol, atol)
-        elif {ka, ke} <= {"tuple", "list", "namedtuple"}:
-            self.mixed_sequences(a, e, ka, ke, path, rtol, atol)
-        elif ka == ke == "dict":
-            self.mappings(a, e, path, rtol, atol)
-        elif ka == ke == "dataclass":
-            self.dataclasses(a, e, path, rtol, atol)
-        elif ka == ke == "none":
-            return
-        elif ka == ke and ka in ("str", "other"):
-            self.equality(a, e, path)
-        else:
-            self.report(
-                "type",
-                path,
-                f"{r.describe(a)} where {r.describe(e)} was expected",
-                a,
-                e,
-                type_hints(a, e, ka, ke),
-            )
-
-    # -- leaves ------------------------------------------------------------------------------
-    def numeric(
-        self,
-        a: np.ndarray,
-        e: np.ndarray,
-        path: str,
-        rtol: Any,
-        atol: Any,
-        a_shown: Any,
-        e_shown: Any,
-        *,
-        zero: bool = False,
-    ) -> None:
-        self.found.extend(
-            compare_numeric(
-                path,
-                a,
-                e,
-                a_shown=a_shown,
-                e_shown=e_shown,
-                rtol=rtol,
-                atol=atol,
-                nan_equal=self.nan_equal,
-                check_dtype=not zero,
-                value_hints=not zero,
-            )
-        )
-
-    def equality(self, a: Any, e: Any, path: str) -> None:
-        try:
-            result = a == e
-            equal = bool(np.all(result)) if isinstance(result, np.ndarray) else bool(result)
-        except Exception as exc:
-            self.report(
-                "type",
-                path,
-                f"cannot compare {r.describe(a)} with {r.describe(e)}: == raised "
-                f"{type(exc).__name__}: {exc}",
-                a,
-                e,
-            )
-            return
-        if equal:
-            return
-        if type(a) is not type(e):
-            self.report("type", path, f"{r.describe(a)} where {r.describe(e)} was expected", a, e)
-        else:
-            self.report("value", path, "values differ (compared with ==)", a, e)
-
-    def zero(self, a: Any, e: Any, ka: str, ke: str, path: str, rtol: Any, atol: Any) -> None:
-        if ka == ke == "zero":
-            if self.strict and type(a) is not type(e):
-                self.report(
-                    "zero_kind", path, f"{a!r} where {e!r} was expected", a, e, zero_hints(a, e)
-                )
-            return
-        zero_is_actual = ka == "zero"
-        z, other, kother = (a, e, ke) if zero_is_actual else (e, a, ka)
-        if self.strict and isinstance(z, NoTangent):
-            summary = f"{r.describe(a)} where {r.describe(e)} was expected"
-            self.report("zero_kind", path, summary, a, e, zero_hints(a, e))
-            return
-        if kother == "numeric":
-            arr = numeric_of(other)
-            zeros = np.zeros(arr.shape)
-            na, ne = (zeros, arr) if zero_is_actual else (arr, zeros)
-            self.numeric(na, ne, path, rtol, atol, a, e, zero=True)
-        elif kother == "objarray" and (flat := object_as_numeric(other, self.strict)) is not None:
-            zeros = np.zeros(flat.shape)
-            na, ne = (zeros, flat) if zero_is_actual else (flat, zeros)
-            self.numeric(na, ne, path, rtol, atol, a, e, zero=True)
-        elif kother in ("tangent", "objarray", "tuple", "list", "namedtuple", "dict", "dataclass"):
-            for step, child, sub_r, sub_a in self.children(other, rtol, atol):
-                ca, ce = (z, child) if zero_is_actual else (child, z)
-                self.walk(ca, ce, path + step, sub_r, sub_a)
-        elif kother == "other":
-            self.report(
-                "type",
-                path,
-                f"cannot compare {r.describe(a)} with {r.describe(e)}",
-                a,
-                e,
-                type_hints(a, e, ka, ke),
-            )
-        else:
-            self.report(
-                "type",
-                path,
-                f"{r.describe(a)} where {r.describe(e)} was expected",
-                a,
-                e,
-                type_hints(a, e, ka, ke),
-            )
-
-    def object_arrays(self, a: Any, e: Any, path: str, rtol: Any, atol: Any) -> None:
-        shape_a, shape_e = np.shape(a), np.shape(e)
-        if shape_a != shape_e:
-            self.found.append(_shape_mismatch(path, np.empty(shape_a), np.empty(shape_e), a, e))
-            return
-        na, ne = object_as_numeric(a, self.strict), object_as_numeric(e, self.strict)
-        if na is not None and ne is not None:
-            self.numeric(na, ne, path, rtol, atol, a, e)
-            return
-        oa, oe = np.asarray(a, dtype=object), np.asarray(e, dtype=object)
-        if oa.ndim == 0:
-            self.walk(oa[()], oe[()], path, rtol, atol)
-            return
-        for idx in np.ndindex(oa.shape):
-            self.walk(
-                oa[idx],
-                oe[idx],
-                path + r.index_text(idx),
-                index_tol(rtol, idx, oa.shape),
-                index_tol(atol, idx, oa.shape),
-            )
 
 
 def collect_mismatches(
@@ -360,11 +111,8 @@ def collect_mismatches(
     for name, tol in (("rtol", rtol), ("atol", atol)):
         if isinstance(tol, float | int | np.number | np.ndarray | str | bytes):
             leaf_tolerance(name, tol, np.shape(tol), path)
-    walker = _Walker(nan_equal=nan_equal, strict_zero_kind=strict_zero_kind)
-    try:
-        walker.walk(actual, expected, path, rtol, atol)
-    except RecursionError:  # pragma: no cover - every level catches its own
-        walker.report("exception", path, _TOO_DEEP, actual, expected)
+    walker = _Walker(path, nan_equal=nan_equal, strict_zero_kind=strict_zero_kind)
+    walker.run(actual, expected, rtol, atol)
     return walker.found
 
 

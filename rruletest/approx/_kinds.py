@@ -1,9 +1,9 @@
 """What kind of value each side of a comparison is, and hints for kinds found out of place.
 
 Internal to ``rruletest.approx``: ``kind`` sorts a value into the cases the walker handles
-(``zero``, ``tangent``, ``numeric``, ``objarray``, ``tuple``, ``list``, ``namedtuple``,
-``dict``, ``dataclass``, ``none``, ``str``, ``other``); ``as_numeric`` turns numbers, numeric
-arrays and array-likes into numpy arrays.
+(``zero``, ``tangent``, ``registered``, ``numeric``, ``objarray``, ``tuple``, ``list``,
+``namedtuple``, ``dict``, ``dataclass``, ``none``, ``str``, ``other``); ``as_numeric`` turns
+numbers, numeric arrays and array-likes into numpy arrays. A ``Decimal`` is a real number.
 
 >>> kind(1.0), kind(np.ones(2)), kind((1.0,)), kind(None), kind(object())
 ('numeric', 'numeric', 'tuple', 'none', 'other')
@@ -22,6 +22,7 @@ import numpy as np
 
 from rruletest.approx import _render as r
 from rruletest.tangents import AbstractZero, NoTangent, Tangent, Thunk, ZeroTangent
+from rruletest.walk import is_registered
 
 __all__ = [
     "NUMERIC_KINDS",
@@ -44,8 +45,11 @@ def as_numeric(x: Any) -> np.ndarray | None:
         arr = np.asarray(x)
         return arr if arr.dtype.kind in NUMERIC_KINDS else None
     if isinstance(x, numbers.Number) and not isinstance(x, AbstractZero):
+        # Only a registered numbers.Complex that is not Real is complex: a Decimal is a
+        # numbers.Number and nothing more, but it holds a real number.
+        is_complex = isinstance(x, numbers.Complex) and not isinstance(x, numbers.Real)
         try:
-            value = float(x) if isinstance(x, numbers.Real) else complex(x)  # type: ignore[call-overload]
+            value = complex(x) if is_complex else float(x)  # type: ignore[call-overload, arg-type]
         except (TypeError, ValueError, OverflowError):
             return None
         return np.asarray(value)
@@ -64,6 +68,8 @@ def kind(x: Any) -> str:
         return "zero"
     if isinstance(x, Tangent):
         return "tangent"
+    if is_registered(x):
+        return "registered"
     if isinstance(x, np.ndarray) and x.dtype == object:
         return "objarray"
     if isinstance(x, tuple):

@@ -23,7 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from rruletest.approx._render import block, diff, index_text, num
+from rruletest.approx._render import block, diff, num
+from rruletest.approx._special import at as _at
+from rruletest.approx._special import index_text, parts_match, unmasked
 from rruletest.errors import Mismatch
 from rruletest.tolerances import loosest
 
@@ -199,6 +201,9 @@ def compare_numeric(
     if a.shape != e.shape:
         return [shape_mismatch(path, a, e, a_shown, e_shown)]
     found: list[Mismatch] = []
+    if isinstance(a, np.ma.MaskedArray) or isinstance(e, np.ma.MaskedArray):
+        a, e = unmasked(path, a, e, a_shown, e_shown, found)
+    a, e = np.asarray(a), np.asarray(e)  # np.matrix and other subclasses: their values
     if check_dtype:
         dtype_problem = _dtype_mismatch(path, a, e, a_shown, e_shown)
         if dtype_problem is not None:
@@ -225,10 +230,16 @@ def compare_numeric(
         # From here on only the elements out of tolerance (or NaN, or infinite) matter.
         cand = np.flatnonzero(~good)
         a_c, e_c = np.take(af, cand), np.take(ef, cand)
-        nan_a, nan_e = np.isnan(a_c), np.isnan(e_c)
-        same = (a_c == e_c) & ~np.isfinite(e_c)
-        if nan_equal:
-            same |= nan_a & nan_e
+        if work.kind == "c":  # part by part: complex(1, nan) is not complex(5, nan)
+            r_c = np.take(np.broadcast_to(rtol, af.shape), cand)
+            t_c = np.take(np.broadcast_to(atol, af.shape), cand)
+            same = ~(np.isfinite(a_c) & np.isfinite(e_c))
+            for part_a, part_e in ((a_c.real, e_c.real), (a_c.imag, e_c.imag)):
+                same &= parts_match(part_a, part_e, r_c, t_c, nan_equal)
+        else:
+            same = (a_c == e_c) & ~np.isfinite(e_c)
+            if nan_equal:
+                same |= np.isnan(a_c) & np.isnan(e_c)
         bad = ~same
         if not bad.any():
             return found
@@ -244,6 +255,7 @@ def compare_numeric(
                 a_shown,
                 e_shown,
                 _hints(af, ef, allowed, cand[bad]) if value_hints else [],
+                nan_equal=nan_equal,
             )
         )
     return found
@@ -254,10 +266,6 @@ def _hints(af: np.ndarray, ef: np.ndarray, allowed: np.ndarray, idx: np.ndarray)
     if not _value_hints(np.take(af, idx), np.take(ef, idx), np.take(allowed, idx)):
         return []
     return _value_hints(af, ef, allowed)
-
-
-def _at(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(int(i) for i in np.unravel_index(flat, shape))
 
 
 def _value_mismatch(
@@ -271,6 +279,8 @@ def _value_mismatch(
     a_shown: Any,
     e_shown: Any,
     hints: list[str],
+    *,
+    nan_equal: bool = True,
 ) -> Mismatch:
     """The block for the failing elements ``idx`` (flat indices), valued ``a_b`` and ``e_b``."""
     scalar = len(shape) == 0
@@ -298,10 +308,19 @@ def _value_mismatch(
             rworst = _at(int(idx[kr]), shape)
             details.append(f"max rel diff {diff(rel_err)} at {index_text(rworst)}")
     nan_a, nan_e = np.isnan(a_b), np.isnan(e_b)
+    both = "NaN in both (nan_equal=False)"
+    if a_b.dtype.kind == "c" and nan_equal:
+        same_parts = np.all(np.isnan(a_b.real) == np.isnan(e_b.real))
+        both = (
+            "NaN in the same part of both, the other part differs"
+            if same_parts
+            else "NaN in both, in different parts (NaN equals NaN only in the same part)"
+        )
     for label, mask in (
         ("NaN in actual only", nan_a & ~nan_e),
         ("NaN in expected only", nan_e & ~nan_a),
-        ("NaN in both (nan_equal=False)", nan_a & nan_e),
+        (both, nan_a & nan_e),
+        ("infinite values differ", ~numeric & ~nan_a & ~nan_e),
     ):
         n = int(np.count_nonzero(mask))
         if n:
@@ -310,6 +329,8 @@ def _value_mismatch(
             details.append(label + where)
             if not worst and not scalar:
                 worst = first
+    if not worst and not scalar:  # pragma: no cover - every failing element has a label above
+        worst = _at(int(idx[0]), shape)
     rtol_at = float(np.broadcast_to(rtol, shape)[worst])
     atol_at = float(np.broadcast_to(atol, shape)[worst])
     per_element = isinstance(rtol, np.ndarray) or isinstance(atol, np.ndarray)

@@ -1,12 +1,11 @@
-"""Text for comparison failures: paths, short value displays, numbers, and message blocks.
+"""Text for comparison failures: short value displays, numbers, and message blocks.
 
 Internal to ``rruletest.approx``. Every function here is total: a value whose ``repr`` raises
-still gets a description, so building a failure message can never fail.
+still gets a description, so building a failure message can never fail. Paths (and the index
+of an element, ``[1, 3]``) are written by ``rruletest.walk``.
 
 >>> show(np.arange(30.0)).count("...")
 1
->>> index_text((1, 3)), index_text(()), key_step("k"), key_step(2)
-('[1, 3]', '', "['k']", '[2]')
 >>> num(np.float32(0.5)), num(1e-20), diff(1 / 3)
 ('0.5', '1e-20', '0.333')
 """
@@ -22,8 +21,6 @@ __all__ = [
     "block",
     "describe",
     "diff",
-    "index_text",
-    "key_step",
     "num",
     "safe_repr",
     "show",
@@ -66,20 +63,6 @@ def num(x: Any) -> str:
 def diff(x: float) -> str:
     """A difference or tolerance, three significant digits (``0.000123``, ``1.2e-09``)."""
     return f"{float(x):.3g}"
-
-
-def index_text(index: tuple[int, ...]) -> str:
-    """An array index as Python writes it (``[1, 3]``); empty for a 0-d array."""
-    return f"[{', '.join(str(int(i)) for i in index)}]" if index else ""
-
-
-def key_step(key: Any) -> str:
-    """The path step of a position (``[2]``) or of a mapping key (``['k']``)."""
-    if isinstance(key, int) and not isinstance(key, bool):
-        return f"[{key}]"
-    if type(key) is str:
-        return f"[{key!r}]"
-    return f"[{safe_repr(key)}]"
 
 
 def describe(x: Any) -> str:

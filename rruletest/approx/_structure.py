@@ -1,9 +1,11 @@
 """The container part of ``rruletest.approx``: Tangents, sequences, mappings, dataclasses.
 
-Each method walks matching children of two containers with ``self.walk``, extending the path by
-one step (``[2]``, ``.name``, ``['key']``, ``[1, 3]``) and picking each child's tolerance out
-of a tolerance structure when the caller gave one. Differences in the containers themselves
-(lengths, keys, fields, types) are reported here; the leaves are compared by the walker.
+Each method hands matching children of two containers to ``self.walk``, extending the path by
+one ``rruletest.walk`` step (``Index``, ``Attr``, ``Key``, ``Element``: ``[2]``, ``.name``,
+``['key']``, ``[1, 3]``) and picking each child's tolerance out of a tolerance structure when
+the caller gave one. Differences in the containers themselves (lengths, keys, fields, types)
+are reported here; the leaves are compared by the walker. ``walk`` schedules a child rather
+than comparing it at once, so nesting depth costs no recursion.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from rruletest.approx._kinds import kind, type_hints
 from rruletest.errors import Mismatch
 from rruletest.tangents import AbstractZero, Tangent
 from rruletest.tangents.structured import declared_fields
+from rruletest.walk import Attr, Index, Key, Path, Step, children, is_registered
 
 __all__ = ["StructureMixin", "index_tol", "sub_tolerance"]
 
@@ -59,20 +62,20 @@ def _stored(t: Tangent, key: Any) -> bool:
     return key in t.backing
 
 
-def _tangent_steps(*tangents: Tangent) -> Iterator[tuple[str, Any, int | None]]:
+def _tangent_steps(*tangents: Tangent) -> Iterator[tuple[Step, Any, int | None]]:
     """``(path step, key, position)`` for the union of the fields of Tangents of one type."""
     t = tangents[0]
     ptype = t.primal_type
     if isinstance(t.backing, tuple):
         for i in range(max(len(x.backing) for x in tangents)):
-            yield f"[{i}]", i, i
+            yield Index(i), i, i
         return
     declared = declared_fields(ptype) or ()
     keys = dict.fromkeys([*declared, *(k for x in tangents for k in x.backing)])
     mapping = issubclass(ptype, Mapping | dict)
     for pos, key in enumerate(keys):
         if any(_stored(x, key) for x in tangents) or key in declared:
-            yield (r.key_step(key) if mapping else f".{key}"), key, pos
+            yield (Key(key) if mapping else Attr(key)), key, pos
 
 
 def _fields(x: Any) -> tuple[str, ...]:
@@ -87,13 +90,13 @@ class StructureMixin:
     strict: bool
     found: list[Mismatch]
 
-    def walk(self, a: Any, e: Any, path: str, rtol: Any, atol: Any) -> None:
+    def walk(self, a: Any, e: Any, path: Path, rtol: Any, atol: Any) -> None:
         raise NotImplementedError  # pragma: no cover - provided by the walker
 
     def report(
         self,
         check: str,
-        path: str,
+        path: Path,
         summary: str,
         actual: Any,
         expected: Any,
@@ -130,20 +133,21 @@ class StructureMixin:
         return None
 
     def _child(
-        self, a: Any, e: Any, path: str, step: str, rtol: Any, atol: Any, key: Any, pos: Any
+        self, a: Any, e: Any, path: Path, step: Step, rtol: Any, atol: Any, key: Any, pos: Any
     ) -> None:
-        self.walk(a, e, path + step, sub_tolerance(rtol, key, pos), sub_tolerance(atol, key, pos))
+        sub_r, sub_a = sub_tolerance(rtol, key, pos), sub_tolerance(atol, key, pos)
+        self.walk(a, e, (*path, step), sub_r, sub_a)
 
     # -- Tangents ----------------------------------------------------------------------------
-    def tangents(self, a: Tangent, e: Tangent, path: str, rtol: Any, atol: Any) -> None:
+    def tangents(self, a: Tangent, e: Tangent, path: Path, rtol: Any, atol: Any) -> None:
         if a.primal_type is not e.primal_type:
             self.report("type", path, f"{r.describe(a)} where {r.describe(e)} was expected", a, e)
             return
         for step, key, pos in _tangent_steps(a, e):
-            self._child(a[key], e[key], path, step, rtol, atol, key, pos)
+            self._child(a._get(key), e._get(key), path, step, rtol, atol, key, pos)
 
     def tangent_natural(
-        self, a: Any, e: Any, actual_is_tangent: bool, path: str, rtol: Any, atol: Any
+        self, a: Any, e: Any, actual_is_tangent: bool, path: Path, rtol: Any, atol: Any
     ) -> None:
         t, v = (a, e) if actual_is_tangent else (e, a)
         ptype = t.primal_type
@@ -162,7 +166,7 @@ class StructureMixin:
             self.report("type", path, summary, a, e, hints)
             return
 
-        def child(tv: Any, vv: Any, step: str, key: Any, pos: Any) -> None:
+        def child(tv: Any, vv: Any, step: Step, key: Any, pos: Any) -> None:
             pair = (tv, vv) if actual_is_tangent else (vv, tv)
             self._child(*pair, path, step, rtol, atol, key, pos)
 
@@ -179,7 +183,7 @@ class StructureMixin:
                     e,
                 )
             for i in range(n_v):
-                child(t[i], v[i], f"[{i}]", i, i)
+                child(t._get(i), v[i], Index(i), i, i)  # stored value: walk unthunks
         elif mapping:
             extra = [k for k in t.backing if k not in v]
             if extra:
@@ -192,24 +196,25 @@ class StructureMixin:
                     e,
                 )
             for pos, k in enumerate(v):
-                child(t[k], v[k], r.key_step(k), k, pos)
+                child(t._get(k), v[k], Key(k), k, pos)
         else:
             names = dict.fromkeys([*(declared_fields(ptype) or ()), *t.keys()])
+            own = _fields_of(v)
             for pos, name in enumerate(names):
-                value = getattr(v, name, _MISSING)
+                value = own.get(name, _MISSING) if own is not None else getattr(v, name, _MISSING)
                 if value is _MISSING:
                     self.report(
                         "structure",
-                        path + f".{name}",
+                        (*path, Attr(name)),
                         f"the {ptype.__name__} compared with the Tangent has no field {name!r}",
                         a,
                         e,
                     )
                     continue
-                child(t[name], value, f".{name}", name, pos)
+                child(t._get(name), value, Attr(name), name, pos)
 
     # -- sequences, mappings, dataclasses ----------------------------------------------------
-    def sequences(self, a: Any, e: Any, path: str, rtol: Any, atol: Any) -> None:
+    def sequences(self, a: Any, e: Any, path: Path, rtol: Any, atol: Any) -> None:
         n_a, n_e = len(a), len(e)
         if n_a != n_e:
             shift = self._shift_hint(a, e, rtol, atol)
@@ -226,10 +231,10 @@ class StructureMixin:
             if shift:  # the elements are misaligned: comparing them pairwise would only add noise
                 return
         for i in range(min(n_a, n_e)):
-            self._child(a[i], e[i], path, f"[{i}]", rtol, atol, i, i)
+            self._child(a[i], e[i], path, Index(i), rtol, atol, i, i)
 
     def mixed_sequences(
-        self, a: Any, e: Any, ka: str, ke: str, path: str, rtol: Any, atol: Any
+        self, a: Any, e: Any, ka: str, ke: str, path: Path, rtol: Any, atol: Any
     ) -> None:
         if ka == ke == "namedtuple":
             fa, fe = _fields(a), _fields(e)
@@ -253,7 +258,7 @@ class StructureMixin:
                         getattr(a, name),
                         getattr(e, name),
                         path,
-                        f".{name}",
+                        Attr(name),
                         rtol,
                         atol,
                         name,
@@ -271,7 +276,7 @@ class StructureMixin:
         self.sequences(a, e, path, rtol, atol)
 
     def mappings(
-        self, a: Mapping[Any, Any], e: Mapping[Any, Any], path: str, rtol: Any, atol: Any
+        self, a: Mapping[Any, Any], e: Mapping[Any, Any], path: Path, rtol: Any, atol: Any
     ) -> None:
         missing = [k for k in e if k not in a]
         unexpected = [k for k in a if k not in e]
@@ -292,9 +297,9 @@ class StructureMixin:
             )
         for pos, k in enumerate(e):
             if k in a:
-                self._child(a[k], e[k], path, r.key_step(k), rtol, atol, k, pos)
+                self._child(a[k], e[k], path, Key(k), rtol, atol, k, pos)
 
-    def dataclasses(self, a: Any, e: Any, path: str, rtol: Any, atol: Any) -> None:
+    def dataclasses(self, a: Any, e: Any, path: Path, rtol: Any, atol: Any) -> None:
         if type(a) is not type(e):
             self.report("type", path, f"{r.describe(a)} where {r.describe(e)} was expected", a, e)
             return
@@ -303,39 +308,42 @@ class StructureMixin:
             if va is _MISSING or ve is _MISSING:
                 if va is not ve:
                     self.report(
-                        "structure", path + f".{name}", f"field {name!r} is not set on both", a, e
+                        "structure", (*path, Attr(name)), f"field {name!r} is not set on both", a, e
                     )
                 continue
-            self._child(va, ve, path, f".{name}", rtol, atol, name, pos)
+            self._child(va, ve, path, Attr(name), rtol, atol, name, pos)
+
+    def registered(self, a: Any, e: Any, path: Path, rtol: Any, atol: Any) -> None:
+        """Two values of a type given to ``register_structure``: field by field."""
+        if type(a) is not type(e):
+            self.report("type", path, f"{r.describe(a)} where {r.describe(e)} was expected", a, e)
+            return
+        fa, fe = dict(_pairs(a)), _pairs(e)
+        for pos, (step, ve) in enumerate(fe):
+            self._child(fa[step], ve, path, step, rtol, atol, step.key, pos)
 
     # -- children, for a container compared with a zero -------------------------------------
-    def children(self, x: Any, rtol: Any, atol: Any) -> Iterator[tuple[str, Any, Any, Any]]:
-        """``(step, child, rtol, atol)`` for every child of a container."""
-        items: list[tuple[str, Any, Any, Any]] = []
-        if isinstance(x, Tangent):
-            items = [(s, x[k], k, p) for s, k, p in _tangent_steps(x) if _stored(x, k)]
-        elif isinstance(x, np.ndarray):
-            if x.ndim == 0:
-                items = [("", x[()], (), None)]
-            else:
-                items = [(r.index_text(i), x[i], i, None) for i in np.ndindex(x.shape)]
-        elif isinstance(x, tuple) and hasattr(type(x), "_fields"):
-            items = [(f".{n}", getattr(x, n), n, p) for p, n in enumerate(_fields(x))]
-        elif isinstance(x, tuple | list):
-            items = [(f"[{i}]", v, i, i) for i, v in enumerate(x)]
-        elif isinstance(x, Mapping):
-            items = [(r.key_step(k), v, k, p) for p, (k, v) in enumerate(x.items())]
-        elif dataclasses.is_dataclass(x):
-            items = [
-                (f".{n}", getattr(x, n), n, p) for p, n in enumerate(_fields(x)) if hasattr(x, n)
-            ]
-        for step, child, key, pos in items:
-            if isinstance(x, np.ndarray) and isinstance(key, tuple):
+    def zero_children(self, x: Any, rtol: Any, atol: Any) -> Iterator[tuple[Step, Any, Any, Any]]:
+        """``(step, child, rtol, atol)`` for every child of a container (``rruletest.walk``)."""
+        for pos, (step, child) in enumerate(children(x) or ()):
+            key = step.key
+            if isinstance(x, np.ndarray):
                 sub_r = index_tol(rtol, key, x.shape)
                 sub_a = index_tol(atol, key, x.shape)
             else:
                 sub_r, sub_a = sub_tolerance(rtol, key, pos), sub_tolerance(atol, key, pos)
             yield step, child, sub_r, sub_a
+
+
+def _pairs(x: Any) -> list[tuple[Step, Any]]:
+    return children(x) or []
+
+
+def _fields_of(x: Any) -> dict[str, Any] | None:
+    """The fields of a registered value by name (None: read them with ``getattr``)."""
+    if not is_registered(x):
+        return None
+    return {s.key: v for s, v in _pairs(x)}
 
 
 def index_tol(tol: Any, idx: tuple[int, ...], shape: tuple[int, ...]) -> Any:

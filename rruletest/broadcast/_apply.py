@@ -97,11 +97,6 @@ def prepare(
     where = call_text(caller, f)
     if not args:
         raise TypeError(f"{where} needs at least one argument to broadcast over")
-    if isinstance(f, np.ufunc) and f.nout != 1:
-        raise TypeError(
-            f"{where}: {fname(f)} has {f.nout} outputs; broadcasted needs a function with one "
-            f"output"
-        )
     arrays = [np.asarray(a) if isinstance(a, list | tuple) else a for a in args]
     try:
         shape = np.broadcast_shapes(*(np.shape(a) for a in arrays))
@@ -196,24 +191,49 @@ def apply(
     if isinstance(f, np.ufunc | np.vectorize):
         return finish(f(*args, **kwargs), args, array_out)
     if not array_out:
-        return collect_elements([f(*args, **kwargs)], (), args, f, array_out)
+        return collect_outputs([f(*args, **kwargs)], (), args, f, array_out)
     if vectorise:
         try:
             y = f(*args, **kwargs)
         except (TypeError, ValueError):
             pass
         else:
-            if np.shape(y) == shape:
+            if isinstance(y, tuple) and y and all(np.shape(v) == shape for v in y):
+                return finish(y, args, array_out)
+            if not isinstance(y, tuple) and np.shape(y) == shape:
                 return finish(y, args, array_out)
     if math.prod(shape) == 0:
         return collect_elements([], shape, args, f, array_out)
     call = (lambda *xs: f(*xs, **kwargs)) if kwargs else f
     values = np.frompyfunc(call, len(args), 1)(*args)
-    return collect_elements(values, shape, args, f, array_out)
+    return collect_outputs(
+        list(np.asarray(values, dtype=object).ravel()), shape, args, f, array_out
+    )
+
+
+def collect_outputs(
+    values: list[Any], shape: tuple[int, ...], args: Sequence[Any], f: Any, array_out: bool
+) -> Any:
+    """Per-element results collected: one array, or a tuple of arrays when ``f`` returns a
+    tuple (a function of several outputs, such as ``np.modf``), each collected alone."""
+    if not values or not isinstance(values[0], tuple):
+        return collect_elements(values, shape, args, f, array_out)
+    k = len(values[0])
+    if any(not isinstance(v, tuple) or len(v) != k for v in values):
+        raise TypeError(
+            f"broadcasted({fname(f)}, ...): {fname(f)} returned a tuple of {k} for one element "
+            f"and something else for another; every element must give the same outputs"
+        )
+    return tuple(
+        collect_elements([v[j] for v in values], shape, args, f, array_out) for j in range(k)
+    )
 
 
 def finish(y: Any, args: Sequence[Any], array_out: bool) -> Any:
-    """A vectorised result as the collected value: a fresh ndarray or a numpy scalar."""
+    """A vectorised result as the collected value: a fresh ndarray or a numpy scalar (a tuple
+    of them for a function of several outputs)."""
+    if isinstance(y, tuple):
+        return tuple(finish(v, args, array_out) for v in y)
     arr = np.asarray(y)
     if not array_out:
         return arr[()]
@@ -236,11 +256,13 @@ def broadcasted(f: Any, *args: Any, **kwargs: Any) -> Any:
         *args: numbers, numpy scalars, arrays (or lists) whose shapes broadcast together.
 
     Returns:
-        ``ndarray`` or numpy scalar holding ``f`` at each broadcast element.
+        ``ndarray`` or numpy scalar holding ``f`` at each broadcast element; for a function of
+        several outputs (a ufunc with ``nout > 1`` such as ``np.modf``, or ``f`` returning a
+        tuple) a tuple of them, one per output.
 
     Raises:
-        TypeError: ``f`` is not callable, there are no arguments, ``f`` has several outputs or
-            returns a non-scalar for one element, or a keyword argument does not fit ``f``.
+        TypeError: ``f`` is not callable, there are no arguments, ``f`` returns a non-scalar
+            for one element, or a keyword argument does not fit ``f``.
         ValueError: the argument shapes do not broadcast.
 
     Examples:
@@ -252,6 +274,8 @@ def broadcasted(f: Any, *args: Any, **kwargs: Any) -> Any:
         array([0., 0.], dtype=float32)
         >>> float(broadcasted(math.sqrt, 4.0))
         2.0
+        >>> broadcasted(np.modf, np.array([1.5, -2.25]))
+        (array([ 0.5 , -0.25]), array([ 1., -2.]))
     """
     return broadcasted_in(default_ruleset, f, *args, **kwargs)
 

@@ -3,18 +3,21 @@
 Correct for any scalar rule, slow (a Python call per element, and the rrule keeps one pullback
 per element). Outputs and pullbacks are unzipped; cotangents are collected into arrays of the
 broadcast shape and reduced with ``unbroadcast``. ``fbar`` is the sum of the elements' ``fbar``s
-(``f`` is shared by every element, not broadcast).
+(``f`` is shared by every element, not broadcast). For a function of several outputs each
+element's pullback gets the tuple of that element's output cotangents, and the frule's tangents
+are collected per output.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
 import numpy as np
 
-from rruletest.broadcast._apply import call_text, collect_elements, fname
+from rruletest.broadcast._apply import call_text, collect_outputs, fname
 from rruletest.broadcast._common import (
     assemble,
     cotangent_in,
@@ -27,7 +30,8 @@ from rruletest.broadcast._common import (
 )
 from rruletest.projection import is_differentiable, unbroadcast
 from rruletest.rules import RuleSet
-from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
+from rruletest.rules.scalar import output_cotangents
+from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, unthunk
 
 
 def _cotangent_label(where: str, i: int, k: int) -> str:
@@ -54,12 +58,17 @@ def _check_pair(r: Any, f: Any, kind: str, expected: str, k: int) -> None:
 class ElementPullback:
     """The per-element path's pullback: applies each element's pullback and collects."""
 
-    __slots__ = ("args", "f", "pullbacks", "shape")
+    __slots__ = ("args", "f", "pullbacks", "shape", "y")
 
     def __init__(
-        self, f: Any, args: tuple[Any, ...], shape: tuple[int, ...], pullbacks: list[Any]
+        self,
+        f: Any,
+        args: tuple[Any, ...],
+        shape: tuple[int, ...],
+        pullbacks: list[Any],
+        y: Any = None,
     ) -> None:
-        self.f, self.args, self.shape, self.pullbacks = f, args, shape, pullbacks
+        self.f, self.args, self.shape, self.pullbacks, self.y = f, args, shape, pullbacks, y
 
     def __repr__(self) -> str:
         return f"<pullback of broadcasted({fname(self.f)}) per element, shape {self.shape}>"
@@ -67,10 +76,15 @@ class ElementPullback:
     def __call__(self, ybar: Any) -> tuple[Any, ...]:
         args, shape, n = self.args, self.shape, len(self.args)
         where = f"pullback of {call_text('rrule', self.f)}"
-        ybar = cotangent_in(ybar, shape, where)
-        if isinstance(ybar, AbstractZero):
-            return zero_cotangents(ybar, args)
-        ybars = np.broadcast_to(ybar, shape).flat
+        if isinstance(self.y, tuple):
+            ybars: Any = self._several(ybar, where)
+            if isinstance(ybars, AbstractZero):
+                return zero_cotangents(ybars, args)
+        else:
+            ybar = cotangent_in(ybar, shape, where)
+            if isinstance(ybar, AbstractZero):
+                return zero_cotangents(ybar, args)
+            ybars = np.broadcast_to(ybar, shape).flat
         cots = [pb(yb) for pb, yb in zip(self.pullbacks, ybars, strict=False)]
         for k, c in enumerate(cots):
             if not isinstance(c, tuple | list) or len(c) != n + 1:
@@ -89,6 +103,21 @@ class ElementPullback:
             t = assemble([c[i + 1] for c in cots], shape, partial(_cotangent_label, where, i))
             out.append(t if isinstance(t, AbstractZero) else owned(unbroadcast(a, t)))
         return tuple(out)
+
+    def _several(self, ybar: Any, where: str) -> Iterator[tuple[Any, ...]] | AbstractZero:
+        """Per element, the tuple of the outputs' cotangents (a zero for a zero cotangent)."""
+        y, shape = self.y, self.shape
+        parts = [
+            cotangent_in(b, shape, f"{where} (output {k})")
+            for k, b in enumerate(output_cotangents(ybar, y, where))
+        ]
+        if all(isinstance(b, AbstractZero) for b in parts):
+            return ZERO_TANGENT if ZERO_TANGENT in parts else NO_TANGENT
+        flats = [
+            itertools.repeat(b) if isinstance(b, AbstractZero) else np.broadcast_to(b, shape).flat
+            for b in parts
+        ]
+        return zip(*flats, strict=False)
 
 
 def element_rrule(
@@ -109,7 +138,8 @@ def element_rrule(
         ys.append(r[0])
         pbs.append(r[1])
     warn_slow(f, "calls its scalar rrule once per element (it has no scalar rule)")
-    return collect_elements(ys, shape, args, f, array_out), ElementPullback(f, args, shape, pbs)
+    y = collect_outputs(ys, shape, args, f, array_out)
+    return y, ElementPullback(f, args, shape, pbs, y)
 
 
 def element_frule(
@@ -134,7 +164,16 @@ def element_frule(
         ys.append(r[0])
         ydots.append(r[1])
     warn_slow(f, "calls its scalar frule once per element (it has no scalar rule)")
-    y = collect_elements(ys, shape, args, f, array_out)
+    y = collect_outputs(ys, shape, args, f, array_out)
     where = call_text("frule", f)
+    if isinstance(y, tuple):
+        return y, tuple(
+            like_output(
+                yk, assemble([d[k] for d in ydots], shape, partial(_tangent_label, where)), shape
+            )
+            if is_differentiable(yk)
+            else NO_TANGENT
+            for k, yk in enumerate(y)
+        )
     ydot = assemble(ydots, shape, partial(_tangent_label, where))
     return y, like_output(y, ydot, shape)

@@ -52,6 +52,7 @@ from rruletest.broadcast._common import (
 from rruletest.broadcast._per_element import element_frule, element_rrule
 from rruletest.projection import is_differentiable, unbroadcast
 from rruletest.rules import RuleSet, default_ruleset
+from rruletest.rules.scalar import output_cotangents
 from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, unthunk
 
 __all__ = ["BroadcastPath", "broadcast_frule", "broadcast_path", "broadcast_rrule"]
@@ -94,32 +95,41 @@ def _partial_label(f: Any, i: int, k: int) -> str:
 
 def _partials(rules: RuleSet, f: Any, args: Sequence[Any], y: Any, shape: tuple[int, ...]) -> Any:
     """The scalar rule's partials at every element: vectorised, else one call per element
-    (when the vectorised call raises TypeError/ValueError: partials written for scalars)."""
+    (when the vectorised call raises TypeError/ValueError: partials written for scalars). For
+    a function of several outputs (``y`` a tuple), one row of partials per output."""
+    multi = isinstance(y, tuple)
+    n = len(args)
     try:
         ps = rules.derivatives_given_output(y, f, *args)
     except (TypeError, ValueError):
         if not shape:
             raise
         per: list[tuple[Any, ...]] = []
-        for e in elements([*args, y], shape):
-            p_e = rules.derivatives_given_output(e[-1], f, *e[:-1])
+        for e in elements([*args, *(y if multi else (y,))], shape):
+            p_e = rules.derivatives_given_output(tuple(e[n:]) if multi else e[n], f, *e[:n])
             if p_e is None:
                 raise LookupError(f"the scalar rule for {fname(f)} was removed") from None
-            per.append(p_e)
-        ps = tuple(
-            assemble([p[i] for p in per], shape, partial(_partial_label, f, i))
-            for i in range(len(args))
+            per.append(p_e if multi else (p_e,))
+        rows = tuple(
+            tuple(
+                assemble([p[r][i] for p in per], shape, partial(_partial_label, f, i))
+                for i in range(n)
+            )
+            for r in range(len(per[0]))
         )
+        ps = rows if multi else rows[0]
         warn_slow(f, "calls its scalar rule's partials once per element (they do not vectorise)")
     if ps is None:
         raise LookupError(f"the scalar rule for {fname(f)} was removed")
-    for i, p in enumerate(ps):
-        if not isinstance(p, AbstractZero) and not fits(np.shape(p), shape):
-            raise TypeError(
-                f"the partials of the scalar rule of {fname(f)} returned shape {np.shape(p)} for "
-                f"args[{i}] where the broadcast output has shape {shape}; partials must be "
-                f"elementwise"
-            )
+    for r, row in enumerate(ps if multi else (ps,)):
+        for i, p in enumerate(row):
+            if not isinstance(p, AbstractZero) and not fits(np.shape(p), shape):
+                which = f"output {r} and args[{i}]" if multi else f"args[{i}]"
+                raise TypeError(
+                    f"the partials of the scalar rule of {fname(f)} returned shape "
+                    f"{np.shape(p)} for {which} where the broadcast output has shape {shape}; "
+                    f"partials must be elementwise"
+                )
     return ps
 
 
@@ -136,12 +146,14 @@ class ScalarPullback:
 
     def __init__(self, rules: RuleSet, f: Any, args: tuple[Any, ...], y: Any) -> None:
         self.rules, self.f, self.args, self.y = rules, f, args, y
-        self.shape: tuple[int, ...] = np.shape(y)
+        self.shape: tuple[int, ...] = np.shape(y[0] if isinstance(y, tuple) else y)
 
     def __repr__(self) -> str:
         return f"<pullback of broadcasted({fname(self.f)}) via its scalar rule, shape {self.shape}>"
 
     def __call__(self, ybar: Any) -> tuple[Any, ...]:
+        if isinstance(self.y, tuple):
+            return self._several(ybar)
         args, shape = self.args, self.shape
         ybar = cotangent_in(ybar, shape, f"pullback of {call_text('rrule', self.f)}")
         if isinstance(ybar, AbstractZero):
@@ -155,6 +167,37 @@ class ScalarPullback:
                 out.append(NO_TANGENT)
                 continue
             cot = ybar * _conj(p)
+            if not isinstance(cot, AbstractZero) and np.shape(cot) != shape:
+                cot = np.broadcast_to(cot, shape)
+            out.append(owned(unbroadcast(a, cot)))
+        return tuple(out)
+
+    def _several(self, ybar: Any) -> tuple[Any, ...]:
+        """The pullback of a function of several outputs: ``sum_k ybar_k * conj(d_ki)``."""
+        args, shape, y = self.args, self.shape, self.y
+        where = f"pullback of {call_text('rrule', self.f)}"
+        ybars = [
+            cotangent_in(b, shape, f"{where} (output {k})")
+            for k, b in enumerate(output_cotangents(ybar, y, where))
+        ]
+        live = [
+            k
+            for k, (yk, b) in enumerate(zip(y, ybars, strict=True))
+            if is_differentiable(yk) and not isinstance(b, AbstractZero)
+        ]
+        if not live:
+            return zero_cotangents(ZERO_TANGENT if ZERO_TANGENT in ybars else NO_TANGENT, args)
+        if not any(is_differentiable(a) for a in args):
+            return (NO_TANGENT,) * (len(args) + 2)
+        rows = _partials(self.rules, self.f, args, y, shape)
+        out: list[Any] = [NO_TANGENT, NO_TANGENT]
+        for i, a in enumerate(args):
+            if not is_differentiable(a):
+                out.append(NO_TANGENT)
+                continue
+            cot: Any = ZERO_TANGENT
+            for k in live:
+                cot = cot + ybars[k] * _conj(rows[k][i])
             if not isinstance(cot, AbstractZero) and np.shape(cot) != shape:
                 cot = np.broadcast_to(cot, shape)
             out.append(owned(unbroadcast(a, cot)))
@@ -257,10 +300,22 @@ def broadcast_frule(
         for i, (a, d) in enumerate(zip(args, xdots, strict=True))
         if is_differentiable(a) and not isinstance(d, AbstractZero)
     ]
+    if isinstance(y, tuple):
+        if not live:
+            return y, tuple(ZERO_TANGENT if is_differentiable(v) else NO_TANGENT for v in y)
+        rows = _partials(rules, f, args, y, shape)
+        return y, tuple(
+            _push(yk, rows[k], xdots, live, shape) if is_differentiable(yk) else NO_TANGENT
+            for k, yk in enumerate(y)
+        )
     if not live:
         return y, ZERO_TANGENT
-    ps = _partials(rules, f, args, y, shape)
+    return y, _push(y, _partials(rules, f, args, y, shape), xdots, live, shape)
+
+
+def _push(y: Any, ps: Any, xdots: Sequence[Any], live: list[int], shape: tuple[int, ...]) -> Any:
+    """``sum_i ps[i] * xdots[i]`` over the moving arguments, cast like the output ``y``."""
     ydot: Any = ZERO_TANGENT
     for i in live:
         ydot = ydot + ps[i] * xdots[i]
-    return y, like_output(y, ydot, shape)
+    return like_output(y, ydot, shape)

@@ -166,6 +166,9 @@ def broadcast_vjp(
         per-element steps (shape of the broadcast; ``None`` for non-differentiable arguments).
     """
     fdm = check_fdm(fdm)
+    y = _primal(g, xs, y)
+    if isinstance(y, tuple):
+        return _several_vjp(fdm, g, ybar, xs, y)
     setup = _Setup(g, xs, y)
     ybar = unthunk(ybar)
     zero = ybar is None or isinstance(ybar, AbstractZero)
@@ -251,6 +254,9 @@ def broadcast_jvp(fdm: Any, g: Callable[..., Any], *pairs: Any, y: Any = None) -
             raise TypeError(f"broadcast_jvp takes (x, xdot) pairs, got pairs[{i}]={pair!r}")
         xs.append(pair[0])
         dxs.append(unthunk(pair[1]))
+    y = _primal(g, tuple(xs), y)
+    if isinstance(y, tuple):
+        return _several_jvp(fdm, g, pairs, y)
     setup = _Setup(g, tuple(xs), y)
     y_arr = setup.y_arr
     total: Arr = np.zeros(
@@ -301,3 +307,74 @@ def broadcast_jvp(fdm: Any, g: Callable[..., Any], *pairs: Any, y: Any = None) -
             value = value[()] if isinstance(setup.y, np.generic) else value.item()
     err_out: Any = error if isinstance(setup.y, np.ndarray) else float(error)
     return Estimate(value, err_out, tuple(steps))
+
+
+# --------------------------------------------------------------------------------------------
+# Functions of several outputs (np.modf, a sincos): one structured run per float output
+# --------------------------------------------------------------------------------------------
+
+
+def _primal(g: Callable[..., Any], xs: tuple[Any, ...], y: Any) -> Any:
+    """``y`` if known, else ``g`` at private copies of the arguments (so a tuple of outputs
+    is recognised before the single-output setup)."""
+    if y is not None or not callable(g):
+        return y
+    try:
+        np.broadcast_shapes(*(np.shape(x) for x in xs))
+    except ValueError:
+        return None  # the setup reports it
+    args = [np.array(x, copy=True) if isinstance(x, np.ndarray) else x for x in xs]
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return g(*args)
+
+
+def _nth(g: Callable[..., Any], k: int) -> Callable[..., Any]:
+    def output_k(*args: Any) -> Any:
+        return g(*args)[k]
+
+    return output_k
+
+
+def _has_tangent(y: Any) -> bool:
+    return bool(np.asarray(y).dtype.kind in "fc")
+
+
+def _several_vjp(
+    fdm: FiniteDifferenceMethod, g: Callable[..., Any], ybar: Any, xs: tuple[Any, ...], y: Any
+) -> tuple[Estimate, ...]:
+    """``sum_k vjp(g_k, ybar_k)`` over the outputs with a tangent and a nonzero cotangent."""
+    from rruletest.rules.scalar import output_cotangents
+
+    ybars = output_cotangents(ybar, y, "broadcast_vjp") if ybar is not None else [None] * len(y)
+    total: tuple[Estimate, ...] | None = None
+    for k, (yk, bk) in enumerate(zip(y, ybars, strict=True)):
+        if not _has_tangent(yk) or bk is None or isinstance(bk, AbstractZero):
+            continue
+        ests = broadcast_vjp(fdm, _nth(g, k), bk, *xs, y=yk)
+        if total is None:
+            total = ests
+            continue
+        total = tuple(
+            Estimate(a.value + b.value, a.error + b.error, a.step if a.step is not None else b.step)
+            for a, b in zip(total, ests, strict=True)
+        )
+    if total is not None:
+        return total
+    k = next((k for k, yk in enumerate(y) if _has_tangent(yk)), 0)
+    return broadcast_vjp(fdm, _nth(g, k), None, *xs, y=y[k])
+
+
+def _several_jvp(
+    fdm: FiniteDifferenceMethod, g: Callable[..., Any], pairs: tuple[Any, ...], y: Any
+) -> Estimate:
+    """One jvp per output: ``value`` and ``error`` are tuples (``NoTangent()`` and 0 for an
+    integer output), ``step`` the steps of the first output with a tangent."""
+    ests = [
+        broadcast_jvp(fdm, _nth(g, k), *pairs, y=yk)
+        if _has_tangent(yk)
+        else Estimate(NO_TANGENT, _sum_to(np.zeros(np.shape(yk)), yk), None)
+        for k, yk in enumerate(y)
+    ]
+    step = next((e.step for e in ests if e.step is not None), None)
+    return Estimate(tuple(e.value for e in ests), tuple(e.error for e in ests), step)

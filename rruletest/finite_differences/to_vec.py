@@ -2,8 +2,11 @@
 
 Floats contribute one coordinate, complex numbers two (real, imaginary), float and complex arrays
 of any precision one or two per element; tuples, lists, namedtuples, dicts, dataclasses,
-``Tangent``s and object arrays are walked in order. Integers, booleans, strings, functions,
-``None`` and ``AbstractZero`` have no coordinates: they are rebuilt as they were.
+``Tangent``s, object arrays, plain objects (their attributes) and types given to
+``rruletest.walk.register_structure`` are walked in order (by ``rruletest.walk``, so a cycle or
+a nesting deeper than ``walk.MAX_DEPTH`` is a ``WalkError`` naming the path). Integers,
+booleans, strings, functions, ``None``, ``Decimal``s and ``AbstractZero`` have no coordinates:
+they are rebuilt as they were.
 
 >>> import numpy as np
 >>> v, back = to_vec((1.0, {"a": np.array([2.0, 3.0], np.float32), "n": 4}, 1 + 2j))
@@ -13,24 +16,36 @@ array([1., 2., 3., 1., 2.])
 (2.0, {'a': array([4., 6.], dtype=float32), 'n': 4}, (2+4j))
 
 ``from_vec.tangent(v)`` rebuilds a *tangent* instead: leaves without coordinates become
-``NoTangent()`` and dataclasses become ``Tangent``s:
+``NoTangent()`` and dataclasses (and registered types) become ``Tangent``s:
 
 >>> back.tangent(v)
 (1.0, {'a': array([2., 3.], dtype=float32), 'n': NoTangent()}, (1+2j))
+
+Primals come back with their own type, so finite differences call a function with what it was
+given: a float subclass, ``np.matrix`` and other array subclasses stay what they were, a masked
+array keeps its mask (its masked elements have coordinates too and are perturbed like the
+others; their tangents are plain arrays, as ``rand_tangent`` draws them). A complex leaf with
+an infinite or NaN part rebuilds exactly:
+
+>>> back2 = to_vec(complex(1, float("inf")))[1]
+>>> back2(np.array([1.0, float("inf")]))
+(1+infj)
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
+import decimal
 import functools
 import types
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from rruletest.tangents import NO_TANGENT, AbstractZero, Tangent, unthunk
+from rruletest.walk import Path, Step, children, fold, is_registered, rebuild, render_path
 
 __all__ = ["FromVec", "to_vec"]
 
@@ -48,6 +63,7 @@ _CONSTANT_TYPES = (
     slice,
     type(None),
     type(Ellipsis),
+    decimal.Decimal,  # a number, but not one numpy can step: no coordinates, kept as it is
     AbstractZero,
     types.FunctionType,
     types.BuiltinFunctionType,
@@ -58,17 +74,9 @@ _CONSTANT_TYPES = (
 )
 
 
-class _Node:
+class _Const:
     size = 0
 
-    def build(self, v: F64, mode: Mode) -> Any:
-        raise NotImplementedError
-
-    def tangent_vec(self, t: Any, path: str, out: F64) -> None:
-        raise NotImplementedError
-
-
-class _Const(_Node):
     def __init__(self, value: Any) -> None:
         self.value = value
 
@@ -79,14 +87,11 @@ class _Const(_Node):
             return self.value.copy()
         return self.value
 
-    def tangent_vec(self, t: Any, path: str, out: F64) -> None:
-        return None
 
-
-class _Leaf(_Node):
+class _Leaf:
     """A float/complex number, numpy scalar or array occupying ``out[start:start+size]``."""
 
-    def __init__(self, x: Any, start: int) -> None:
+    def __init__(self, x: Any, start: int, where: Callable[[], str]) -> None:
         self.pytype = type(x)
         arr = np.asarray(x)
         self.dtype = arr.dtype
@@ -96,6 +101,14 @@ class _Leaf(_Node):
         self.is_array = isinstance(x, np.ndarray)
         self.start = start
         self.size = arr.size * (2 if self.is_complex else 1)
+        self.mask = np.ma.getmaskarray(x).copy() if isinstance(x, np.ma.MaskedArray) else None
+        self.fill_value = x.fill_value if isinstance(x, np.ma.MaskedArray) else None
+        self.subclass = self.is_array and self.pytype is not np.ndarray
+        self.python_number = issubclass(self.pytype, float | complex) and not issubclass(
+            self.pytype, np.generic
+        )
+        if self.python_number and self.pytype not in (float, complex):
+            _check_number_subclass(x, where)
 
     def coords(self, x: Any) -> F64:
         arr = np.asarray(x)
@@ -105,25 +118,34 @@ class _Leaf(_Node):
 
     def build(self, v: F64, mode: Mode) -> Any:
         seg = v[self.start : self.start + self.size]
+        arr: Any
         if self.is_complex:
             pairs = seg.reshape(*self.shape, 2)
             if mode == "error":
-                arr: Any = np.hypot(pairs[..., 0], pairs[..., 1])
-            else:
-                arr = (pairs[..., 0] + 1j * pairs[..., 1]).astype(self.dtype)
+                arr = np.hypot(pairs[..., 0], pairs[..., 1])
+            else:  # part by part: re + 1j * im would turn an infinite part into NaNs
+                arr = np.empty(self.shape, dtype=self.dtype)
+                arr.real = pairs[..., 0]
+                arr.imag = pairs[..., 1]
         else:
             arr = seg.reshape(self.shape)
             arr = arr.astype(np.float64 if mode == "error" else self.dtype, copy=True)
         if self.is_array:
-            return np.asarray(arr)
-        python_number = issubclass(self.pytype, float | complex) and not issubclass(
-            self.pytype, np.generic
-        )
-        if mode == "error" or python_number:
+            if mode != "primal" or not self.subclass:  # a tangent is a plain array, as
+                return np.asarray(arr)  # rand_tangent draws it: no mask, no matrix
+            if self.mask is not None:
+                return np.ma.MaskedArray(arr, mask=self.mask.copy(), fill_value=self.fill_value)
+            return arr.view(self.pytype)
+        if mode == "error":
             return arr.item()
+        if self.python_number:
+            value = arr.item()
+            return (
+                value if self.pytype in (float, complex) or mode != "primal" else self.pytype(value)
+            )
         return arr[()]
 
-    def tangent_vec(self, t: Any, path: str, out: F64) -> None:
+    def tangent_vec(self, t: Any, where: Callable[[], str], out: F64) -> None:
         t = unthunk(t)
         if t is None or isinstance(t, AbstractZero):
             return
@@ -133,232 +155,87 @@ class _Leaf(_Node):
             arr = np.asarray(None)
         if arr.dtype.kind not in "biufc":
             raise TypeError(
-                f"the tangent at {path} must be a number or numeric array for a primal of "
+                f"the tangent at {where()} must be a number or numeric array for a primal of "
                 f"type {self.pytype.__name__}, got {type(t).__name__}"
             )
         if arr.dtype.kind == "c" and not self.is_complex and np.any(arr.imag != 0):
             raise ValueError(
-                f"the tangent at {path} is complex but its primal is real "
+                f"the tangent at {where()} is complex but its primal is real "
                 f"({self.pytype.__name__}, dtype {self.dtype}); a real primal needs a real tangent"
             )
         try:
             arr = np.broadcast_to(arr, self.shape)
         except ValueError:
             raise ValueError(
-                f"the tangent at {path} has shape {arr.shape} but its primal has shape {self.shape}"
+                f"the tangent at {where()} has shape {arr.shape} but its primal has shape "
+                f"{self.shape}"
             ) from None
         if not self.is_complex:
             arr = arr.real
         out[self.start : self.start + self.size] = self.coords(arr)
 
 
-class _Seq(_Node):
-    def __init__(self, x: Any, children: list[_Node]) -> None:
-        self.type = type(x)
-        self.children = children
-        self.size = sum(c.size for c in children)
-        self.named = hasattr(self.type, "_fields") and issubclass(self.type, tuple)
-
-    def build(self, v: F64, mode: Mode) -> Any:
-        vals = [c.build(v, mode) for c in self.children]
-        if self.named:
-            return self.type._make(vals)
-        if self.type is tuple or self.type is list:
-            return self.type(vals)
-        try:
-            return self.type(vals)
-        except Exception:
-            return tuple(vals) if issubclass(self.type, tuple) else list(vals)
-
-    def tangent_vec(self, t: Any, path: str, out: F64) -> None:
-        t = unthunk(t)
-        if t is None or isinstance(t, AbstractZero):
-            return
-        if isinstance(t, Tangent):
-            parts = [t[i] for i in range(len(self.children))]
-        elif isinstance(t, tuple | list) and len(t) == len(self.children):
-            parts = list(t)
-        else:
-            raise TypeError(
-                f"the tangent at {path} must be a {self.type.__name__} of "
-                f"{len(self.children)} tangents or a Tangent, got {type(t).__name__}"
-            )
-        for i, (c, ti) in enumerate(zip(self.children, parts, strict=True)):
-            c.tangent_vec(ti, _item_path(path, self.type, i), out)
+def _check_number_subclass(x: Any, where: Callable[[], str]) -> None:
+    """A float or complex subclass is rebuilt as ``type(x)(number)``: refuse one that cannot be."""
+    base = complex(x) if isinstance(x, complex) else float(x)
+    try:
+        ok = type(type(x)(base)) is type(x)
+    except Exception:
+        ok = False
+    if not ok:
+        name = type(x).__qualname__
+        raise TypeError(
+            f"to_vec cannot rebuild the {name} at {where()}: {name}({base!r}) does not give a "
+            f"{name}; finite differences must call the function with the type it was given, so "
+            f"pass a plain {type(base).__name__}, or register {name} with "
+            "rruletest.walk.register_structure"
+        )
 
 
-class _Dict(_Node):
-    def __init__(self, x: dict[Any, Any], children: list[_Node]) -> None:
+class _Node:
+    """A container: its prototype, the steps to its children, and their plans."""
+
+    def __init__(self, x: Any, steps: list[Step], kids: list[Any], path: Path) -> None:
         self.proto = x
-        self.keys = list(x)
-        self.children = children
-        self.size = sum(c.size for c in children)
+        self.steps = steps
+        self.kids = kids
+        self.path = path
+        self.size = sum(k.size for k in kids)
+        # Dataclasses and registered types have a Tangent for a tangent; the others, their kind.
+        self.by_fields = not isinstance(x, tuple | list | Mapping | Tangent | np.ndarray)
 
-    def build(self, v: F64, mode: Mode) -> Any:
-        out = copy.copy(self.proto)
-        for k, c in zip(self.keys, self.children, strict=True):
-            out[k] = c.build(v, mode)
-        return out
-
-    def tangent_vec(self, t: Any, path: str, out: F64) -> None:
-        t = unthunk(t)
-        if t is None or isinstance(t, AbstractZero):
-            return
-        if not isinstance(t, Tangent | dict):
-            raise TypeError(
-                f"the tangent at {path} must be a dict or Tangent, got {type(t).__name__}"
-            )
-        unknown = [k for k in t.keys() if k not in self.keys]  # noqa: SIM118
-        if unknown:
-            raise ValueError(
-                f"the tangent at {path} has key {unknown[0]!r}, which the primal lacks"
-            )
-        for k, c in zip(self.keys, self.children, strict=True):
-            c.tangent_vec(t.get(k) if isinstance(t, dict) else t[k], f"{path}[{k!r}]", out)
+    def build(self, values: list[Any], mode: Mode) -> Any:
+        x = self.proto
+        if mode != "primal" and self.by_fields:
+            return Tangent(type(x), **{s.key: v for s, v in zip(self.steps, values, strict=True)})
+        if type(x) is tuple:
+            return tuple(values)
+        if type(x) is list:
+            return values
+        if type(x) is dict:
+            return dict(zip(x, values, strict=True))
+        return rebuild(x, values)
 
 
-class _Data(_Node):
-    def __init__(self, x: Any, names: list[str], children: list[_Node]) -> None:
-        self.proto = x
-        self.names = names
-        self.children = children
-        self.size = sum(c.size for c in children)
-
-    def build(self, v: F64, mode: Mode) -> Any:
-        vals = {n: c.build(v, mode) for n, c in zip(self.names, self.children, strict=True)}
-        if mode != "primal":
-            return Tangent(type(self.proto), **vals)
-        out = copy.copy(self.proto)
-        for n, val in vals.items():
-            object.__setattr__(out, n, val)
-        return out
-
-    def tangent_vec(self, t: Any, path: str, out: F64) -> None:
-        t = unthunk(t)
-        if t is None or isinstance(t, AbstractZero):
-            return
-        if not (isinstance(t, Tangent) or type(t) is type(self.proto)):
-            raise TypeError(
-                f"the tangent at {path} must be a Tangent or a {type(self.proto).__name__}, got "
-                f"{type(t).__name__}"
-            )
-        for n, c in zip(self.names, self.children, strict=True):
-            c.tangent_vec(getattr(t, n), f"{path}.{n}", out)
-
-
-class _Tang(_Node):
-    def __init__(self, x: Tangent, keys: list[Any], children: list[_Node]) -> None:
-        self.ptype = x.primal_type
-        self.positional = isinstance(x.backing, tuple)
-        self.mapping = isinstance(x.backing, dict) and issubclass(self.ptype, dict)
-        self.keys = keys
-        self.children = children
-        self.size = sum(c.size for c in children)
-
-    def build(self, v: F64, mode: Mode) -> Any:
-        vals = [c.build(v, mode) for c in self.children]
-        if self.positional:
-            return Tangent(self.ptype, *vals)
-        d = dict(zip(self.keys, vals, strict=True))
-        return Tangent(self.ptype, d) if self.mapping else Tangent(self.ptype, **d)
-
-    def tangent_vec(self, t: Any, path: str, out: F64) -> None:
-        t = unthunk(t)
-        if t is None or isinstance(t, AbstractZero):
-            return
-        if not isinstance(t, Tangent):
-            raise TypeError(f"the tangent at {path} must be a Tangent, got {type(t).__name__}")
-        for k, c in zip(self.keys, self.children, strict=True):
-            c.tangent_vec(t[k], _tangent_path(path, self.positional, self.mapping, k), out)
-
-
-class _ObjArr(_Node):
-    def __init__(self, x: npt.NDArray[Any], children: list[_Node]) -> None:
-        self.shape = x.shape
-        self.children = children
-        self.size = sum(c.size for c in children)
-
-    def build(self, v: F64, mode: Mode) -> Any:
-        out = np.empty(len(self.children), dtype=object)
-        for i, c in enumerate(self.children):
-            out[i] = c.build(v, mode)
-        return out.reshape(self.shape)
-
-    def tangent_vec(self, t: Any, path: str, out: F64) -> None:
-        t = unthunk(t)
-        if t is None or isinstance(t, AbstractZero):
-            return
-        arr = np.asarray(t, dtype=object)
-        if arr.shape != self.shape:
-            raise ValueError(f"the tangent at {path} has shape {arr.shape}, not {self.shape}")
-        for i, (c, ti) in enumerate(zip(self.children, arr.ravel(), strict=True)):
-            c.tangent_vec(
-                ti, f"{path}[{', '.join(map(str, np.unravel_index(i, self.shape)))}]", out
-            )
-
-
-def _item_path(path: str, typ: type, i: int) -> str:
-    fields = getattr(typ, "_fields", None)
-    if fields is not None and issubclass(typ, tuple):
-        return f"{path}.{fields[i]}"
-    return f"{path}[{i}]"
-
-
-def _tangent_path(path: str, positional: bool, mapping: bool, k: Any) -> str:
-    if positional or mapping:
-        return f"{path}[{k!r}]" if mapping else f"{path}[{k}]"
-    return f"{path}.{k}"
-
-
-def _flatten(
-    x: Any, path: str, chunks: list[F64], offset: list[int], dtypes: list[np.dtype[Any]]
-) -> _Node:
-    x = unthunk(x)
-    if isinstance(x, _CONSTANT_TYPES):
-        return _Const(x)
-    if isinstance(x, float | complex | np.floating | np.complexfloating) or (
+def _is_leaf(x: Any) -> bool:
+    return isinstance(x, float | complex | np.floating | np.complexfloating) or (
         isinstance(x, np.ndarray) and x.dtype.kind in "fc"
-    ):
-        leaf = _Leaf(x, offset[0])
-        chunks.append(leaf.coords(x))
-        dtypes.extend([leaf.real_dtype] * leaf.size)
-        offset[0] += leaf.size
-        return leaf
-    if isinstance(x, np.ndarray):
-        if x.dtype.kind == "O":
-            kids = [
-                _flatten(e, f"{path}[{', '.join(map(str, idx))}]", chunks, offset, dtypes)
-                for idx, e in np.ndenumerate(x)
-            ]
-            return _ObjArr(x, kids)
-        return _Const(x)
-    if isinstance(x, Tangent):
-        keys = x.keys()
-        positional = isinstance(x.backing, tuple)
-        mapping = isinstance(x.backing, dict) and issubclass(x.primal_type, dict)
-        kids = [
-            _flatten(x[k], _tangent_path(path, positional, mapping, k), chunks, offset, dtypes)
-            for k in keys
-        ]
-        return _Tang(x, keys, kids)
-    if isinstance(x, tuple | list):
-        kids = [
-            _flatten(e, _item_path(path, type(x), i), chunks, offset, dtypes)
-            for i, e in enumerate(x)
-        ]
-        return _Seq(x, kids)
-    if isinstance(x, dict):
-        kids = [_flatten(e, f"{path}[{k!r}]", chunks, offset, dtypes) for k, e in x.items()]
-        return _Dict(x, kids)
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        names = [f.name for f in dataclasses.fields(x)]
-        kids = [_flatten(getattr(x, n), f"{path}.{n}", chunks, offset, dtypes) for n in names]
-        return _Data(x, names, kids)
-    raise TypeError(
-        f"to_vec does not support values of type {type(x).__module__}.{type(x).__qualname__} "
-        f"(at {path}); supported: numbers, float/complex arrays, tuples, lists, namedtuples, "
-        "dicts, dataclasses, Tangent, None"
     )
+
+
+def _expand(x: Any) -> list[tuple[Step, Any]] | None:
+    """The children ``to_vec`` walks into: None for leaves and for values it does not flatten."""
+    if is_registered(x):
+        return children(x)
+    if isinstance(x, _CONSTANT_TYPES) or _is_leaf(x):
+        return None
+    if isinstance(x, np.ndarray):
+        return children(x) if x.dtype.kind == "O" else None
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):  # callable ones too
+        return children(x)
+    if callable(x) and not isinstance(x, Tangent):  # a function object: no coordinates
+        return None
+    return children(x)  # containers and plain objects (their attributes), as the walk sees them
 
 
 class FromVec:
@@ -370,8 +247,9 @@ class FromVec:
     ``from_vec.tangent_vec(t)`` turns a tangent of the primal into a vector in the same layout.
     """
 
-    def __init__(self, node: _Node, path: str, dtypes: list[np.dtype[Any]]) -> None:
-        self._node = node
+    def __init__(self, root: Any, order: list[Any], path: str, dtypes: list[np.dtype[Any]]) -> None:
+        self._root = root
+        self._order = order  # every plan, children before their container
         self._path = path
         #: The real dtype each coordinate came from (float16, float32, float64, longdouble).
         self.coord_dtypes: tuple[np.dtype[Any], ...] = tuple(dtypes)
@@ -379,7 +257,7 @@ class FromVec:
     @property
     def size(self) -> int:
         """The length of the vectors this rebuilds from."""
-        return self._node.size
+        return int(self._root.size)
 
     def _check(self, v: Any) -> F64:
         arr = np.asarray(v, dtype=np.float64)
@@ -389,22 +267,94 @@ class FromVec:
             )
         return arr
 
+    def _build(self, v: F64, mode: Mode) -> Any:
+        stack: list[Any] = []
+        for plan in self._order:
+            if isinstance(plan, _Node):
+                n = len(plan.kids)
+                values = stack[len(stack) - n :]
+                del stack[len(stack) - n :]
+                stack.append(plan.build(values, mode))
+            else:
+                stack.append(plan.build(v, mode))
+        return stack[0]
+
     def __call__(self, v: Any) -> Any:
-        return self._node.build(self._check(v), "primal")
+        return self._build(self._check(v), "primal")
 
     def tangent(self, v: Any) -> Any:
         """A tangent of the primal with coordinates ``v``."""
-        return self._node.build(self._check(v), "tangent")
+        return self._build(self._check(v), "tangent")
 
     def error(self, v: Any) -> Any:
         """Errors ``v`` (non-negative coordinates) arranged like the primal."""
-        return self._node.build(self._check(v), "error")
+        return self._build(self._check(v), "error")
 
     def tangent_vec(self, t: Any, path: str | None = None) -> F64:
         """The coordinates of the tangent ``t`` of the primal (zeros where ``t`` is zero)."""
         out = np.zeros(self.size, dtype=np.float64)
-        self._node.tangent_vec(t, self._path if path is None else path, out)
+        root = self._path if path is None else path
+        todo: list[tuple[Any, Any, Path]] = [(self._root, t, ())]
+        while todo:
+            plan, ti, where = todo.pop()
+            here = functools.partial(render_path, root, where)  # rendered for an error only
+            if isinstance(plan, _Leaf):
+                plan.tangent_vec(ti, here, out)
+            elif isinstance(plan, _Node):
+                parts = _tangent_parts(plan, unthunk(ti), here)
+                if parts is not None:
+                    for step, kid, part in reversed(
+                        list(zip(plan.steps, plan.kids, parts, strict=True))
+                    ):
+                        todo.append((kid, part, (*where, step)))
         return out
+
+
+def _tangent_parts(plan: _Node, t: Any, where: Callable[[], str]) -> list[Any] | None:
+    """The parts of the tangent ``t`` for each child of ``plan`` (None: ``t`` is zero)."""
+    if t is None or isinstance(t, AbstractZero):
+        return None
+    x = plan.proto
+    keys = [s.key for s in plan.steps]
+    if isinstance(x, Tangent):
+        if not isinstance(t, Tangent):
+            raise TypeError(f"the tangent at {where()} must be a Tangent, got {type(t).__name__}")
+        return [t[k] for k in keys]
+    if isinstance(x, np.ndarray):
+        arr = np.asarray(t, dtype=object)
+        if arr.shape != x.shape:
+            raise ValueError(f"the tangent at {where()} has shape {arr.shape}, not {x.shape}")
+        return [arr[k] for k in keys]
+    if isinstance(x, tuple | list):
+        n = len(keys)
+        if isinstance(t, Tangent):
+            return [t[i] for i in range(n)]
+        if isinstance(t, tuple | list) and len(t) == n:
+            return list(t)
+        raise TypeError(
+            f"the tangent at {where()} must be a {type(x).__name__} of {n} tangents or a Tangent, "
+            f"got {type(t).__name__}"
+        )
+    if isinstance(x, Mapping):
+        if not isinstance(t, Tangent | Mapping):
+            raise TypeError(
+                f"the tangent at {where()} must be a dict or Tangent, got {type(t).__name__}"
+            )
+        unknown = [k for k in t.keys() if k not in x]  # noqa: SIM118
+        if unknown:
+            raise ValueError(
+                f"the tangent at {where()} has key {unknown[0]!r}, which the primal lacks"
+            )
+        return [t.get(k) if isinstance(t, Mapping) else t[k] for k in keys]
+    if isinstance(t, Tangent):
+        return [getattr(t, k) for k in keys]
+    if type(t) is type(x):
+        own = children(t) or []
+        return [v for _, v in own]
+    raise TypeError(
+        f"the tangent at {where()} must be a Tangent or a {type(x).__name__}, "
+        f"got {type(t).__name__}"
+    )
 
 
 def to_vec(x: Any, *, path: str = "x") -> tuple[F64, FromVec]:
@@ -412,9 +362,39 @@ def to_vec(x: Any, *, path: str = "x") -> tuple[F64, FromVec]:
 
     Raises:
         TypeError: for a leaf of an unsupported type, naming the type and its ``path``.
+        rruletest.walk.WalkError: (a ``ValueError``) ``x`` contains itself, or nests deeper
+            than ``rruletest.walk.MAX_DEPTH`` levels; the message names the path.
     """
     chunks: list[F64] = []
     dtypes: list[np.dtype[Any]] = []
-    node = _flatten(x, path, chunks, [0], dtypes)
+    order: list[Any] = []
+    offset = [0]
+
+    def leaf(where: Path, value: Any) -> Any:
+        plan: Any
+        if _is_leaf(value):
+            plan = _Leaf(value, offset[0], functools.partial(render_path, path, where))
+            chunks.append(plan.coords(value))
+            dtypes.extend([plan.real_dtype] * plan.size)
+            offset[0] += plan.size
+        elif isinstance(value, (*_CONSTANT_TYPES, np.ndarray)):
+            plan = _Const(value)
+        else:
+            kind = type(value)
+            raise TypeError(
+                f"to_vec does not support values of type {kind.__module__}.{kind.__qualname__} "
+                f"(at {render_path(path, where)}); supported: numbers, float/complex arrays, "
+                "tuples, lists, namedtuples, dicts, dataclasses, objects with attributes, "
+                "Tangent, None, and types registered with rruletest.walk.register_structure"
+            )
+        order.append(plan)
+        return plan
+
+    def node(where: Path, value: Any, steps: list[Step], kids: list[Any]) -> Any:
+        plan = _Node(value, steps, kids, where)
+        order.append(plan)
+        return plan
+
+    root = fold(x, leaf, node, expand=_expand, root=path)
     vec = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float64)
-    return vec, FromVec(node, path, dtypes)
+    return vec, FromVec(root, order, path, dtypes)

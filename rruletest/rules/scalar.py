@@ -6,10 +6,21 @@ cotangent convention ``<a, b> = Re(sum(conj(a) * b))``: for holomorphic ``f``,
 ``xbar = ybar * conj(f'(x))``); the frule's pushforward is ``ydot = sum_i d_i * xdot_i``. Both
 compute the partials only when needed and keep only inputs and output.
 
+A function with several outputs (``f`` returns a tuple, as ``np.modf`` or a ``sincos`` do) has
+one row of partials per output, as ChainRulesCore's ``@scalar_rule`` takes one tuple per output:
+``partials(*args, y)`` gets the tuple of outputs and returns a tuple of rows, each one partial
+per argument (a bare value for a function of one argument). Then
+``xbar_i = sum_k ybar_k * conj(d_ki)`` and ``ydot_k = sum_i d_ki * xdot_i``; an integer
+output (``np.frexp``'s exponent) has no tangent, so its row is never used (give ``0.0``).
+
 >>> import numpy as np
 >>> rule = ScalarRRule(np.exp, lambda x, y: y, "exp", "example")
 >>> y, pullback = rule(1j)
 >>> complex(pullback(1.0)[1]) == complex(np.conj(np.exp(1j)))
+True
+>>> sincos = ScalarRRule(lambda x: (np.sin(x), np.cos(x)), lambda x, y: (y[1], -y[0]), "sc", "ex")
+>>> y, pullback = sincos(0.5)
+>>> bool(np.isclose(pullback((1.0, 2.0))[1], np.cos(0.5) - 2 * np.sin(0.5)))
 True
 """
 
@@ -22,9 +33,15 @@ from typing import Any
 import numpy as np
 
 from rruletest.projection import is_differentiable, unbroadcast
-from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, conj, unthunk
+from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, Tangent, conj, unthunk
 
-__all__ = ["ScalarFRule", "ScalarRRule", "check_partials_signature", "checked_partials"]
+__all__ = [
+    "ScalarFRule",
+    "ScalarRRule",
+    "check_partials_signature",
+    "checked_partials",
+    "output_cotangents",
+]
 
 
 def _plural(n: int, word: str) -> str:
@@ -34,7 +51,9 @@ def _plural(n: int, word: str) -> str:
 def checked_partials(
     partials: Callable[..., Any], name: str, module: str, args: tuple[Any, ...], y: Any
 ) -> tuple[Any, ...]:
-    """Call ``partials(*args, y)`` and check it returned one partial per argument.
+    """Call ``partials(*args, y)`` and check it returned one partial per argument, or, when
+    ``y`` is a tuple of outputs, one row of partials per output (returned as a tuple of rows,
+    each a tuple with one partial per argument).
 
     Raises:
         TypeError: naming the rule, when the count (or the container) is wrong.
@@ -49,21 +68,59 @@ def checked_partials(
                 f"partials(*args, y) takes the function's arguments, then its output y"
             ) from None
         raise
+    if not isinstance(y, tuple):
+        return _row(ps, args, where, "")
+    if not isinstance(ps, tuple | list) or len(ps) != len(y):
+        got = _plural(len(ps), "row") if isinstance(ps, tuple | list) else type(ps).__name__
+        raise TypeError(
+            f"{where} returned {got} for a function with {len(y)} outputs; partials(*args, y) "
+            f"must return one row of partials per output: ((d y[0]/d args[0], ...), "
+            f"(d y[1]/d args[0], ...), ...)"
+        )
+    return tuple(_row(row, args, where, f"row {k} ") for k, row in enumerate(ps))
+
+
+def _row(ps: Any, args: tuple[Any, ...], where: str, row: str) -> tuple[Any, ...]:
+    """One output's partials as a tuple with one entry per argument."""
     if not isinstance(ps, tuple | list):
         if len(args) == 1:
             return (ps,)
         raise TypeError(
-            f"{where} returned a value of type {type(ps).__name__} for "
+            f"{where} returned {row}a value of type {type(ps).__name__} for "
             f"{_plural(len(args), 'argument')}; "
             f"partials(*args, y) must return a tuple with one partial per argument"
         )
     if len(ps) != len(args):
         raise TypeError(
-            f"{where} returned {_plural(len(ps), 'partial')} for "
+            f"{where} returned {row}{_plural(len(ps), 'partial')} for "
             f"{_plural(len(args), 'argument')}; partials(*args, y) must return one partial per "
             f"argument"
         )
     return tuple(ps)
+
+
+def output_cotangents(ybar: Any, y: tuple[Any, ...], where: str) -> list[Any]:
+    """A multi-output function's cotangent as one unthunked cotangent per output: a tuple, a
+    list or a ``Tangent`` of a tuple (missing entries are zeros); a zero is a zero for each.
+
+    Raises:
+        TypeError: another kind of value, or the wrong number of entries.
+    """
+    ybar = unthunk(ybar)
+    if isinstance(ybar, AbstractZero):
+        return [ybar] * len(y)
+    if isinstance(ybar, Tangent):
+        entries = [ybar[k] for k in range(len(y))] if isinstance(ybar.backing, tuple) else None
+    elif isinstance(ybar, tuple | list):
+        entries = [unthunk(v) for v in ybar]
+    else:
+        entries = None
+    if entries is None or len(entries) != len(y) or len(ybar) > len(y):
+        raise TypeError(
+            f"{where}: the output is a tuple of {len(y)}, so its cotangent must be a tuple (or "
+            f"Tangent(tuple, ...)) of {len(y)}, got {type(ybar).__name__} {ybar!r}"
+        )
+    return entries
 
 
 def _accepts(fn: Callable[..., Any], n: int) -> bool | None:
@@ -128,13 +185,18 @@ class ScalarRRule(_ScalarRule):
 
         kept: list[tuple[Any, ...]] = []  # the partials, computed on the first pullback
 
+        def partials() -> tuple[Any, ...]:
+            if not kept:
+                kept.append(self._partials(args, y))
+            return kept[0]
+
         def pullback(ybar: Any) -> tuple[Any, ...]:
+            if isinstance(y, tuple):
+                return _multi_pullback(args, y, ybar, partials, f"pullback of {self.name}")
             ybar = unthunk(ybar)
             if isinstance(ybar, AbstractZero):
                 return (NO_TANGENT, *(ybar if is_differentiable(a) else NO_TANGENT for a in args))
-            if not kept:
-                kept.append(self._partials(args, y))
-            ps = kept[0]
+            ps = partials()
             return (
                 NO_TANGENT,
                 *(
@@ -146,8 +208,39 @@ class ScalarRRule(_ScalarRule):
         return y, pullback
 
 
+def _multi_pullback(
+    args: tuple[Any, ...],
+    y: tuple[Any, ...],
+    ybar: Any,
+    partials: Callable[[], tuple[Any, ...]],
+    where: str,
+) -> tuple[Any, ...]:
+    """``xbar_i = sum_k ybar_k * conj(d_ki)`` over the outputs that have a tangent."""
+    ybars = output_cotangents(ybar, y, where)
+    live = [
+        k
+        for k, (yk, b) in enumerate(zip(y, ybars, strict=True))
+        if is_differentiable(yk) and not isinstance(b, AbstractZero)
+    ]
+    if not live:
+        zero = ZERO_TANGENT if any(b is ZERO_TANGENT for b in ybars) else NO_TANGENT
+        return (NO_TANGENT, *(zero if is_differentiable(a) else NO_TANGENT for a in args))
+    rows = partials()
+    out: list[Any] = [NO_TANGENT]
+    for i, a in enumerate(args):
+        if not is_differentiable(a):
+            out.append(NO_TANGENT)
+            continue
+        acc: Any = ZERO_TANGENT
+        for k in live:
+            acc = acc + ybars[k] * conj(rows[k][i])
+        out.append(unbroadcast(a, acc))
+    return tuple(out)
+
+
 class ScalarFRule(_ScalarRule):
-    """``frule((fdot, *xdots), f, *args)`` of a scalar rule: ``(y, ydot)``."""
+    """``frule((fdot, *xdots), f, *args)`` of a scalar rule: ``(y, ydot)``; for several outputs
+    ``ydot`` is a tuple with one tangent per output (``NoTangent()`` for an integer one)."""
 
     def __call__(self, tangents: tuple[Any, ...], *args: Any, **kwargs: Any) -> tuple[Any, Any]:
         if len(tangents) != len(args) + 1:
@@ -156,7 +249,7 @@ class ScalarFRule(_ScalarRule):
                 f"{_plural(len(args), 'argument')}; pass (fdot, xdot_1, ..., xdot_n)"
             )
         y = self.f(*args, **kwargs)
-        if not is_differentiable(y):
+        if not isinstance(y, tuple) and not is_differentiable(y):
             return y, NO_TANGENT
         xdots = [unthunk(t) for t in tangents[1:]]
         live = [
@@ -164,13 +257,27 @@ class ScalarFRule(_ScalarRule):
             for i, (a, d) in enumerate(zip(args, xdots, strict=True))
             if is_differentiable(a) and not isinstance(d, AbstractZero)
         ]
+        if isinstance(y, tuple):
+            if not live:
+                return y, tuple(ZERO_TANGENT if is_differentiable(v) else NO_TANGENT for v in y)
+            rows = self._partials(args, y)
+            return y, tuple(
+                _push(yk, rows[k], xdots, live) if is_differentiable(yk) else NO_TANGENT
+                for k, yk in enumerate(y)
+            )
         if not live:
             return y, ZERO_TANGENT
-        ps = self._partials(args, y)
-        ydot: Any = ps[live[0]] * xdots[live[0]]
-        for i in live[1:]:
-            ydot = ydot + ps[i] * xdots[i]
-        return y, _like_output(y, ydot)
+        return y, _push(y, self._partials(args, y), xdots, live)
+
+
+def _push(y: Any, ps: tuple[Any, ...], xdots: list[Any], live: list[int]) -> Any:
+    """``sum_i ps[i] * xdots[i]`` over the moving arguments, shaped like the output ``y``."""
+    if not live:
+        return ZERO_TANGENT
+    ydot: Any = ps[live[0]] * xdots[live[0]]
+    for i in live[1:]:
+        ydot = ydot + ps[i] * xdots[i]
+    return ZERO_TANGENT if isinstance(ydot, AbstractZero) else _like_output(y, ydot)
 
 
 def _like_output(y: Any, ydot: Any) -> Any:

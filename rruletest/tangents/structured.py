@@ -117,7 +117,9 @@ class Tangent:
     ``ZeroTangent()``. A field the primal type does not declare raises ``TypeError`` naming it
     (plain classes without ``__slots__``, annotations or dataclass fields cannot be checked).
 
-    Supports ``t.x``, ``t[0]``, ``t["k"]``, iteration for tuple, list and namedtuple primals,
+    Supports ``t.x``, ``t[0]``, ``t["k"]`` (each unthunks a thunked field, as ChainRulesCore's
+    ``getproperty``/``getindex`` do; ``backing`` and iteration give the stored values), iteration
+    for tuple, list and namedtuple primals,
     ``+`` and ``-`` (fieldwise), ``*`` and ``/`` by a scalar, ``==`` (a missing field equals a
     stored zero), and ``primal + tangent``, which rebuilds the primal's own type.
 
@@ -238,7 +240,7 @@ class Tangent:
                 f"Tangent({tname}, ...) has no attribute {name!r}; read its fields as {hint}"
             )
         if name in backing:
-            return backing[name]
+            return unthunk(backing[name])
         fields = self._fields_for_reading()
         if fields is not None and name in fields:
             return ZERO_TANGENT
@@ -253,9 +255,9 @@ class Tangent:
                 return backing[key]
             if not isinstance(key, int | np.integer) or isinstance(key, bool):
                 raise TypeError(f"Tangent({tname}, ...) index must be an int, got {key!r}")
-            return backing[key] if -len(backing) <= key < len(backing) else ZERO_TANGENT
+            return unthunk(backing[key]) if -len(backing) <= key < len(backing) else ZERO_TANGENT
         if _is_mapping_type(self._primal_type):
-            return backing.get(key, ZERO_TANGENT)
+            return unthunk(backing.get(key, ZERO_TANGENT))
         if isinstance(key, int | np.integer) and _is_namedtuple_type(self._primal_type):
             fields = self._primal_type._fields  # type: ignore[attr-defined]
             if not -len(fields) <= key < len(fields):

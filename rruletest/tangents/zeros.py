@@ -3,13 +3,13 @@
 The public home of these names is ``rruletest.tangents`` (which re-exports them); they live
 here so that ``structured`` (``Tangent``) can build on them without an import cycle.
 
->>> ZeroTangent() + 1.0, NoTangent() * 3.0
-(1.0, NoTangent())
+>>> ZeroTangent() + 1.0, NoTangent() * 3.0, NoTangent() * ZeroTangent()
+(1.0, NoTangent(), ZeroTangent())
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 import numpy as np
@@ -45,10 +45,23 @@ class AbstractZero:
     ``acc = acc + x`` rather than ``acc += x`` when ``x`` must not be modified. Equality is by
     kind: ``ZeroTangent() == 0.0`` is False (compare values with ``rruletest.test_approx``).
 
+    The algebra is ChainRulesCore's: ``zero + x`` and ``x + zero`` are ``x``, ``zero - x`` is
+    ``-x``, ``zero * x``, ``x * zero``, ``zero @ x`` and ``zero / x`` are the zero; between two
+    zeros ``NoTangent()`` wins ``+`` and ``-`` (it says more: no tangent space at all) and
+    ``ZeroTangent()`` wins ``*`` and ``@`` (so a product can select). ``x / zero`` raises
+    ``TypeError``. Every part of a zero is that zero: ``z[i]``, ``z.field``, ``z.T``, ``z.real``,
+    ``z.imag``, ``z.conj()``, ``z.sum()``, ``z.reshape(...)``. Iterating a zero yields it once
+    (as ChainRulesCore's ``iterate``), so ``list(z)``, ``sum(z)`` and ``x in z`` end at once.
+    Array attributes a zero does not define (``dtype``, ``shape``, ``astype``, ...) and mapping
+    and thunk names (``keys``, ``unthunk``, ...) are not fields: ``getattr(z, "shape", None)``
+    is None, so duck-typing code does not take a zero for an array.
+
     >>> NoTangent() is NoTangent(), bool(ZeroTangent())
     (True, False)
     >>> 1.5 + NoTangent(), -ZeroTangent(), NoTangent() + ZeroTangent()
     (1.5, ZeroTangent(), NoTangent())
+    >>> list(NoTangent()), ZeroTangent().weights, ZeroTangent()[2].T
+    ([NoTangent()], ZeroTangent(), ZeroTangent())
     """
 
     __slots__ = ()
@@ -93,13 +106,16 @@ class AbstractZero:
     def __complex__(self) -> complex:
         return 0j
 
+    def __int__(self) -> int:
+        return 0
+
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray[Any, Any]:
         return np.zeros((), dtype=np.float64 if dtype is None else dtype)
 
     # -- algebra: zeros are absorbing under products and neutral under sums --------------
     def __add__(self, other: Any) -> Any:
         if isinstance(other, AbstractZero):
-            # NoTangent carries less information than ZeroTangent, so it wins.
+            # NoTangent carries less information than ZeroTangent, so it wins sums.
             return NO_TANGENT if NO_TANGENT in (self, other) else self
         return other
 
@@ -115,36 +131,60 @@ class AbstractZero:
         return other
 
     def __mul__(self, other: Any) -> AbstractZero:
+        if isinstance(other, AbstractZero):
+            # ZeroTangent wins products, so multiplying by it selects (ChainRulesCore).
+            return ZERO_TANGENT if ZERO_TANGENT in (self, other) else self
         return self
 
     __rmul__ = __mul__
     __matmul__ = __mul__
     __rmatmul__ = __mul__
-    __truediv__ = __mul__
 
-    def __neg__(self) -> AbstractZero:
+    def __truediv__(self, other: Any) -> AbstractZero:
         return self
 
-    def __pos__(self) -> AbstractZero:
+    def __rtruediv__(self, other: Any) -> Any:
+        raise TypeError(
+            f"cannot divide by {self!r}: a symbolic zero is not a divisor (got "
+            f"{type(other).__name__} / {self!r})"
+        )
+
+    def _itself(self, *args: Any, **kwargs: Any) -> AbstractZero:
         return self
 
-    def __abs__(self) -> AbstractZero:
-        return self
+    # linear maps of a zero, and its negation, are that zero
+    __neg__ = __pos__ = __abs__ = _itself
 
+    # -- parts: every part of a zero is the same zero ---------------------------------------
     def __getitem__(self, key: Any) -> AbstractZero:
         """Every part of a zero is the same zero (``ybar[0]`` of a zero output cotangent)."""
         return self
 
-    def conj(self) -> AbstractZero:
+    def __getattr__(self, name: str) -> AbstractZero:
+        """A field of a zero is the same zero (``ybar.weights`` of a zero structured cotangent)."""
+        if name.startswith("_") or name in _NOT_PARTS:
+            raise AttributeError(
+                f"{type(self).__name__}() has no attribute {name!r} (a zero is not an array: "
+                f"handle {type(self).__name__}() before using array attributes)"
+            )
         return self
 
-    @property
-    def real(self) -> AbstractZero:
-        return self
+    def __iter__(self) -> Iterator[AbstractZero]:
+        # Without this, Python iterates through ``__getitem__`` forever.
+        yield self
 
-    @property
-    def imag(self) -> AbstractZero:
-        return self
+    def __contains__(self, item: object) -> bool:
+        return item is self
+
+    conj = conjugate = transpose = sum = reshape = copy = _itself
+    T = real = imag = property(_itself)
+
+
+# Not fields: the attributes of numpy arrays a zero does not define itself (``shape``, ``dtype``,
+# ``astype``, ...), which duck-typing code probes with ``getattr(x, name, None)`` and pullbacks
+# call as methods, and the names that mark mappings and thunks.
+_ARRAY_NAMES = frozenset(dir(np.ndarray)) - frozenset(dir(AbstractZero))
+_NOT_PARTS: Final = _ARRAY_NAMES | {"add_into", "get", "items", "keys", "unthunk", "values"}
 
 
 class NoTangent(AbstractZero):
@@ -171,11 +211,18 @@ ZERO_TANGENT: Final = ZeroTangent()
 class Thunk:
     """A tangent computed on first use and then kept, so pullbacks can skip unneeded work.
 
-    Arithmetic and ``np.asarray`` unthunk it; ``fn`` runs at most once (again only if it raised).
+    Arithmetic (``+ - * / @ **``, unary ``-``, ``abs``), indexing, ``.T``, ``.real``, ``.imag``,
+    ``.conj()``, ``float()`` and ``complex()`` unthunk it, so a pullback can use a thunked
+    cotangent as the value; ``fn`` runs at most once (again only if it raised). It has no
+    ``__array__`` (see below): call ``unthunk`` before handing it to numpy functions.
 
     >>> t = Thunk(lambda: 2.0)
     >>> unthunk(t), t + 1.0, 3 * t
     (2.0, 3.0, 6.0)
+    >>> import numpy as np
+    >>> m = Thunk(lambda: np.array([[1.0, 2j]]))
+    >>> m.T.shape, complex(m[0, 1]), m.imag, complex(Thunk(lambda: 1j))
+    ((2, 1), 2j, array([[0., 2.]]), 1j)
     """
 
     __slots__ = ("_done", "_fn", "_value")
@@ -240,8 +287,40 @@ class Thunk:
     def __pos__(self) -> Any:
         return self.unthunk()
 
+    def __pow__(self, other: Any) -> Any:
+        return self.unthunk() ** unthunk(other)
+
+    def __rpow__(self, other: Any) -> Any:
+        return unthunk(other) ** self.unthunk()
+
+    def __abs__(self) -> Any:
+        return abs(self.unthunk())
+
+    # -- the protocols a pullback uses on its cotangent, all by unthunking ------------------
+    def __getitem__(self, key: Any) -> Any:
+        return self.unthunk()[key]
+
+    def __float__(self) -> float:
+        return float(self.unthunk())
+
+    def __complex__(self) -> complex:
+        return complex(self.unthunk())
+
     def conj(self) -> Any:
         return conj(self.unthunk())
+
+    @property
+    def T(self) -> Any:
+        value = self.unthunk()
+        return value.T if hasattr(value, "T") else value
+
+    @property
+    def real(self) -> Any:
+        return self.unthunk().real
+
+    @property
+    def imag(self) -> Any:
+        return self.unthunk().imag
 
 
 def _done_fn() -> Any:  # pragma: no cover - never called, replaces the closure of a used thunk

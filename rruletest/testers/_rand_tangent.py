@@ -3,7 +3,9 @@
 ``rand_tangent(rng, x)`` builds a tangent of the right structure, dtype and shape for ``x``. Its
 values are short decimals (multiples of 0.01 in ``[-9, 9]``, never exactly zero), so failure
 reports stay readable; integers, booleans, strings, functions and other values without float
-coordinates get ``NoTangent()``; structures get a ``Tangent`` of their type.
+coordinates get ``NoTangent()``; structures get a ``Tangent`` of their type. Structures are
+walked by ``rruletest.walk`` (types given to ``register_structure`` included), in order, so a
+seed draws the same tangent every time.
 
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
@@ -26,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from rruletest._seed import current_test_seed
-from rruletest.tangents import NO_TANGENT, AbstractZero, Tangent, unthunk
+from rruletest.tangents import NO_TANGENT, AbstractZero, Tangent
+from rruletest.walk import Path, Step, WalkError, children, fold, is_registered
 
 __all__ = ["rand_tangent", "resolve_rng"]
 
@@ -83,7 +86,8 @@ def rand_tangent(rng: Any, x: Any) -> Any:
     Args:
         rng: a ``numpy.random.Generator``, an int seed or None (a fresh seed).
         x: any primal: float or complex numbers and arrays, integers, booleans, strings,
-            functions, tuples, lists, namedtuples, dicts, dataclasses, ``Tangent``s.
+            functions, tuples, lists, namedtuples, dicts, dataclasses, ``Tangent``s, types
+            registered with ``rruletest.walk.register_structure``.
 
     Returns:
         A float for a float, a numpy scalar of the same type for a numpy scalar, an array of the
@@ -92,7 +96,8 @@ def rand_tangent(rng: Any, x: Any) -> Any:
         none of its fields has a tangent).
 
     Raises:
-        ValueError: ``x`` contains itself (a cycle).
+        ValueError: ``x`` contains itself (a cycle) or nests deeper than
+            ``rruletest.walk.MAX_DEPTH`` levels; the message names the path.
 
     >>> rand_tangent(0, 1.0) == rand_tangent(0, 1.0)
     True
@@ -100,73 +105,75 @@ def rand_tangent(rng: Any, x: Any) -> Any:
     True
     """
     gen, _ = resolve_rng(rng) if not isinstance(rng, np.random.Generator) else (rng, None)
-    return _rand(gen, x, "x", {})
+
+    def leaf(path: Path, v: Any) -> Any:
+        return _rand_leaf(gen, v)
+
+    try:
+        return fold(x, leaf, _combine, expand=_expand)
+    except WalkError as exc:
+        advice = (
+            "a cyclic structure has no finite tangent"
+            if exc.reason == "cycle"
+            else "a structure this deep has no tangent rruletest can walk"
+        )
+        raise ValueError(
+            f"rand_tangent: {exc}: {advice}; pass its tangent with with_tangent(x, dx)"
+        ) from None
 
 
-def _rand(rng: np.random.Generator, x: Any, path: str, active: dict[int, str]) -> Any:
-    x = unthunk(x)
+def _expand(x: Any) -> list[tuple[Step, Any]] | None:
+    """The children of a structure with a tangent (None: a leaf, drawn by ``_rand_leaf``)."""
+    if is_registered(x) or isinstance(x, Tangent | tuple | list | Mapping):
+        return children(x)
+    if isinstance(x, np.ndarray):
+        return children(x) if x.dtype.kind == "O" else None
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):  # callable ones too
+        return children(x)
+    if callable(x):  # functions and function objects: no tangent, as the testers say
+        return None
+    return children(x)  # a plain object: its attributes
+
+
+def _rand_leaf(rng: np.random.Generator, x: Any) -> Any:
     if isinstance(x, AbstractZero | str | bytes | type) or x is None:
         return NO_TANGENT
     if isinstance(x, bool | int | np.bool_ | np.integer):
         return NO_TANGENT
-    if isinstance(x, float):
+    if isinstance(x, float):  # np.float64 too: a Python float
         return float(_decimals(rng, ())[()])
     if isinstance(x, complex):
         re, im = _decimals(rng, (2,))
         return complex(re, im)
     if isinstance(x, np.floating | np.complexfloating):
         return _array_tangent(rng, (), x.dtype)[()]
-    if isinstance(x, np.ndarray):
-        if x.dtype.kind in "fc":
-            return _array_tangent(rng, x.shape, x.dtype)
-        if x.dtype.kind != "O":
-            return NO_TANGENT
-    if callable(x) and not isinstance(x, Tangent):
-        return NO_TANGENT
-    if id(x) in active:
-        raise ValueError(
-            f"rand_tangent: {path} contains itself (it is {active[id(x)]} again): a cyclic "
-            f"structure has no finite tangent; pass its tangent with with_tangent(x, dx)"
-        )
-    active[id(x)] = path
-    try:
-        return _rand_structure(rng, x, path, active)
-    finally:
-        del active[id(x)]
+    if isinstance(x, np.ndarray) and x.dtype.kind in "fc":
+        return _array_tangent(rng, x.shape, x.dtype)
+    return NO_TANGENT
 
 
 def _all_none(values: Any) -> bool:
     return all(v is NO_TANGENT for v in values)
 
 
-def _rand_structure(rng: np.random.Generator, x: Any, path: str, active: dict[int, str]) -> Any:
-    if isinstance(x, np.ndarray):  # object array: one tangent per element
-        out = np.empty(x.shape, dtype=object)
-        for idx in np.ndindex(x.shape):
-            out[idx] = _rand(rng, x[idx], f"{path}[{', '.join(map(str, idx))}]", active)
-        return NO_TANGENT if _all_none(out.flat) else out
+def _combine(path: Path, x: Any, steps: list[Step], values: list[Any]) -> Any:
+    """The tangent of the structure ``x`` from the tangents of its children."""
     if isinstance(x, Tangent):
-        pairs = {k: _rand(rng, v, f"{path}.{k}", active) for k, v in x.items()}
         if isinstance(x.backing, tuple):
-            return Tangent(x.primal_type, *pairs.values())
+            return Tangent(x.primal_type, *values)
+        pairs = {s.key: v for s, v in zip(steps, values, strict=True)}
         if issubclass(x.primal_type, Mapping):
             return Tangent(x.primal_type, pairs)
         return Tangent(x.primal_type, **pairs)
-    if isinstance(x, tuple) and hasattr(type(x), "_fields"):
-        fields = {
-            f: _rand(rng, getattr(x, f), f"{path}.{f}", active) for f in getattr(x, "_fields", ())
-        }
-        return NO_TANGENT if _all_none(fields.values()) else Tangent(type(x), **fields)
-    if isinstance(x, tuple | list):
-        items = [_rand(rng, v, f"{path}[{i}]", active) for i, v in enumerate(x)]
-        return NO_TANGENT if _all_none(items) else Tangent(type(x), *items)
-    if isinstance(x, Mapping):
-        entries = {k: _rand(rng, v, f"{path}[{k!r}]", active) for k, v in x.items()}
-        return NO_TANGENT if _all_none(entries.values()) else Tangent(type(x), entries)
-    if dataclasses.is_dataclass(x):
-        fields = {
-            f.name: _rand(rng, getattr(x, f.name), f"{path}.{f.name}", active)
-            for f in dataclasses.fields(x)
-        }
-        return NO_TANGENT if _all_none(fields.values()) else Tangent(type(x), **fields)
-    return NO_TANGENT
+    if _all_none(values):
+        return NO_TANGENT
+    if isinstance(x, np.ndarray):  # object array: one tangent per element
+        out = np.empty(x.shape, dtype=object)
+        for step, v in zip(steps, values, strict=True):
+            out[step.key] = v
+        return out
+    if isinstance(x, Mapping) and not is_registered(x):
+        return Tangent(type(x), {s.key: v for s, v in zip(steps, values, strict=True)})
+    if isinstance(x, tuple | list) and not hasattr(type(x), "_fields") and not is_registered(x):
+        return Tangent(type(x), *values)
+    return Tangent(type(x), **{s.key: v for s, v in zip(steps, values, strict=True)})
