@@ -25,7 +25,8 @@ from rruletest.interop._errors import (
     no_rule_reason,
     require,
 )
-from rruletest.interop._rules import AdapterRules, Pullback
+from rruletest.interop._protocol import Pullback
+from rruletest.interop._rules import AdapterRules
 from rruletest.tangents import NO_TANGENT, unthunk
 
 if TYPE_CHECKING:

@@ -26,6 +26,7 @@ tester is told about it.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from rruletest.interop._convert import has_float_leaf
@@ -34,10 +35,10 @@ from rruletest.tangents import NO_TANGENT, NoTangent
 from rruletest.testers import with_tangent
 
 if TYPE_CHECKING:
-    from rruletest.interop._rules import AdapterLike
+    from rruletest.interop._protocol import AdapterLike
     from rruletest.testers import TesterReport
 
-__all__ = ["declared", "is_marked_nondiff", "primal_of", "run_tester"]
+__all__ = ["declared", "is_marked_nondiff", "marked_example", "primal_of", "run_tester"]
 
 _WITH_TANGENT = type(with_tangent(0.0, NO_TANGENT))
 
@@ -50,6 +51,21 @@ def primal_of(arg: Any) -> Any:
 def is_marked_nondiff(arg: Any) -> bool:
     """Whether a tester argument is ``with_tangent(x, NoTangent())``."""
     return isinstance(arg, _WITH_TANGENT) and isinstance(arg.tangent, NoTangent)
+
+
+def marked_example(example: tuple[Any, ...], positions: Iterable[int]) -> tuple[Any, ...]:
+    """``example`` with its float arguments at ``positions`` as ``with_tangent(x, NoTangent())``.
+
+    >>> marked_example((1.0, 2.0, 3), [1, 2])
+    (1.0, with_tangent(2.0, NoTangent()), 3)
+    """
+    at = set(positions)
+    return tuple(
+        with_tangent(a, NO_TANGENT)
+        if i in at and has_float_leaf(a) and not isinstance(a, _WITH_TANGENT)
+        else a
+        for i, a in enumerate(example)
+    )
 
 
 def declared(

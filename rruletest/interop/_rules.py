@@ -28,58 +28,18 @@ table of a framework's primitives through the gate, one row per adapter:
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
+from rruletest.interop._declarations import is_marked_nondiff, marked_example
 from rruletest.interop._errors import InteropError
+from rruletest.interop._protocol import AdapterLike, Pullback
 from rruletest.rules import RuleSet, default_ruleset
 
 if TYPE_CHECKING:
     from rruletest.domains import DomainLike
 
-__all__ = ["AdapterLike", "AdapterRules", "Pullback", "register"]
-
-Pullback = Callable[[Any], tuple[Any, ...]]
-
-
-class AdapterLike(Protocol):
-    """What the rules, the declarations and ``register`` use of an adapter (``Adapted``)."""
-
-    framework: ClassVar[str]
-    __qualname__: str
-    __module__: str
-    elementwise: bool
-    domain: Any
-    examples: tuple[Any, ...]
-    nondiff_argnums: tuple[int, ...]
-
-    @property
-    def rules(self) -> AdapterRules: ...
-
-    @property
-    def has_frule(self) -> bool: ...
-
-    @property
-    def rrule(self) -> Callable[..., tuple[Any, Pullback]]: ...
-
-    @property
-    def frule(self) -> Callable[..., tuple[Any, Any]]: ...
-
-    def dispatch_rrule(
-        self, f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> tuple[Any, Pullback]: ...
-
-    def dispatch_frule(
-        self, tangents: Sequence[Any], f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> tuple[Any, Any]: ...
-
-    def no_rule_argnums(
-        self, args: tuple[Any, ...], kwargs: dict[str, Any], *, forward: bool = False
-    ) -> dict[int, str]: ...
-
-    def with_nondiff(self, argnums: Iterable[int]) -> Any: ...
-
-    def tested(self) -> tuple[Any, ...]: ...
+__all__ = ["AdapterRules", "Pullback", "register"]
 
 
 class AdapterRules(RuleSet):
@@ -138,6 +98,8 @@ def register(
         rules: the RuleSet; default the default one (the one the gate reads).
         domain: valid inputs; default the adapter's own ``domain``.
         examples: argument tuples to test at (and generate near); default the adapter's.
+            An argument given as ``with_tangent(x, NoTangent())`` is not differentiated by
+            the framework either; one in the adapter's ``nondiff_argnums`` is marked so.
 
     Returns:
         The adapter, so a table can be built with ``register(from_primitive(f), ...)``.
@@ -150,16 +112,21 @@ def register(
     target = default_ruleset if rules is None else rules
     module = str(sys._getframe(1).f_globals.get("__name__", adapter.__module__))
     dom = adapter.domain if domain is None else domain
-    exs = tuple(examples) or adapter.examples
+    exs = [e if isinstance(e, tuple) else (e,) for e in (tuple(examples) or adapter.examples)]
+    # Said once: an example argument marked with_tangent(x, NoTangent()) is not differentiated
+    # by the framework either, and one the adapter does not differentiate is marked so.
+    marked = {i for e in exs for i, a in enumerate(e) if is_marked_nondiff(a)}
+    inner = adapter.with_nondiff(marked)
+    exs = [marked_example(e, inner.nondiff_argnums) for e in exs]
 
     def rrule(*args: Any, **kwargs: Any) -> Any:
-        return adapter.dispatch_rrule(adapter, args, kwargs)
+        return inner.dispatch_rrule(inner, args, kwargs)
 
     target.register_rrule(adapter, domain=dom, examples=exs)(_named(adapter, rrule, module))
     if adapter.has_frule:
 
         def frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
-            return adapter.dispatch_frule(tangents, adapter, args, kwargs)
+            return inner.dispatch_frule(tangents, inner, args, kwargs)
 
         target.register_frule(adapter, domain=dom, examples=exs)(_named(adapter, frule, module))
     return adapter

@@ -116,3 +116,24 @@ def test_the_gate_runs_registered_adapters(tmp_path: Path) -> None:
     rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}
     assert "passed" in rows["log"]
     assert "FAILED" in rows["wrong_log"].upper()
+
+
+def test_register_says_each_arguments_declaration_once(testers: Any) -> None:
+    """For the gate too: an example argument marked ``with_tangent(x, NoTangent())`` is not
+    differentiated by the framework, and the adapter's ``nondiff_argnums`` are marked in the
+    examples the gate tests (and generates near)."""
+    from rruletest import with_tangent
+
+    from .test_declarations import Scale
+
+    x = np.array([0.5, 1.5])
+    rules = RuleSet()
+    told = register(Scale(), rules=rules, examples=[(x, with_tangent(2.0, NoTangent()))])
+    declared = register(Scale(nondiff_argnums=[1], name="scale2"), rules=rules, examples=[(x, 2.0)])
+    for f in (told, declared):
+        (example,) = rules.rrule_info(f).examples
+        assert repr(example[1]) == "with_tangent(2.0, NoTangent())"
+        assert rules.rrule(f, x, 2.0)[1](np.ones(2))[2] == NoTangent()
+        report = testers.test_rrule(f, *example, rrule_f=rules.rrule, rng=0)
+        assert report.not_checked == ("args[1]",)
+    assert told.nondiff_argnums == ()  # the adapter itself is unchanged
