@@ -32,6 +32,7 @@ from rruletest.rules.info import (
     KINDS,
     Key,
     RuleInfo,
+    Signature,
     check_key,
     describe,
     examples_of,
@@ -162,11 +163,13 @@ class RuleSet:
         fs: Sequence[Any],
         domain: DomainLike,
         examples: Sequence[Any],
+        signature: str | Signature | Callable[..., Any] | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         call = f"register_{kind}"
         key = check_key(fs, call)
         dom = None if domain is None else Domain.of(domain)
         exs = examples_of(examples)
+        sig = signature if signature is None or callable(signature) else Signature.parse(signature)
 
         def decorate(rule: Callable[..., Any]) -> Callable[..., Any]:
             if not callable(rule):
@@ -185,6 +188,7 @@ class RuleSet:
                 frule=rule if kind == "frule" else None,
                 domain=dom,
                 examples=exs,
+                signature=sig,
             )
             self._store([self._rrules if kind == "rrule" else self._frules], info)
             return rule
@@ -192,7 +196,11 @@ class RuleSet:
         return decorate
 
     def register_rrule(
-        self, *fs: Any, domain: DomainLike = None, examples: Sequence[Any] = ()
+        self,
+        *fs: Any,
+        domain: DomainLike = None,
+        examples: Sequence[Any] = (),
+        signature: str | Signature | Callable[..., Any] | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator registering an rrule for ``fs`` (a function, or a tuple key such as
         ``broadcasted, np.sin``). The rule gets the call's arguments (for a tuple key, all but
@@ -202,21 +210,31 @@ class RuleSet:
             fs: the function, or the functions of a tuple key.
             domain: valid inputs (see ``rruletest.domains.Domain.of``), for generated tests.
             examples: argument tuples (or single arguments) to test the rule at.
+            signature: a gufunc core signature such as ``"(n)->(n)"``: the function acts
+                independently on every member of the leading batch dimensions, so the
+                numerical reference perturbs one core coordinate in all members at once
+                (exact per element at a cost set by the core size). Or a function of the
+                call's arguments returning one, or None where the call has no such structure.
 
         Raises:
             TypeError: a key that is not callable or not hashable, or a rule that is not
                 callable.
+            ValueError: a malformed ``signature``.
         """
-        return self._register("rrule", fs, domain, examples)
+        return self._register("rrule", fs, domain, examples, signature)
 
     def register_frule(
-        self, *fs: Any, domain: DomainLike = None, examples: Sequence[Any] = ()
+        self,
+        *fs: Any,
+        domain: DomainLike = None,
+        examples: Sequence[Any] = (),
+        signature: str | Signature | Callable[..., Any] | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator registering an frule for ``fs``; the rule takes the tangents
         ``(fdot, xdot_1, ..., xdot_n)`` first, then the call's arguments, and returns
         ``(y, ydot)``. Arguments as for ``register_rrule``.
         """
-        return self._register("frule", fs, domain, examples)
+        return self._register("frule", fs, domain, examples, signature)
 
     def scalar_rule(
         self,
@@ -399,17 +417,27 @@ def frule(tangents: Sequence[Any], f: Any, *args: Any, **kwargs: Any) -> tuple[A
 
 
 def register_rrule(
-    *fs: Any, domain: DomainLike = None, examples: Sequence[Any] = ()
+    *fs: Any,
+    domain: DomainLike = None,
+    examples: Sequence[Any] = (),
+    signature: str | Signature | Callable[..., Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering an rrule in the default RuleSet (see ``RuleSet.register_rrule``)."""
-    return default_ruleset.register_rrule(*fs, domain=domain, examples=examples)
+    return default_ruleset.register_rrule(
+        *fs, domain=domain, examples=examples, signature=signature
+    )
 
 
 def register_frule(
-    *fs: Any, domain: DomainLike = None, examples: Sequence[Any] = ()
+    *fs: Any,
+    domain: DomainLike = None,
+    examples: Sequence[Any] = (),
+    signature: str | Signature | Callable[..., Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering an frule in the default RuleSet (see ``RuleSet.register_frule``)."""
-    return default_ruleset.register_frule(*fs, domain=domain, examples=examples)
+    return default_ruleset.register_frule(
+        *fs, domain=domain, examples=examples, signature=signature
+    )
 
 
 def scalar_rule(
