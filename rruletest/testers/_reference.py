@@ -37,6 +37,12 @@ from rruletest.finite_differences.batched import batched_jvp, batched_vjp
 from rruletest.finite_differences.dense import dense_jvp as engine_jvp
 from rruletest.finite_differences.dense import dense_vjp as engine_vjp
 from rruletest.finite_differences.half import half_broadcast_jvp, half_broadcast_vjp, has_half
+from rruletest.finite_differences.scalar import (
+    number_jvp,
+    number_partials,
+    number_vjp,
+    takes_a_number,
+)
 from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
 from rruletest.testers._adjoint import check_adjoint
 from rruletest.testers._checks import compare
@@ -306,65 +312,19 @@ def _jacobians(
     return tuple(found)
 
 
-def _scalar_fast_path(xs: Sequence[Any], y: Any) -> bool:
-    """One scalar input and a numeric output: the engine's scalar estimate applies directly."""
-    if len(xs) != 1 or not isinstance(xs[0], float | complex | np.floating | np.complexfloating):
-        return False
-    if isinstance(y, np.ndarray):
-        return y.dtype.kind in "fc"
-    return isinstance(y, float | complex | np.floating | np.complexfloating)
-
-
 def _scalar_partials(
     fdm: Any, g: Callable[..., Any], x: Any, cache: dict[Any, Any] | None
 ) -> list[Any]:
-    """``dy/d(Re x)`` (and ``dy/d(Im x)`` for complex ``x``) as ``Estimate``s, shared through
-    ``cache``; each is one scalar finite difference (cheaper than a 1-column Jacobian).
-    """
+    """The engine's scalar partials of ``g`` at the number ``x`` (``number_partials``), shared
+    through ``cache`` by ``test_scalar``'s two testers."""
     key = ("scalar", fdm, type(x), np.asarray(x).dtype.str, np.asarray(x).tobytes())
     found = None if cache is None else cache.get(key)
     if found is not None:
         return list(found)
-    out = [fdm.estimate(lambda t: g(_like(x, t, None)), np.asarray(x).real[()])]
-    if isinstance(x, complex | np.complexfloating):
-        re = np.asarray(x).real[()]
-        out.append(fdm.estimate(lambda t: g(_like(x, re, t)), np.asarray(x).imag[()]))
+    out = number_partials(fdm, g, x)
     if cache is not None:
         cache[key] = tuple(out)
     return out
-
-
-def _like(x: Any, re: Any, im: Any) -> Any:
-    """A number of ``x``'s type with real part ``re`` (and imaginary part ``im``)."""
-    if isinstance(x, complex | np.complexfloating):
-        z = complex(float(re), float(np.asarray(x).imag if im is None else im))
-        return type(x)(z)
-    return type(x)(re)
-
-
-def _scalar_jvp(fdm: Any, g: Callable[..., Any], x: Any, dot: Any, cache: Any) -> Any:
-
-    dot = unthunk(dot)
-    parts = _scalar_partials(fdm, g, x, cache)
-    numeric = isinstance(dot, int | float | complex | np.number) and not isinstance(dot, bool)
-    comps = [np.real(dot), np.imag(dot)] if numeric else [0.0, 0.0]
-    value: Any = 0.0
-    error: Any = 0.0
-    for est, c in zip(parts, comps, strict=False):
-        value = value + np.asarray(est.value) * c
-        error = error + np.abs(np.asarray(est.error)) * abs(c)
-    return Estimate(value, error, None)
-
-
-def _scalar_vjp(fdm: Any, g: Callable[..., Any], x: Any, ybar: Any, cache: Any) -> Any:
-
-    parts = _scalar_partials(fdm, g, x, cache)
-    yb = np.asarray(ybar)
-    comps = [float(np.sum((np.conj(yb) * np.asarray(e.value)).real)) for e in parts]
-    errs = [float(np.sum(np.abs(yb) * np.abs(np.asarray(e.error)))) for e in parts]
-    if len(comps) == 2:
-        return Estimate(complex(comps[0], comps[1]), float(np.hypot(errs[0], errs[1])), None)
-    return Estimate(comps[0], errs[0], None)
 
 
 def dense_jvp(
@@ -377,8 +337,8 @@ def dense_jvp(
 ) -> Any:
     """``J @ xdot`` from the numerical Jacobian of ``g`` at ``xs``, as an ``Estimate``."""
 
-    if _scalar_fast_path(xs, y):
-        return _scalar_jvp(fdm, g, xs[0], dots[0], cache)
+    if takes_a_number(xs, y):
+        return number_jvp(fdm, g, xs[0], unthunk(dots[0]), _scalar_partials(fdm, g, xs[0], cache))
 
     if cache is None:  # blockwise, skipping coordinates whose tangent is zero
         return engine_jvp(fdm, g, xs, dots)
@@ -406,8 +366,8 @@ def dense_vjp(
     """``J^T ybar`` per argument from the numerical Jacobian, as ``Estimate``s."""
 
     ybar = unthunk(ybar)
-    if _scalar_fast_path(xs, y) and not isinstance(ybar, AbstractZero):
-        return [_scalar_vjp(fdm, g, xs[0], ybar, cache)]
+    if takes_a_number(xs, y) and not isinstance(ybar, AbstractZero):
+        return [number_vjp(fdm, g, xs[0], ybar, _scalar_partials(fdm, g, xs[0], cache))]
 
     if cache is None:  # blockwise: the Jacobian is never held
         return [Estimate(e.value, e.error, None) for e in engine_vjp(fdm, g, ybar, *xs)]
