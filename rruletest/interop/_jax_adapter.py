@@ -40,6 +40,10 @@ __all__ = ["JaxAdapter", "all_positional"]
 
 _NOT_JITTED = object()
 
+# The adapter class of a plain jax function (``jax.vjp``/``jax.jvp``): ``rruletest.interop.jax``
+# registers it here, as it is defined above this module.
+FUNCTION_ADAPTER: list[Callable[..., Adapted]] = []
+
 
 class JaxAdapter(Adapted):
     """The base of the jax adapters (see ``rruletest.interop.jax``)."""
@@ -55,6 +59,32 @@ class JaxAdapter(Adapted):
         self._jit_ok = True
         if x64 is not False:
             enable_x64()
+
+    def derived(self, key: Any) -> Adapted:
+        """The adapter of a function this one's rules compute (``PullbackOf`` / ``PushforwardOf``
+        of it, see ``rruletest.rules.derived``), differentiated by jax itself: ``order=2`` of the
+        testers checks what users of second derivatives get (``jax.jvp`` of ``jax.vjp``)."""
+        from rruletest.rules.derived import PullbackOf, PushforwardOf
+
+        jax = jax_module()
+        fn = self.wrapped
+        if isinstance(key, PullbackOf):
+
+            def g(*args: Any) -> Any:
+                *xs, ybar = args
+                _, vjp = jax.vjp(fn, *xs)
+                return tuple(vjp(ybar))
+
+        elif isinstance(key, PushforwardOf):
+
+            def g(*args: Any) -> Any:
+                n = len(args) // 2
+                return jax.jvp(fn, tuple(args[:n]), tuple(args[n:]))[1]
+
+        else:
+            raise InteropError(f"derived: {key!r} is not pullback_of(f) or pushforward_of(f)")
+        make = FUNCTION_ADAPTER[0]
+        return make(g, x64=self.x64, name=repr(key))
 
     @contextlib.contextmanager
     def _scope(self, args: tuple[Any, ...]) -> Iterator[bool]:

@@ -43,7 +43,7 @@ from typing import Any
 from rruletest.domains import DomainLike
 from rruletest.interop._base import InteropError, MissingRuleError, Pullback
 from rruletest.interop._convert import scatter_cotangents
-from rruletest.interop._jax_adapter import JaxAdapter, all_positional
+from rruletest.interop._jax_adapter import FUNCTION_ADAPTER, JaxAdapter, all_positional
 from rruletest.interop._jax_support import (
     PrecisionError,
     cotangent_out,
@@ -91,6 +91,9 @@ class JaxFunction(JaxAdapter):
         self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[Any, Any]:
         return self._jvp_frule(self.wrapped, xdots, args, kwargs)
+
+
+FUNCTION_ADAPTER.append(JaxFunction)
 
 
 class JaxCustomVJP(JaxAdapter):

@@ -1,0 +1,59 @@
+"""order=2 through the jax adapter: jax differentiates the custom rule's own body, as users of
+second derivatives get it (jax issue #5054's sinc''(0))."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rruletest import RuleTestFailure, test_rrule, test_scalar
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+rj = pytest.importorskip("rruletest.interop.jax")
+
+
+def _sinc(careful: bool) -> Any:
+    @jax.custom_jvp
+    def sinc(x: Any) -> Any:
+        return jnp.where(x == 0, 1.0, jnp.sin(x) / jnp.where(x == 0, 1.0, x))
+
+    @sinc.defjvp
+    def sinc_jvp(primals: Any, tangents: Any) -> Any:
+        (x,), (t,) = primals, tangents
+        safe = jnp.where(x == 0, 1.0, x)
+        exact = (jnp.cos(x) * safe - jnp.sin(x)) / safe**2
+        if careful:  # the Taylor series near 0 has the right derivative there: -1/3
+            d = jnp.where(jnp.abs(x) < 1e-2, -x / 3 + x**3 / 30, exact)
+        else:  # a constant 0 at 0: the first derivative is right, the second is 0
+            d = jnp.where(x == 0, 0.0, exact)
+        return sinc(x), d * t
+
+    return rj.from_custom_jvp(sinc)
+
+
+X = np.array([0.0, 0.5])
+
+
+def test_a_wrong_second_derivative_at_zero_is_caught_with_the_point_and_values() -> None:
+    f = _sinc(careful=False)
+    test_rrule(f, X, rrule_f=f.rrule, rng=0)  # first order: right
+    with pytest.raises(RuleTestFailure) as info:
+        test_rrule(f, X, rrule_f=f.rrule, order=2, rng=0)
+    text = str(info.value)
+    assert text.startswith(
+        "test_rrule(sinc, ..., order=2) failed: the derivative of sinc's pullback "
+        "(pullback_of(sinc)) is wrong\n"
+    )
+    assert "ydot[0]: 1 of 2 elements differ" in text
+    assert "at [0] (actual 0.0, expected -0.44" in text
+    assert info.value.reproduce == "test_rrule(sinc, array([0.0, 0.5]), order=2, rng=0)"
+
+
+def test_a_correct_second_derivative_passes() -> None:
+    f = _sinc(careful=True)
+    report = test_rrule(f, X, rrule_f=f.rrule, order=2, rng=0)
+    assert [p.function for p in report.parts] == ["pullback_of(sinc)", "pullback_of(sinc)"]
+    test_scalar(f, 0.0, rrule_f=f.rrule, frule_f=f.frule, order=2, check_complex=False, rng=0)
