@@ -35,13 +35,13 @@ from rruletest.finite_differences import (
 )
 from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
 from rruletest.testers._checks import compare
+from rruletest.testers._evidence import masked, record
 from rruletest.testers._fd_inputs import (
     coordinate_count,
     fdm_for_domain,
     of_live,
     raised_by_f,
     recorded,
-    unchecked,
     widen,
 )
 from rruletest.testers._rand_tangent import rand_tangent
@@ -89,15 +89,6 @@ def fd_failure(report: Report, exc: BaseException, register: str, g: Any = None)
         hint=f"if f is defined only on part of its inputs, declare the rule's domain "
         f"({register}(..., domain=...)) or pass an fdm with a smaller max_range",
     )
-
-
-def _note_unchecked_elements(report: Report, path: str, error: Any) -> None:
-    n = unchecked(error)
-    if n:
-        report.note(
-            f"{path}: {n} element(s) could not be estimated numerically (their stencils left "
-            "f's domain) and were not compared"
-        )
 
 
 def _broadcast_f(s: Setup, rule_f: Any) -> Callable[..., Any]:
@@ -173,18 +164,19 @@ def check_vjp(
         if a.index + 1 not in good:
             continue
         est = est_of[a.index]
+        ref, counts = masked(out[a.index + 1], est.value, est.error)
         compare(
             report,
             Check.NUMERIC,
             f"{a.path}: the cotangent differs from the numerical vjp ({mode})",
             out[a.index + 1],
-            est.value,
+            ref,
             a.path,
             rtol,
             widen(atol, est.error),
         )
         report.measured(out[a.index + 1], est.value)
-        _note_unchecked_elements(report, a.path, est.error)
+        record(report, a.path, counts, "its cotangent")
 
 
 def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) -> None:
@@ -218,18 +210,19 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
         fd_failure(report, exc, "register_frule", g)
         return
     report.reference(mode, fdm)
+    ref, counts = masked(ydot, est.value, est.error)
     compare(
         report,
         Check.NUMERIC,
         f"ydot: the output tangent differs from the numerical jvp ({mode})",
         ydot,
-        est.value,
+        ref,
         "ydot",
         rtol,
         widen(atol, est.error),
     )
     report.measured(ydot, est.value)
-    _note_unchecked_elements(report, "ydot", est.error)
+    record(report, "ydot", counts, "the output tangent")
 
 
 def check_adjoint(

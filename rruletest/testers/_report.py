@@ -34,7 +34,18 @@ from rruletest.testers._args import describe
 from rruletest.testers._check import Check
 from rruletest.walk import Element, Path, Step, WalkError, children, leaves, render_path
 
-__all__ = ["Check", "Report", "TesterReport", "combine", "worst_errors"]
+__all__ = ["Check", "Evidence", "Report", "TesterReport", "combine", "follow", "worst_errors"]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """How many elements of one checked place (``args[0]``, ``ydot``) were compared with the
+    numerical reference, and how many the engine left unchecked (it could not estimate them).
+    """
+
+    path: str
+    compared: int
+    unchecked: int
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,9 @@ class TesterReport:
         seed: the seed of the random tangents (None for a ``Generator`` passed as ``rng``).
         notes: the notes of the report (what was checked, how).
         parts: for ``test_scalar``, the report of each tester call it made.
+        evidence: per checked place, the elements compared and left unchecked (``Evidence``);
+            empty when nothing was compared element by element (``check_fd=False``, the
+            adjoint identity).
     """
 
     __test__ = False  # not a pytest test class, whatever the name
@@ -73,6 +87,7 @@ class TesterReport:
     seed: int | None
     notes: tuple[str, ...] = ()
     parts: tuple[TesterReport, ...] = ()
+    evidence: tuple[Evidence, ...] = ()
 
 
 class Report:
@@ -100,6 +115,7 @@ class Report:
         self.pullback_calls = 0
         self.worst_abs_err: float | None = None
         self.worst_rel_err: float | None = None
+        self.evidence: list[Evidence] = []
 
     @property
     def call(self) -> str:
@@ -186,6 +202,7 @@ class Report:
             worst_rel_err=self.worst_rel_err,
             seed=self.seed,
             notes=(*self.notes, *self.passing_notes),
+            evidence=tuple(self.evidence),
         )
 
     # -- raising -----------------------------------------------------------------------------
@@ -216,7 +233,7 @@ class Report:
 # -- worst errors -------------------------------------------------------------------------------
 
 
-def _follow(x: Any, path: Path) -> Any:
+def follow(x: Any, path: Path) -> Any:
     """The part of ``x`` at ``path`` (zeros stay zeros below them); None when it has none."""
     for step in path:
         x = unthunk(x)
@@ -255,7 +272,7 @@ def worst_errors(actual: Any, expected: Any) -> tuple[float, float] | None:
     worst_abs = worst_rel = -1.0
     try:
         pairs = [
-            (_follow(actual, path), e)
+            (follow(actual, path), e)
             for path, e in leaves(expected)
             if isinstance(e, np.ndarray | np.number | float | int | complex)
             and not isinstance(e, bool | np.bool_)
