@@ -99,7 +99,9 @@ def record(report: Report, path: str, counts: tuple[int, int], what: str) -> Non
             "or f gave NaN there)"
         )
     else:
-        report.note(f"{path}: {compared} of {total} elements compared numerically", on_failure=False)
+        report.note(
+            f"{path}: {compared} of {total} elements compared numerically", on_failure=False
+        )
     if total and not compared:
         report.problem(
             Check.NUMERIC,
