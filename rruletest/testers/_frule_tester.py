@@ -33,6 +33,7 @@ from rruletest.testers._fit import fit_problems
 from rruletest.testers._rand_tangent import rand_tangent
 from rruletest.testers._reference import check_jvp
 from rruletest.testers._report import Check, TesterReport
+from rruletest.testers._reproduce import given_options
 from rruletest.testers._setup import Setup, guarded, setup
 from rruletest.testers._snapshot import copyable, is_lazy, nonzero, snapshot
 
@@ -72,6 +73,7 @@ def test_frule(
     'test_frule'
     """
     __tracebackhide__ = True
+    given = given_options(test_frule, locals())
     check_transpose_option("test_frule", check_transpose)
     if rrule_f is None and check_transpose is not False:
         rrule_f = partner(frule_f, "rrule")
@@ -88,6 +90,7 @@ def test_frule(
         rule_name="frule_f",
         check_fd=check_fd,
     )
+    s.report.options = given
     guarded(s, run_frule_checks, frule_f, check_fd, rrule_f, check_transpose)
     return s.report.result(tuple(a.path for a in s.args if not a.numeric))
 

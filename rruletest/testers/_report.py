@@ -12,7 +12,8 @@ call returns a ``TesterReport``: what was checked and how closely.
 >>> print(r.failure())
 test_rrule(np.sin, float64[1000]) failed
 [rule] rrule: no rule: rrule_f returned None
-reproduce: test_rrule(np.sin, float64[1000], rng=5)
+reproduce: import numpy as np; from rruletest import test_rrule; _saved = np.load(...); \
+test_rrule(np.sin, _saved['a0'], rng=5)
 >>> worst_errors(np.array([1.0, 2.0]), np.array([1.0, 2.5]))
 (0.5, 0.2)
 """
@@ -116,6 +117,7 @@ class Report:
         self.worst_abs_err: float | None = None
         self.worst_rel_err: float | None = None
         self.evidence: list[Evidence] = []
+        self.options: dict[str, Any] = {}  # the tester's options the caller gave
 
     @property
     def call(self) -> str:
@@ -123,7 +125,9 @@ class Report:
         if self._call is None:
             f, args, fkwargs = self._what
             parts = [describe(f), *(describe(a) for a in args)]
-            parts += [f"{k}={describe(v)}" for k, v in fkwargs.items()]
+            if fkwargs:  # f's keywords, shown as the tester takes them
+                kws = ", ".join(f"{k!r}: {describe(v)}" for k, v in fkwargs.items())
+                parts.append(f"fkwargs={{{kws}}}")
             self._call = f"{self.tester}({', '.join(parts)})"
         return self._call
 
@@ -207,12 +211,15 @@ class Report:
 
     # -- raising -----------------------------------------------------------------------------
     def reproduce(self) -> str:
-        if self.seed is None:
-            return (
-                f"{self.call} with the same numpy Generator state (pass an int rng=seed "
-                "to make tangents reproducible)"
-            )
-        return self.call[:-1] + f", rng={self.seed})"
+        """The statement that repeats this tester call (``_reproduce.reproduce_line``)."""
+        from rruletest.testers._reproduce import reproduce_line
+
+        f, args, fkwargs = self._what
+        try:
+            return reproduce_line(self.tester, f, args, fkwargs, self.options, self.seed)
+        except Exception:  # a value nothing can write out: the call as summarised
+            rng = f", rng={self.seed})" if self.seed is not None else ")"
+            return f"{self.call[:-1]}{rng}  # (its inputs could not be written out)"
 
     def failure(self) -> RuleTestFailure:
         header = "\n".join([f"{self.call} failed", *(f"  {n}" for n in self.notes)])
