@@ -174,6 +174,8 @@ class _Writer:
         except Exception:
             self.missing.append(type(x).__name__)
             return f"{type(x).__name__}(...)"
+        if type(x).__module__ == "__main__" or "<locals>" in type(x).__qualname__:
+            self.missing.append(type(x).__name__)  # unpickled only where it is defined
         self.pickled.append(x)
         return f"_pickled[{len(self.pickled) - 1}]"
 
