@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any, NoReturn
 
 import numpy as np
@@ -171,6 +173,8 @@ class Report:
         """Record that ``call`` raised ``exc`` (the first such exception becomes the cause)."""
         if self.cause is None:
             self.cause = exc
+        if check is Check.EXCEPTION:
+            exc.__traceback__ = user_frames(exc.__traceback__)
         text = f"{call} raised {type(exc).__name__}: {exc}"
         self.add(Mismatch(check, call, exc, "no exception", text, hint=hint))
 
@@ -235,6 +239,45 @@ class Report:
         __tracebackhide__ = True
         if self.mismatches:
             raise self.failure() from self.cause
+
+
+# -- the user's frames of an exception ---------------------------------------------------------
+
+
+def _library_dirs() -> tuple[str, ...]:
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    dirs = {paths[k] for k in ("purelib", "platlib", "stdlib", "platstdlib") if k in paths}
+    dirs.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # rruletest itself
+    return tuple(os.path.join(d, "") for d in sorted(dirs))
+
+
+def user_frames(tb: TracebackType | None) -> TracebackType | None:
+    """The traceback of an exception from the user's code, without the library frames above
+    the user's first one (the tester's) nor below its last one (numpy internals), so a failing
+    pullback shows its own lines. Unchanged when no frame is the user's.
+
+    >>> user_frames(None) is None
+    True
+    """
+    libs = _library_dirs()
+
+    def lib(t: TracebackType) -> bool:
+        return os.path.abspath(t.tb_frame.f_code.co_filename).startswith(libs)
+
+    start = tb
+    while start is not None and lib(start):
+        start = start.tb_next
+    if start is None:
+        return tb
+    last, cur = start, start.tb_next
+    while cur is not None:
+        if not lib(cur):
+            last = cur
+        cur = cur.tb_next
+    last.tb_next = None  # numpy's (or another library's) frames below the user's last one
+    return start
 
 
 # -- worst errors -------------------------------------------------------------------------------
