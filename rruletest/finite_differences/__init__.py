@@ -25,6 +25,19 @@ from rruletest.finite_differences.calculus import (
     vjp_estimate,
 )
 from rruletest.finite_differences.extrapolation import extrapolate_fdm
+from rruletest.finite_differences.half import (
+    half_broadcast_jvp,
+    half_broadcast_vjp,
+    half_jvp_estimate,
+    half_vjp_estimate,
+)
+from rruletest.finite_differences.kink_checks import (
+    KinkReport,
+    broadcast_jvp_kinks,
+    broadcast_vjp_kinks,
+    directional_kinks,
+)
+from rruletest.finite_differences.kinks import Kind, Sides, one_sided
 from rruletest.finite_differences.methods import (
     FiniteDifferenceMethod,
     backward_fdm,
@@ -32,6 +45,7 @@ from rruletest.finite_differences.methods import (
     default_fdm,
     forward_fdm,
 )
+from rruletest.finite_differences.noise import NoiseLevel, measure_noise
 from rruletest.finite_differences.problem import Estimate
 from rruletest.finite_differences.to_vec import FromVec, to_vec
 
@@ -39,17 +53,30 @@ __all__ = [
     "Estimate",
     "FiniteDifferenceMethod",
     "FromVec",
+    "Kind",
+    "KinkReport",
+    "NoiseLevel",
+    "Sides",
     "backward_fdm",
     "broadcast_jvp",
+    "broadcast_jvp_kinks",
     "broadcast_vjp",
+    "broadcast_vjp_kinks",
     "central_fdm",
     "default_fdm",
+    "directional_kinks",
     "extrapolate_fdm",
     "forward_fdm",
+    "half_broadcast_jvp",
+    "half_broadcast_vjp",
+    "half_jvp_estimate",
+    "half_vjp_estimate",
     "jacobian",
     "jacobian_estimate",
     "jvp",
     "jvp_estimate",
+    "measure_noise",
+    "one_sided",
     "to_vec",
     "vjp",
     "vjp_estimate",

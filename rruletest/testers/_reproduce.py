@@ -172,6 +172,11 @@ class _Writer:
         try:
             pickle.loads(pickle.dumps(x))
         except Exception:
+            owner = getattr(x, "__self__", None)
+            if owner is not None and hasattr(x, "__name__"):  # a method of an unnamed object
+                what = f"{type(owner).__name__}(...)"
+                self.missing.append(f"the {type(owner).__name__} whose {x.__name__} was passed")
+                return f"{what}.{x.__name__}"
             self.missing.append(type(x).__name__)
             return f"{type(x).__name__}(...)"
         if type(x).__module__ == "__main__" or "<locals>" in type(x).__qualname__:
