@@ -8,18 +8,12 @@ there, so the comparison skips it, and counts the elements compared and left unc
 differentiable argument had elements but none could be compared, records the ``nothing was
 compared`` finding: a tester that compared nothing numerically does not pass.
 
-``noise_hint`` is the hook for a comparison limited by the function's own noise (an iterative
-solver, a truncated series): given the mismatch and the noise level measured, it says so and
-what to pass.
+(When ``f``'s own noise explains a mismatch, ``_findings.noise_note`` says so: not here.)
 
 >>> import numpy as np
 >>> ref, n = masked(np.array([-np.inf, 0.5]), np.array([np.nan, 0.5]), np.array([np.inf, 0.0]))
 >>> ref, n
 (array([-inf,  0.5]), (1, 1))
->>> print(noise_hint(1e-6, 1e-7, rtol=1e-9))
-f itself is noisy at this input: its values vary by about 1e-07 between nearby points, so a \
-difference of 1e-06 may be the function's noise; pass rtol= of about 1e-06 or more, or an fdm \
-with a larger factor (central_fdm(5, 1, factor=...)), if that noise is expected
 """
 
 from __future__ import annotations
@@ -31,7 +25,7 @@ import numpy as np
 from rruletest.testers._report import Check, Evidence, Report, follow
 from rruletest.walk import Path, map_leaves
 
-__all__ = ["masked", "noise_hint", "record"]
+__all__ = ["masked", "record"]
 
 _NUMERIC = (np.ndarray, np.number, float, int, complex)
 
@@ -111,17 +105,3 @@ def record(report: Report, path: str, counts: tuple[int, int], what: str) -> Non
             hint="test at an input where f is finite and differentiable around every element; "
             "pass check_fd=False if only the structural checks are meant",
         )
-
-
-def noise_hint(mismatch: float, noise: float | None, *, rtol: float) -> str | None:
-    """The hint for a mismatch of size ``mismatch`` when ``f``'s own noise, measured as
-    ``noise`` (the spread of its values between nearby points), limits the comparison; None
-    when no noise was measured or it is too small to explain the mismatch."""
-    if noise is None or not np.isfinite(noise) or noise <= 0 or mismatch > 100 * noise:
-        return None
-    return (
-        f"f itself is noisy at this input: its values vary by about {noise:.3g} between nearby "
-        f"points, so a difference of {mismatch:.3g} may be the function's noise; pass rtol= of "
-        f"about {max(mismatch, rtol):.3g} or more, or an fdm with a larger factor "
-        "(central_fdm(5, 1, factor=...)), if that noise is expected"
-    )
