@@ -223,8 +223,17 @@ def _resolves(module: str, qualname: str, f: Any) -> bool:
 
 
 def _global_name(obj: Any) -> tuple[str, str] | None:
-    """A module global holding ``obj`` (a RuleSet whose method was passed): (module, name)."""
-    for module_name, module in list(sys.modules.items()):
+    """A module global holding ``obj`` (a RuleSet whose method was passed): (module, name).
+    The modules its rules were registered from are looked at first, then every module."""
+    tables = [getattr(obj, t, None) for t in ("_rrules", "_frules", "_scalars")]
+    first = {
+        str(getattr(info, "module", ""))
+        for t in tables
+        if isinstance(t, dict)
+        for info in t.values()
+    }
+    candidates = [(m, sys.modules.get(m)) for m in sorted(first)] + list(sys.modules.items())
+    for module_name, module in candidates:
         if module is None or module_name == "__main__" or module_name.startswith("_"):
             continue
         try:
