@@ -92,6 +92,24 @@ def test_nothing_compared_fails_the_frule_tester() -> None:
     )
 
 
+def test_nothing_compared_by_the_adjoint_identity_fails() -> None:
+    rules = RuleSet("n")
+    rules.register_rrule(_nan_everywhere)(lambda x: (x * np.nan, lambda ybar: (NT, 0 * x)))
+    err = failure(
+        lambda: test_rrule(
+            _nan_everywhere, np.ones(3), rrule_f=rules.rrule, rng=0, vjp_mode="adjoint"
+        )
+    )
+    assert "adjoint identity fails" not in str(err)
+    assert (
+        "[numeric] args: nothing was compared: none of the 3 random directions of the adjoint "
+        "identity could be estimated numerically"
+    ) in str(err)
+    report = test_rrule(np.sin, np.ones(3), rrule_f=_elementwise(np.sin, np.cos).rrule, rng=0,
+                        vjp_mode="adjoint")  # fmt: skip
+    assert report.evidence == (Evidence("args", 3, 0),)
+
+
 def test_check_fd_false_stays_an_explicit_pass_without_evidence() -> None:
     rules = RuleSet("n")
     rules.register_rrule(_nan_everywhere)(lambda x: (x * np.nan, lambda ybar: (NT, 0 * x)))

@@ -80,27 +80,28 @@ def masked(actual: Any, expected: Any, error: Any) -> tuple[Any, tuple[int, int]
     return result, (counts[0], counts[1])
 
 
-def record(report: Report, path: str, counts: tuple[int, int], what: str) -> None:
-    """Note how many elements of ``path`` were compared (``what``: the cotangent, ydot) and
-    record ``nothing was compared`` when there were some and none could be."""
+def record(
+    report: Report, path: str, counts: tuple[int, int], what: str, unit: str = "elements"
+) -> None:
+    """Note how many elements of ``path`` were compared (``what``: the cotangent, ydot; or
+    another ``unit``: the adjoint identity's random directions) and record ``nothing was
+    compared`` when there were some and none could be."""
     compared, unchecked = counts
     report.evidence.append(Evidence(path, compared, unchecked))
     total = compared + unchecked
     if unchecked:
         report.note(
-            f"{path}: {compared} of {total} elements compared numerically, {unchecked} "
+            f"{path}: {compared} of {total} {unit} compared numerically, {unchecked} "
             "unchecked (the engine could not estimate them: their stencils left f's domain, "
             "or f gave NaN there)"
         )
     else:
-        report.note(
-            f"{path}: {compared} of {total} elements compared numerically", on_failure=False
-        )
+        report.note(f"{path}: {compared} of {total} {unit} compared numerically", on_failure=False)
     if total and not compared:
         report.problem(
             Check.NUMERIC,
             path,
-            f"nothing was compared: none of the {total} elements of {what} could be estimated "
+            f"nothing was compared: none of the {total} {unit} of {what} could be estimated "
             "numerically, so the rule's values there are unchecked",
             hint="test at an input where f is finite and differentiable around every element; "
             "pass check_fd=False if only the structural checks are meant",

@@ -73,9 +73,9 @@ class TesterReport:
         seed: the seed of the random tangents (None for a ``Generator`` passed as ``rng``).
         notes: the notes of the report (what was checked, how).
         parts: for ``test_scalar``, the report of each tester call it made.
-        evidence: per checked place, the elements compared and left unchecked (``Evidence``);
-            empty when nothing was compared element by element (``check_fd=False``, the
-            adjoint identity).
+        evidence: per checked place, the elements compared and left unchecked (``Evidence``;
+            for the adjoint identity one entry ``args`` counting its random directions);
+            empty when nothing was compared numerically (``check_fd=False``).
     """
 
     __test__ = False  # not a pytest test class, whatever the name
