@@ -55,6 +55,20 @@ def test_arcsin_at_its_edges_is_not_failed_as_nan_in_expected() -> None:
     assert report.evidence == (Evidence("args[0]", 1, 2),)
 
 
+def test_a_nan_aware_std_at_an_input_with_nan_compares_the_other_elements() -> None:
+    rules = RuleSet("s")
+
+    @rules.register_rrule(np.nanstd)
+    def _nanstd(x: Any) -> Any:
+        y, n = np.nanstd(x), np.sum(~np.isnan(x))
+        grad = np.where(np.isnan(x), np.nan, (x - np.nanmean(x)) / (n * y))
+        return y, lambda ybar: (NT, unthunk(ybar) * grad)
+
+    x = np.array([1.0, np.nan, 3.0, 4.0])
+    report = test_rrule(np.nanstd, x, rrule_f=rules.rrule, rng=0)
+    assert report.evidence == (Evidence("args[0]", 3, 1),)
+
+
 def test_a_wrong_value_next_to_unchecked_elements_still_fails() -> None:
     rules = _elementwise(np.sqrt, lambda x: 0.6 / np.sqrt(x))  # wrong: 0.5
     with np.errstate(divide="ignore"):
