@@ -1,9 +1,15 @@
 """Finite differences: the numerical oracle rules are checked against.
 
-- methods: ``FiniteDifferenceMethod`` and ``central_fdm``/``forward_fdm``/``backward_fdm``, with
-  stencil weights from findiff (exact rationals, imported on first use, cached);
-- steps: a step per element balancing truncation against round-off, adapted to the function,
-  kept inside its domain, with an error estimate (``Estimate(value, error, step)``);
+- methods: ``FiniteDifferenceMethod`` and ``central_fdm``/``forward_fdm``/``backward_fdm``
+  (``q = 0`` interpolates), with exact stencil weights from findiff, cached on disk in the
+  user's cache directory so that findiff and sympy load only for an uncached method
+  (``_stencils``);
+- the engine, one concept in stages (each module uses only those below it): ``problem`` (the
+  function of a real array being differentiated), ``kernels`` (constants, round-off model,
+  elementwise kernels), ``steps`` (a step per element balancing truncation against round-off,
+  adapted to the function, kept inside its domain), ``attempt`` (one estimate with its error),
+  ``estimation`` (checks and per-element fallbacks: ``Estimate(value, error, step)``) and
+  ``scalar`` (the same on one float64 number, fast, and the testers' one-number reference);
 - ``extrapolate_fdm``: Richardson extrapolation;
 - ``to_vec`` and ``jvp``/``vjp``/``jacobian`` (and ``*_estimate``) on structured values;
 - ``broadcast_vjp``/``broadcast_jvp``: for elementwise functions, at a cost independent of size.
