@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     )
     from rruletest.testers import (
         Check,
+        Evidence,
         TesterReport,
         rand_tangent,
         test_frule,
@@ -113,6 +114,7 @@ _LAZY: dict[str, str] = {
     "extrapolate_fdm": "rruletest.finite_differences",
     "test_rrule": "rruletest.testers",
     "TesterReport": "rruletest.testers",
+    "Evidence": "rruletest.testers",
     "Check": "rruletest.testers",
     "defaults": "rruletest.defaults",
     "test_frule": "rruletest.testers",
@@ -127,6 +129,7 @@ __all__ = [
     "AbstractZero",
     "Check",
     "Domain",
+    "Evidence",
     "FiniteDifferenceMethod",
     "InplaceableThunk",
     "Interval",

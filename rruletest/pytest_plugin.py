@@ -14,7 +14,8 @@ findiff, scipy, sympy or hypothesis until a rule item runs or a fixture is used.
 - options and ini keys: ``--rruletest-rtol``/``--rruletest-atol`` (``[DTYPE=]VALUE``, ini
   ``rruletest_rtol``/``rruletest_atol``), ``--rruletest-fdm`` (``central:5``),
   ``--rruletest-examples`` and ``--rruletest-dtypes`` (ini ``rruletest_examples``,
-  ``rruletest_dtypes``);
+  ``rruletest_dtypes``); ini ``rruletest_check_zero_output_tangent = false`` stops the
+  ``rruletest_config`` fixture's ``test_rrule`` calling pullbacks with ``ZeroTangent()``;
 - collection of registered rules as test items: ``--rruletest-check MODULE`` (repeatable) and the
   ini key ``rruletest_check`` make one item per rule the module registered, with node ids like
   ``rruletest::mypkg.rules::sin[scalar]``. Such a node id can be given on the command line to run
@@ -124,6 +125,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("rruletest_rtol", "default rtol, [DTYPE=]VALUE entries", "args", [])
     parser.addini("rruletest_atol", "default atol, [DTYPE=]VALUE entries", "args", [])
     parser.addini("rruletest_fdm", "finite-difference method, KIND:POINTS", "string", "")
+    parser.addini(
+        "rruletest_check_zero_output_tangent", "call pullbacks with ZeroTangent()", "bool", True
+    )
 
 
 def _resolve_seed(config: pytest.Config) -> tuple[int, str]:
@@ -190,8 +194,9 @@ def _read_session(config: pytest.Config) -> Session:
         modules += list(config.getini("rruletest_check"))
     modules = list(dict.fromkeys(m.strip() for m in modules if m.strip()))
     cfg = opts.RuleTestConfig(
-        seed=seed, examples=examples, rtol=rtol, atol=atol, fdm_spec=fdm, dtypes=dtypes
-    )
+        seed=seed, examples=examples, rtol=rtol, atol=atol, fdm_spec=fdm, dtypes=dtypes,
+        check_zero_output_tangent=bool(config.getini("rruletest_check_zero_output_tangent")),
+    )  # fmt: skip
     return Session(cfg, note, tuple(modules), tuple(nodes), tuple(repro))
 
 

@@ -283,7 +283,7 @@ def test_config_fixture_runs_testers_with_the_tests_seed(pytester: pytest.Pytest
     seed = derive_seed(3, f"{path.name}::test_wrong")
     result.stdout.fnmatch_lines(
         [
-            f"*reproduce: test_scalar(np.sin, 0.5, rng={seed})*",
+            f"*reproduce: *test_scalar(np.sin, 0.5, *rng={seed})*",
             "*- rruletest -*",
             "seed=3",
             f"reproduce: pytest --rruletest-seed=3 {path.name}::test_wrong",
@@ -617,7 +617,7 @@ _WRONG_COS_RULE = """
 
 
 def _reproduced_rng(text: str) -> int:
-    found = re.findall(r"reproduce: test_rrule\(np\.cos, .*rng=(\d+)\)", text)
+    found = re.findall(r"reproduce: .*test_rrule\(np\.cos, .*rng=(\d+)\)", text)
     assert found, text
     return int(found[0])
 

@@ -129,7 +129,7 @@ def test_with_tangent_rejects_unfit_tangent() -> None:
 def test_seed_is_reported_and_reproduces() -> None:
     bad = rrule_of(np.sin, lambda x: lambda ybar: (NT, ybar * np.cos(x) * 1.01))
     first = failure(lambda: test_rrule(np.sin, np.ones(3), rrule_f=bad.rrule))
-    seed = int(re.search(r"rng=(\d+)\)$", str(first)).group(1))  # type: ignore[union-attr]
+    seed = int(re.search(r"rng=(\d+)\)  # needs bad ", str(first)).group(1))  # type: ignore[union-attr]
     again = failure(lambda: test_rrule(np.sin, np.ones(3), rrule_f=bad.rrule, rng=seed))
     assert str(again) == str(first)
 
@@ -323,7 +323,11 @@ def test_scalar_catches_missing_conj() -> None:
     assert text.startswith("test_scalar(np.exp, 0.5) failed (tested at x = 0.5, (0.5+0.5j))")
     assert "in test_rrule(np.exp, (0.5+0.5j)):\n[numeric] args[0]" in text
     assert "the cotangent convention is xbar = ybar * conj(f'(z))" in text
-    assert text.endswith("reproduce: test_scalar(np.exp, 0.5, rng=0)")
+    assert text.endswith(
+        "reproduce: import numpy as np; from rruletest import test_scalar; test_scalar(np.exp, "
+        "0.5, rrule_f=rules.rrule, frule_f=rules.frule, rng=0)  # needs rules defined as in the "
+        "test"
+    )
 
 
 # -- scale, modes, structured outputs -----------------------------------------------------------

@@ -5,6 +5,7 @@ Every rule lives in a fresh RuleSet (``rrule_f=rules.rrule``), never in the defa
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -20,11 +21,18 @@ from rruletest.testers import test_rrule, with_tangent
 
 def test_missing_rule() -> None:
     err = failure(lambda: test_rrule(np.tan, 0.5, rrule_f=RuleSet().rrule, rng=3))
-    assert str(err) == (
+    text, pickled = str(err).rsplit("reproduce: ", 1)
+    assert text == (
         "test_rrule(np.tan, 0.5) failed\n"
         "[rule] rrule_f(f, *args): no rule: RuleSet.rrule returned None (register one with "
         "register_rrule, or pass rrule_f=)\n"
-        "reproduce: test_rrule(np.tan, 0.5, rng=3)"
+    )
+    # the RuleSet no variable holds is pickled; the line loads it
+    assert re.fullmatch(
+        r"import numpy as np; import pickle; from rruletest import test_rrule; "
+        r"_pickled = pickle.loads\(open\('.*\.pkl', 'rb'\)\.read\(\)\); "
+        r"test_rrule\(np\.tan, 0\.5, rrule_f=_pickled\[0\], rng=3\)",
+        pickled,
     )
     assert err.checks == ["rule"]
 

@@ -201,6 +201,7 @@ class RuleTestConfig:
     atol: dict[str, float] = field(default_factory=dict)
     fdm_spec: tuple[str, int] | None = None
     dtypes: tuple[str, ...] = DEFAULT_DTYPES
+    check_zero_output_tangent: bool = True  # ini rruletest_check_zero_output_tangent
 
     def rng(self) -> Any:
         """A fresh ``numpy.random.Generator`` seeded from this test's seed."""
@@ -270,7 +271,8 @@ class RuleTestConfig:
         """``rruletest.test_rrule`` with this test's seed, tolerances and fdm."""
         from rruletest.testers import test_rrule
 
-        return test_rrule(f, *args, **{**self.tester_kwargs(*args), **kwargs})
+        zero = {} if self.check_zero_output_tangent else {"check_zero_output_tangent": False}
+        return test_rrule(f, *args, **{**zero, **self.tester_kwargs(*args), **kwargs})
 
     def test_frule(self, f: Any, *args: Any, **kwargs: Any) -> Any:
         """``rruletest.test_frule`` with this test's seed, tolerances and fdm."""

@@ -34,12 +34,13 @@ rruletest.errors.RuleTestFailure: test_rrule(np.cos, 0.5) failed
 from rruletest.testers._args import with_tangent
 from rruletest.testers._frule_tester import test_frule
 from rruletest.testers._rand_tangent import rand_tangent
-from rruletest.testers._report import Check, TesterReport
+from rruletest.testers._report import Check, Evidence, TesterReport
 from rruletest.testers._rrule_tester import test_rrule
 from rruletest.testers._scalar_tester import test_scalar
 
 __all__ = [
     "Check",
+    "Evidence",
     "TesterReport",
     "rand_tangent",
     "test_frule",

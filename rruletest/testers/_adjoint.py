@@ -18,6 +18,7 @@ from rruletest.finite_differences.adjoint import AdjointCheck
 from rruletest.tangents import unthunk
 from rruletest.testers._check import Check
 from rruletest.testers._checks import compare
+from rruletest.testers._evidence import record
 from rruletest.testers._fd_inputs import coordinate_count, fd_failure, of_live
 from rruletest.testers._setup import Setup
 
@@ -55,7 +56,10 @@ def check_adjoint(
             atol=0.0 if s.atol is None else s.atol * math.sqrt(max(1, coordinate_count(live))),
         )
         found = chk.run()
-        located = None if found.ok else chk.localise(found)
+        with np.errstate(invalid="ignore"):
+            failing = np.isfinite(found.gap) & (np.abs(found.gap) > found.tolerance)
+        # Directions the engine could not estimate are unchecked, not failures (``record``).
+        located = chk.localise(found) if failing.any() else None
     except Exception as exc:
         fd_failure(report, exc, "register_rrule", g)
         return
@@ -65,11 +69,14 @@ def check_adjoint(
         f"directions v{promoted} ({why})",
         fdm,
     )
-    for lhs, gap in zip(found.lhs, found.gap, strict=True):
+    finite = np.isfinite(found.gap) & np.isfinite(found.tolerance)
+    for lhs, gap in zip(found.lhs[finite], found.gap[finite], strict=True):
         report.measured(float(lhs), float(lhs + gap), scale=max(abs(float(lhs)), 1.0))
+    counts = (int(finite.sum()), int((~finite).sum()))
+    record(report, "args", counts, "the adjoint identity", unit="random directions")
     if located is None:
         return
-    k = int(np.flatnonzero(np.abs(found.gap) > found.tolerance)[0])
+    k = int(np.flatnonzero(failing)[0])
     lhs, rhs = float(found.lhs[k]), float(found.lhs[k] + found.gap[k])
     where = (
         "the wrong elements, found by group testing, follow"

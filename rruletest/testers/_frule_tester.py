@@ -34,6 +34,7 @@ from rruletest.testers._fit import fit_problems
 from rruletest.testers._rand_tangent import rand_tangent
 from rruletest.testers._reference import check_jvp
 from rruletest.testers._report import Check, TesterReport
+from rruletest.testers._reproduce import given_options
 from rruletest.testers._second_order import check_order, register_tester, second_order
 from rruletest.testers._setup import Setup, guarded, setup
 from rruletest.testers._snapshot import copyable, is_lazy, nonzero, snapshot
@@ -77,6 +78,7 @@ def test_frule(
     'test_frule'
     """
     __tracebackhide__ = True
+    given = given_options(test_frule, locals())
     check_transpose_option("test_frule", check_transpose)
     check_order("test_frule", order)
     if rrule_f is None and check_transpose is not False:
@@ -94,13 +96,14 @@ def test_frule(
         rule_name="frule_f",
         check_fd=check_fd,
     )
+    s.report.options = given
     guarded(s, run_frule_checks, frule_f, check_fd, rrule_f, check_transpose)
     report = s.report.result(tuple(a.path for a in s.args if not a.numeric))
     if order == 1:
         return report
     parts = second_order("test_frule", f, args, rule_f=frule_f,
                          rng=s.seed if s.seed is not None else s.gen,
-                         reproduce=s.report.reproduce(),
+                         reproduce=s.report.reproduce,
                          fdm=fdm, rtol=rtol, atol=atol, fkwargs=fkwargs)  # fmt: skip
     return dataclasses.replace(report, parts=tuple(parts))
 

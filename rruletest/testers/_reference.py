@@ -46,17 +46,17 @@ from rruletest.finite_differences.scalar import (
 from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
 from rruletest.testers._adjoint import check_adjoint
 from rruletest.testers._checks import compare
+from rruletest.testers._evidence import masked, record
 from rruletest.testers._fd_inputs import (
     coordinate_count,
     fd_failure,
     fdm_for_domain,
     of_live,
     recorded,
-    unchecked,
     widen,
 )
 from rruletest.testers._findings import kinks_jvp, kinks_vjp, noise_note
-from rruletest.testers._report import Check, Report
+from rruletest.testers._report import Check
 from rruletest.testers._setup import Setup, domain_for, ruleset_of
 from rruletest.testers._snapshot import nonzero, short
 
@@ -89,15 +89,6 @@ def closed_over(
 ) -> Callable[..., Any]:
     """``f`` as a function of the arguments at positions ``live`` only (others fixed)."""
     return of_live(f, fkwargs, primals, live)
-
-
-def _note_unchecked_elements(report: Report, path: str, error: Any) -> None:
-    n = unchecked(error)
-    if n:
-        report.note(
-            f"{path}: {n} element(s) could not be estimated numerically (their stencils left "
-            "f's domain) and were not compared"
-        )
 
 
 def _broadcast_f(s: Setup, rule_f: Any) -> Callable[..., Any]:
@@ -186,12 +177,13 @@ def check_vjp(
         if a.index + 1 not in good:
             continue
         est = est_of[a.index]
+        ref, counts = masked(out[a.index + 1], expected[a.index], est.error)
         found = compare(
             report,
             Check.NUMERIC,
             f"{a.path}: the cotangent differs from the numerical vjp ({mode})",
             out[a.index + 1],
-            expected[a.index],
+            ref,
             a.path,
             rtol,
             widen(atol, est.error),
@@ -199,7 +191,7 @@ def check_vjp(
         if found and g is not None and not _is_broadcast(s):
             _noise(s, g, [b.primal for b in live], out[a.index + 1], est, fdm)
         report.measured(out[a.index + 1], est.value)
-        _note_unchecked_elements(report, a.path, est.error)
+        record(report, a.path, counts, "its cotangent")
 
 
 def _kinks_vjp(s: Setup, fdm: Any, g: Any, ybar: Any, out: tuple[Any, ...], est_of: dict[int, Any],
@@ -280,12 +272,13 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
             lines = []  # the one-sided runs failed: compare as usual
         for line in lines:
             report.note(line)
+    ref, counts = masked(ydot, expected, est.error)
     found = compare(
         report,
         Check.NUMERIC,
         f"ydot: the output tangent differs from the numerical jvp ({mode})",
         ydot,
-        expected,
+        ref,
         "ydot",
         rtol,
         widen(atol, est.error),
@@ -293,7 +286,7 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
     if found and g is not None and not _is_broadcast(s):
         _noise(s, g, [a.primal for a in live], ydot, est, fdm)
     report.measured(ydot, est.value)
-    _note_unchecked_elements(report, "ydot", est.error)
+    record(report, "ydot", counts, "the output tangent")
 
 
 def _jacobians(

@@ -12,7 +12,8 @@ call returns a ``TesterReport``: what was checked and how closely.
 >>> print(r.failure())
 test_rrule(np.sin, float64[1000]) failed
 [rule] rrule: no rule: rrule_f returned None
-reproduce: test_rrule(np.sin, float64[1000], rng=5)
+reproduce: import numpy as np; from rruletest import test_rrule; _saved = np.load(...); \
+test_rrule(np.sin, _saved['a0'], rng=5)
 >>> worst_errors(np.array([1.0, 2.0]), np.array([1.0, 2.5]))
 (0.5, 0.2)
 """
@@ -21,9 +22,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any, NoReturn
 
 import numpy as np
@@ -34,7 +37,18 @@ from rruletest.testers._args import describe
 from rruletest.testers._check import Check
 from rruletest.walk import Element, Path, Step, WalkError, children, leaves, render_path
 
-__all__ = ["Check", "Report", "TesterReport", "combine", "worst_errors"]
+__all__ = ["Check", "Evidence", "Report", "TesterReport", "combine", "follow", "worst_errors"]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """How many elements of one checked place (``args[0]``, ``ydot``) were compared with the
+    numerical reference, and how many the engine left unchecked (it could not estimate them).
+    """
+
+    path: str
+    compared: int
+    unchecked: int
 
 
 @dataclass(frozen=True)
@@ -59,6 +73,9 @@ class TesterReport:
         seed: the seed of the random tangents (None for a ``Generator`` passed as ``rng``).
         notes: the notes of the report (what was checked, how).
         parts: for ``test_scalar``, the report of each tester call it made.
+        evidence: per checked place, the elements compared and left unchecked (``Evidence``;
+            for the adjoint identity one entry ``args`` counting its random directions);
+            empty when nothing was compared numerically (``check_fd=False``).
     """
 
     __test__ = False  # not a pytest test class, whatever the name
@@ -73,6 +90,7 @@ class TesterReport:
     seed: int | None
     notes: tuple[str, ...] = ()
     parts: tuple[TesterReport, ...] = ()
+    evidence: tuple[Evidence, ...] = ()
 
 
 class Report:
@@ -100,6 +118,8 @@ class Report:
         self.pullback_calls = 0
         self.worst_abs_err: float | None = None
         self.worst_rel_err: float | None = None
+        self.evidence: list[Evidence] = []
+        self.options: dict[str, Any] = {}  # the tester's options the caller gave
 
     @property
     def call(self) -> str:
@@ -107,7 +127,9 @@ class Report:
         if self._call is None:
             f, args, fkwargs = self._what
             parts = [describe(f), *(describe(a) for a in args)]
-            parts += [f"{k}={describe(v)}" for k, v in fkwargs.items()]
+            if fkwargs:  # f's keywords, shown as the tester takes them
+                kws = ", ".join(f"{k!r}: {describe(v)}" for k, v in fkwargs.items())
+                parts.append(f"fkwargs={{{kws}}}")
             self._call = f"{self.tester}({', '.join(parts)})"
         return self._call
 
@@ -151,6 +173,8 @@ class Report:
         """Record that ``call`` raised ``exc`` (the first such exception becomes the cause)."""
         if self.cause is None:
             self.cause = exc
+        if check is Check.EXCEPTION:
+            exc.__traceback__ = user_frames(exc.__traceback__)
         text = f"{call} raised {type(exc).__name__}: {exc}"
         self.add(Mismatch(check, call, exc, "no exception", text, hint=hint))
 
@@ -186,16 +210,20 @@ class Report:
             worst_rel_err=self.worst_rel_err,
             seed=self.seed,
             notes=(*self.notes, *self.passing_notes),
+            evidence=tuple(self.evidence),
         )
 
     # -- raising -----------------------------------------------------------------------------
     def reproduce(self) -> str:
-        if self.seed is None:
-            return (
-                f"{self.call} with the same numpy Generator state (pass an int rng=seed "
-                "to make tangents reproducible)"
-            )
-        return self.call[:-1] + f", rng={self.seed})"
+        """The statement that repeats this tester call (``_reproduce.reproduce_line``)."""
+        from rruletest.testers._reproduce import reproduce_line
+
+        f, args, fkwargs = self._what
+        try:
+            return reproduce_line(self.tester, f, args, fkwargs, self.options, self.seed)
+        except Exception:  # a value nothing can write out: the call as summarised
+            rng = f", rng={self.seed})" if self.seed is not None else ")"
+            return f"{self.call[:-1]}{rng}  # (its inputs could not be written out)"
 
     def failure(self) -> RuleTestFailure:
         header = "\n".join([f"{self.call} failed", *(f"  {n}" for n in self.notes)])
@@ -213,10 +241,49 @@ class Report:
             raise self.failure() from self.cause
 
 
+# -- the user's frames of an exception ---------------------------------------------------------
+
+
+def _library_dirs() -> tuple[str, ...]:
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    dirs = {paths[k] for k in ("purelib", "platlib", "stdlib", "platstdlib") if k in paths}
+    dirs.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # rruletest itself
+    return tuple(os.path.join(d, "") for d in sorted(dirs))
+
+
+def user_frames(tb: TracebackType | None) -> TracebackType | None:
+    """The traceback of an exception from the user's code, without the library frames above
+    the user's first one (the tester's) nor below its last one (numpy internals), so a failing
+    pullback shows its own lines. Unchanged when no frame is the user's.
+
+    >>> user_frames(None) is None
+    True
+    """
+    libs = _library_dirs()
+
+    def lib(t: TracebackType) -> bool:
+        return os.path.abspath(t.tb_frame.f_code.co_filename).startswith(libs)
+
+    start = tb
+    while start is not None and lib(start):
+        start = start.tb_next
+    if start is None:
+        return tb
+    last, cur = start, start.tb_next
+    while cur is not None:
+        if not lib(cur):
+            last = cur
+        cur = cur.tb_next
+    last.tb_next = None  # numpy's (or another library's) frames below the user's last one
+    return start
+
+
 # -- worst errors -------------------------------------------------------------------------------
 
 
-def _follow(x: Any, path: Path) -> Any:
+def follow(x: Any, path: Path) -> Any:
     """The part of ``x`` at ``path`` (zeros stay zeros below them); None when it has none."""
     for step in path:
         x = unthunk(x)
@@ -255,7 +322,7 @@ def worst_errors(actual: Any, expected: Any) -> tuple[float, float] | None:
     worst_abs = worst_rel = -1.0
     try:
         pairs = [
-            (_follow(actual, path), e)
+            (follow(actual, path), e)
             for path, e in leaves(expected)
             if isinstance(e, np.ndarray | np.number | float | int | complex)
             and not isinstance(e, bool | np.bool_)

@@ -48,6 +48,7 @@ from rruletest.testers._fit import fit_problems
 from rruletest.testers._rand_tangent import rand_tangent
 from rruletest.testers._reference import check_vjp
 from rruletest.testers._report import Check, Report, TesterReport
+from rruletest.testers._reproduce import given_options
 from rruletest.testers._second_order import check_order, register_tester, second_order
 from rruletest.testers._setup import BadArgumentError, Setup, guarded, setup
 from rruletest.testers._snapshot import copyable, nonzero, short, snapshot
@@ -78,6 +79,7 @@ def test_rrule(
     rng: Any = None,
     frule_f: Any = None,
     check_transpose: bool | None = None,
+    check_zero_output_tangent: bool = True,
     order: int = 1,
 ) -> TesterReport:
     """Check the reverse rule of ``f`` at ``args``; raise one ``RuleTestFailure`` listing
@@ -117,6 +119,8 @@ def test_rrule(
         check_transpose: the frule/rrule cross-check ``<ybar, frule(xdot)> ==
             <pullback(ybar), xdot>``: None runs it when an frule exists, True requires it,
             False turns it off. It needs no finite differences.
+        check_zero_output_tangent: also call the pullback with ``ZeroTangent()`` (False: a
+            pullback that never receives a zero is not asked to handle one).
         order: 2 also checks the derivative of the pullback (``pullback_of(f)``, a
             Hessian-vector product): the rule an AD system's adapter derives, or one registered
             for ``pullback_of(f)``, against finite differences of the first-order rule
@@ -127,6 +131,7 @@ def test_rrule(
         TypeError, ValueError: the tester was misused (bad option, unfit output_tangent).
     """
     __tracebackhide__ = True
+    given = given_options(test_rrule, locals())
     check_transpose_option("test_rrule", check_transpose)
     check_order("test_rrule", order)
     if frule_f is None and check_transpose is not False:
@@ -135,11 +140,9 @@ def test_rrule(
         raise ValueError(
             f"test_rrule: vjp_mode must be one of {_VJP_MODES}, got vjp_mode={vjp_mode!r}"
         )
-    if not isinstance(check_thunked_output_tangent, bool):
-        raise TypeError(
-            "test_rrule: check_thunked_output_tangent must be True or False, got "
-            f"check_thunked_output_tangent={check_thunked_output_tangent!r}"
-        )
+    for name in ("check_thunked_output_tangent", "check_zero_output_tangent"):
+        if not isinstance(given.get(name, True), bool):
+            raise TypeError(f"test_rrule: {name} must be True or False, got {name}={given[name]!r}")
     s = setup(
         "test_rrule",
         f,
@@ -153,14 +156,15 @@ def test_rrule(
         rule_name="rrule_f",
         check_fd=check_fd,
     )
+    s.report.options = given
     guarded(s, run_rrule_checks, rrule_f, output_tangent, check_thunked_output_tangent, check_fd,
-            vjp_mode, frule_f, check_transpose)  # fmt: skip
+            vjp_mode, frule_f, check_transpose, check_zero_output_tangent)  # fmt: skip
     report = s.report.result(tuple(a.path for a in s.args if not a.numeric))
     if order == 1:
         return report
     parts = second_order("test_rrule", f, args, rule_f=rrule_f,
                          rng=s.seed if s.seed is not None else s.gen,
-                         reproduce=s.report.reproduce(),
+                         reproduce=s.report.reproduce,
                          tangent=output_tangent, fdm=fdm, rtol=rtol, atol=atol,
                          fkwargs=fkwargs)  # fmt: skip
     return dataclasses.replace(report, parts=tuple(parts))
@@ -175,6 +179,7 @@ def run_rrule_checks(
     vjp_mode: str,
     frule_f: Any = None,
     transpose: bool | None = False,
+    check_zero_tangent: bool = True,
 ) -> None:
     """The checks of ``test_rrule`` in order, recording into ``s.report``; raises at the end."""
     __tracebackhide__ = True
@@ -224,9 +229,11 @@ def run_rrule_checks(
                 check_unchanged(
                     report, "ybar", ybar_snap, ybar_t, _ybar_mutated("pullback(Thunk(ybar))")
                 )
-    if not isinstance(ybar, AbstractZero):
+    if not isinstance(ybar, AbstractZero) and check_zero_tangent:
         check_zero(report, pullback, n)
         calls.append("ZeroTangent()")
+    elif not check_zero_tangent:
+        report.note("ZeroTangent() check: off (check_zero_output_tangent=False)")
     check_mutation(s, inputs, "the pullback")
     report.pullback_calls = len(calls)
     report.note(f"pullback called {len(calls)} times: with {', '.join(calls)}")

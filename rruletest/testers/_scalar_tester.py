@@ -24,6 +24,7 @@ from rruletest.testers._args import describe
 from rruletest.testers._frule_tester import run_frule_checks
 from rruletest.testers._rand_tangent import resolve_rng
 from rruletest.testers._report import Check, TesterReport, combine
+from rruletest.testers._reproduce import given_options, reproduce_line
 from rruletest.testers._rrule_tester import run_rrule_checks
 from rruletest.testers._second_order import check_order, second_order
 from rruletest.testers._setup import check_options, guarded, ruleset_of, setup
@@ -76,6 +77,7 @@ def test_scalar(
     ([('test_frule', 'np.sin'), ('test_rrule', 'np.sin')], 4)
     """
     __tracebackhide__ = True
+    given = given_options(test_scalar, locals())
     if isinstance(x, bool | np.bool_) or not isinstance(x, int | float | complex | np.number):
         raise TypeError(f"test_scalar: x must be a real or complex number, got x={x!r}")
     if isinstance(x, int | np.integer):
@@ -118,11 +120,14 @@ def test_scalar(
             except RuleTestFailure as exc:
                 failures.append((tester, point, exc))
     if failures:
-        raise _combine(f, x, points, seed, failures, fdm, rrule_f) from (
+        raise _combine(f, x, points, seed, failures, fdm, rrule_f, fkwargs, given) from (
             failures[0][2].__cause__ or failures[0][2]
         )
     if order == 2:
-        repro = f"test_scalar({describe(f)}, {describe(x)}, rng={seed})"
+
+        def repro() -> str:
+            return reproduce_line("test_scalar", f, (x,), fkwargs or {}, given or {}, seed)
+
         parts += second_order("test_rrule", f, (points[0],), rule_f=rrule_f,
                               rng=seed if seed is not None else gen, reproduce=repro,
                               fdm=fdm, rtol=rtol, atol=atol, fkwargs=fkwargs)  # fmt: skip
@@ -148,6 +153,8 @@ def _combine(
     failures: list[tuple[str, Any, RuleTestFailure]],
     fdm: Any,
     rrule_f: Any,
+    fkwargs: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
 ) -> RuleTestFailure:
     mismatches: list[Mismatch] = []
     for tester, point, exc in failures:
@@ -165,8 +172,7 @@ def _combine(
         mismatches += [dataclasses.replace(m, context=label) for m in found]
     checked = ", ".join(describe(p) for p in points)
     header = f"test_scalar({describe(f)}, {describe(x)}) failed (tested at x = {checked})"
-    call = f"test_scalar({describe(f)}, {describe(x)}"
-    repro = f"{call}, rng={seed})" if seed is not None else f"{call}) with an int rng to reproduce"
+    repro = reproduce_line("test_scalar", f, (x,), fkwargs or {}, options or {}, seed)
     return RuleTestFailure(mismatches, header=header, reproduce=repro)
 
 

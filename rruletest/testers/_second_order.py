@@ -88,7 +88,7 @@ def second_order(
     rule_f: Any,
     rng: Any,
     tangent: Any = None,
-    reproduce: str = "",
+    reproduce: Callable[[], str] | str = "",
     **options: Any,
 ) -> list[TesterReport]:
     """Check the rules of the derived function of ``f``: ``first`` is ``"test_rrule"`` for
@@ -124,7 +124,7 @@ def second_order(
         try:
             reports.append(run(g, *point, rng=gen, check_transpose=False, **opts, **rule_kw))
         except RuleTestFailure as exc:
-            raise _relabel(exc, first, f, key, reproduce) from exc
+            raise _relabel(exc, first, f, key, _line(reproduce)) from exc
     if not ran:
         text = (
             f"[order2] order=2: nothing of second order to check: no rule for {key!r} (the "
@@ -135,13 +135,20 @@ def second_order(
         raise RuleTestFailure(
             [Mismatch(Check.ORDER2, repr(key), None, "a second-order rule", text)],
             header=f"{first}({describe(f)}, ..., order=2) failed",
-            reproduce=_with_order(reproduce) if reproduce else "",
+            reproduce=_with_order(_line(reproduce)) if reproduce else "",
         )
     return reports
 
 
+def _line(reproduce: Callable[[], str] | str) -> str:
+    """The first-order reproduce line, built only now (building it may save arrays)."""
+    return reproduce() if callable(reproduce) else reproduce
+
+
 def _with_order(line: str) -> str:
-    """The first-order reproduce line with ``order=2`` added."""
+    """The first-order reproduce line with ``order=2`` added (unless it has it)."""
+    if "order=2" in line:
+        return line
     if ", rng=" in line:
         return line.replace(", rng=", ", order=2, rng=", 1)
     head, paren, tail = line.partition(")")

@@ -127,6 +127,12 @@ def check_options(
             f"{tester}: fdm must be a FiniteDifferenceMethod (e.g. central_fdm(5, 1)), "
             f"got fdm={fdm!r}"
         )
+    q = getattr(fdm, "q", 1)
+    if fdm is not None and isinstance(q, int) and q != 1:
+        raise ValueError(
+            f"{tester}: fdm must be a first-derivative method (q=1, e.g. central_fdm(5, 1)): "
+            f"the testers compare first derivatives, got fdm={fdm!r} (q={q})"
+        )
     return fkwargs, r, a
 
 

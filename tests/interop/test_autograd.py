@@ -374,9 +374,8 @@ def test_autograds_wrong_repeat_and_tile_rules_are_caught(
     with pytest.raises(AssertionError) as info:
         f.test_rrule(x, *args, fkwargs=kwargs, output_tangent=ybar, rng=0)
     message = str(info.value)
-    call = ", ".join(
-        ["float64[2, 3]", *map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())]
-    )
+    shown = [f"fkwargs={kwargs!r}"] if kwargs else []  # f's keywords, as the tester takes them
+    call = ", ".join(["float64[2, 3]", *map(repr, args), *shown])
     assert message.startswith(f"test_rrule({fn.__name__}, {call}) failed")
     assert "[numeric] args[0]: the cotangent differs from the numerical vjp" in message
     assert _worst(actual, right(ybar)) in message

@@ -1,0 +1,108 @@
+"""What a numerical comparison actually compared: no pass without evidence.
+
+The engine leaves an element unchecked when it cannot estimate it (its stencil left ``f``'s
+domain, ``f`` gave NaN there: an infinite or NaN error estimate, or a NaN estimate). Such an
+element is neither passed nor failed: ``masked`` puts the rule's own value in the reference
+there, so the comparison skips it, and counts the elements compared and left unchecked.
+``record`` notes the counts for the argument (every report carries them) and, when a
+differentiable argument had elements but none could be compared, records the ``nothing was
+compared`` finding: a tester that compared nothing numerically does not pass.
+
+(When ``f``'s own noise explains a mismatch, ``_findings.noise_note`` says so: not here.)
+
+>>> import numpy as np
+>>> ref, n = masked(np.array([-np.inf, 0.5]), np.array([np.nan, 0.5]), np.array([np.inf, 0.0]))
+>>> ref, n
+(array([-inf,  0.5]), (1, 1))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rruletest.testers._report import Check, Evidence, Report, follow
+from rruletest.walk import Path, map_leaves
+
+__all__ = ["masked", "record"]
+
+_NUMERIC = (np.ndarray, np.number, float, int, complex)
+
+
+def _bad(value: Any, error: Any) -> np.ndarray:
+    """Where the engine left an element unchecked: NaN estimate, non-finite error."""
+    with np.errstate(all="ignore"):
+        bad = np.isnan(np.asarray(value, dtype=np.complex128))
+        if isinstance(error, _NUMERIC) and not isinstance(error, bool | np.bool_):
+            err = np.asarray(error)
+            if err.shape == bad.shape or err.ndim == 0:
+                bad = bad | ~np.isfinite(err.astype(np.float64, copy=False))
+    return np.asarray(bad)
+
+
+def masked(actual: Any, expected: Any, error: Any) -> tuple[Any, tuple[int, int]]:
+    """``expected`` with the rule's value (from ``actual``) put at every element the engine
+    left unchecked, and ``(compared, unchecked)`` element counts over its numeric leaves."""
+    counts = [0, 0]
+
+    def leaf(path: Path, e: Any) -> Any:
+        if not isinstance(e, _NUMERIC) or isinstance(e, bool | np.bool_):
+            return e
+        try:
+            bad = _bad(e, follow(error, path) if error is not None else None)
+        except Exception:
+            return e
+        n_bad = int(bad.sum())
+        counts[0] += int(bad.size) - n_bad
+        counts[1] += n_bad
+        if not n_bad:
+            return e
+        a = follow(actual, path)
+        if a is None:
+            return e
+        if bad.ndim == 0:
+            return a
+        try:
+            a_arr = np.asarray(a)
+            if a_arr.shape != bad.shape:
+                return e
+            out = np.array(e, copy=True, dtype=np.result_type(np.asarray(e), a_arr))
+            out[bad] = a_arr[bad]
+        except Exception:
+            return e
+        return out
+
+    try:
+        result = map_leaves(leaf, expected, thunks=False)
+    except Exception:
+        return expected, (0, 0)
+    return result, (counts[0], counts[1])
+
+
+def record(
+    report: Report, path: str, counts: tuple[int, int], what: str, unit: str = "elements"
+) -> None:
+    """Note how many elements of ``path`` were compared (``what``: the cotangent, ydot; or
+    another ``unit``: the adjoint identity's random directions) and record ``nothing was
+    compared`` when there were some and none could be."""
+    compared, unchecked = counts
+    report.evidence.append(Evidence(path, compared, unchecked))
+    total = compared + unchecked
+    if unchecked:
+        report.note(
+            f"{path}: {compared} of {total} {unit} compared numerically, {unchecked} "
+            "unchecked (the engine could not estimate them: their stencils left f's domain, "
+            "or f gave NaN there)"
+        )
+    else:
+        report.note(f"{path}: {compared} of {total} {unit} compared numerically", on_failure=False)
+    if total and not compared:
+        report.problem(
+            Check.NUMERIC,
+            path,
+            f"nothing was compared: none of the {total} {unit} of {what} could be estimated "
+            "numerically, so the rule's values there are unchecked",
+            hint="test at an input where f is finite and differentiable around every element; "
+            "pass check_fd=False if only the structural checks are meant",
+        )

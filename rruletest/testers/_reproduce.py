@@ -1,0 +1,317 @@
+"""The ``reproduce:`` line of a failure: one Python statement that runs as printed.
+
+The line imports what it needs (numpy as ``np``, the tester, the modules of the functions and
+rule sets passed), gives every argument, ``fkwargs=`` and every option that shaped the verdict
+(``rtol``, ``atol``, ``fdm``, ``vjp_mode``, ``output_tangent``, ``rrule_f``...) and the seed.
+Numbers and small finite arrays are written out exactly (``repr`` of a float round-trips);
+larger arrays, and arrays with NaN or infinities, are saved to one ``.npz`` file (under pytest's
+cache directory when running under pytest, else the temporary directory) that the line loads;
+other values are pickled next to it. A function is named by its import path when it has one
+(``mypkg.rules.softplus``; a ``RuleSet``'s bound ``rrule`` by the module global holding the
+RuleSet: ``mypkg.rules.rules.rrule``); one that cannot be imported (a lambda, a local function,
+a value that cannot be saved) is named as it is and the line says it needs it.
+
+>>> import numpy as np
+>>> line = reproduce_line("test_rrule", np.sin, (np.array([0.5, 1.0]),), {}, {"rtol": 1e-13}, 4)
+>>> print(line)
+import numpy as np; from rruletest import test_rrule; \
+test_rrule(np.sin, np.array([0.5, 1.0]), rtol=1e-13, rng=4)
+>>> given_options(lambda f, *a, rtol=None, vjp_mode="auto", rng=None: None,
+...               {"rtol": 1e-13, "vjp_mode": "auto", "rng": 3})
+{'rtol': 1e-13}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import io
+import math
+import os
+import pickle
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rruletest._naming import function_name
+from rruletest.tangents import AbstractZero
+
+__all__ = ["given_options", "reproduce_line", "save_dir"]
+
+PRINT_LIMIT = 8  # arrays of at most this many finite elements are written out
+MAX_DEPTH = 12  # containers nested deeper are pickled whole
+
+_PUBLIC_TYPES = {"NoTangent", "ZeroTangent", "WithTangent"}
+
+
+def save_dir() -> Path:
+    """Where saved inputs go: ``.pytest_cache/d/rruletest`` of the working directory (or the
+    nearest parent holding a ``.pytest_cache``) under pytest, else the temporary directory."""
+    if "PYTEST_CURRENT_TEST" in os.environ:
+        here = Path.cwd()
+        for d in (here, *here.parents):
+            if (d / ".pytest_cache").is_dir():
+                return d / ".pytest_cache" / "d" / "rruletest"
+        return here / ".pytest_cache" / "d" / "rruletest"
+    return Path(tempfile.gettempdir()) / "rruletest"
+
+
+class _Writer:
+    """Renders values as Python expressions, collecting imports and values to save."""
+
+    def __init__(self) -> None:
+        self.imports: dict[str, None] = {}
+        self.arrays: dict[str, np.ndarray] = {}
+        self.pickled: list[Any] = []
+        self.missing: list[str] = []  # values the line names but cannot recreate
+
+    def expr(self, x: Any, depth: int = 0) -> str:
+        if depth > MAX_DEPTH:  # deep, or containing itself: saved whole
+            return self._pickle(x)
+        d = depth + 1
+        if x is None or isinstance(x, bool | str):
+            return repr(x)
+        if isinstance(x, int):
+            return repr(x)
+        if isinstance(x, float):
+            return _float(x)
+        if isinstance(x, complex):
+            return f"complex({_float(x.real)}, {_float(x.imag)})"
+        if isinstance(x, np.generic) and x.dtype.kind in "biufc":
+            self.imports["import numpy as np"] = None
+            return f"np.{type(x).__name__}({self.expr(x.item())})"
+        if isinstance(x, np.ndarray):
+            return self._array(x)
+        if isinstance(x, tuple) and not hasattr(type(x), "_fields"):
+            inner = ", ".join(self.expr(v, d) for v in x)
+            return f"({inner},)" if len(x) == 1 else f"({inner})"
+        if isinstance(x, list):
+            return "[" + ", ".join(self.expr(v, d) for v in x) + "]"
+        if type(x) is dict and all(isinstance(k, str | int) for k in x):
+            return "{" + ", ".join(f"{k!r}: {self.expr(v, d)}" for k, v in x.items()) + "}"
+        if type(x).__name__ in _PUBLIC_TYPES | {"Thunk"} or isinstance(x, AbstractZero):
+            return self._rruletest_value(x)
+        if type(x).__name__ == "FiniteDifferenceMethod":
+            return self._fdm(x)
+        if callable(x):
+            named = self._callable(x)
+            if named is not None:
+                return named
+        return self._pickle(x)
+
+    def _array(self, x: np.ndarray) -> str:
+        self.imports["import numpy as np"] = None
+        plain = x.dtype.kind in "biuf" and x.dtype.names is None
+        if plain and x.size <= PRINT_LIMIT and x.ndim >= 1 and bool(np.all(np.isfinite(x))):
+            dtype = "" if x.dtype in (np.float64, np.int64) else f", dtype=np.{x.dtype.name}"
+            if x.dtype == np.bool_:
+                dtype = ", dtype=bool"
+            return f"np.array({self.expr(x.tolist())}{dtype})"
+        if x.dtype.kind not in "biufcmM" or x.dtype.names is not None:
+            return self._pickle(x)
+        key = f"a{len(self.arrays)}"
+        self.arrays[key] = x
+        return f"_saved[{key!r}]"
+
+    def _rruletest_value(self, x: Any) -> str:
+        name = type(x).__name__
+        if name == "WithTangent":
+            self.imports["from rruletest import with_tangent"] = None
+            return f"with_tangent({self.expr(x.primal)}, {self.expr(x.tangent)})"
+        if name in ("NoTangent", "ZeroTangent"):
+            self.imports[f"from rruletest import {name}"] = None
+            return f"{name}()"
+        return self._pickle(x)
+
+    def _fdm(self, fdm: Any) -> str:
+        self.imports["from rruletest.finite_differences import FiniteDifferenceMethod"] = None
+        return (
+            f"FiniteDifferenceMethod({fdm.grid!r}, {fdm.q}, adapt={fdm.adapt}, "
+            f"condition={_float(float(fdm.condition))}, factor={_float(float(fdm.factor))}, "
+            f"max_range={_float(float(fdm.max_range))})"
+        )
+
+    def _callable(self, f: Any) -> str | None:
+        owner: Any = getattr(f, "__self__", None)
+        if owner is not None and not isinstance(owner, type) and hasattr(f, "__name__"):
+            holder = _global_name(owner)
+            if holder is not None:
+                mod, var = holder
+                self.imports[f"import {mod}"] = None
+                return f"{mod}.{var}.{f.__name__}"
+            local = _local_name(owner)
+            if local is not None:
+                self.missing.append(local)
+                return f"{local}.{f.__name__}"
+        name = function_name(f, qualified=True)
+        if name.startswith("np."):
+            self.imports["import numpy as np"] = None
+            return name
+        module = getattr(f, "__module__", None)
+        qual = getattr(f, "__qualname__", None)
+        if isinstance(module, str) and isinstance(qual, str) and _resolves(module, qual, f):
+            if module == "builtins":
+                return qual
+            if module.split(".")[0] == "rruletest":
+                if _resolves("rruletest", qual, f):
+                    self.imports[f"from rruletest import {qual.split('.')[0]}"] = None
+                    return qual
+            elif module != "__main__":
+                self.imports[f"import {module}"] = None
+                return f"{module}.{qual}"
+        if not inspect.isfunction(f):
+            return None  # a callable object: pickled when it can be
+        self.missing.append(name)
+        return name
+
+    def _pickle(self, x: Any) -> str:
+        try:
+            pickle.loads(pickle.dumps(x))
+        except Exception:
+            owner = getattr(x, "__self__", None)
+            if owner is not None and hasattr(x, "__name__"):  # a method of an unnamed object
+                what = f"{type(owner).__name__}(...)"
+                self.missing.append(f"the {type(owner).__name__} whose {x.__name__} was passed")
+                return f"{what}.{x.__name__}"
+            self.missing.append(type(x).__name__)
+            return f"{type(x).__name__}(...)"
+        if type(x).__module__ == "__main__" or "<locals>" in type(x).__qualname__:
+            self.missing.append(type(x).__name__)  # unpickled only where it is defined
+        self.pickled.append(x)
+        return f"_pickled[{len(self.pickled) - 1}]"
+
+
+def given_options(tester: Any, values: dict[str, Any]) -> dict[str, Any]:
+    """The keyword options of ``tester`` in ``values`` (its ``locals()`` on entry) that differ
+    from their defaults: what the reproduce line must pass (``rng`` and ``fkwargs`` aside)."""
+    out: dict[str, Any] = {}
+    for name, p in inspect.signature(tester).parameters.items():
+        if p.kind is not p.KEYWORD_ONLY or name in ("rng", "fkwargs") or name not in values:
+            continue
+        v = values[name]
+        same = v is p.default or (
+            type(v) in (bool, int, float, str) and type(v) is type(p.default) and v == p.default
+        )
+        if not same:
+            out[name] = v
+    return out
+
+
+def _float(v: float) -> str:
+    if math.isnan(v):
+        return "float('nan')"
+    if math.isinf(v):
+        return "float('inf')" if v > 0 else "-float('inf')"
+    return repr(v)
+
+
+def _resolves(module: str, qualname: str, f: Any) -> bool:
+    """Whether ``module.qualname`` is ``f`` (so an import path names it)."""
+    if "<" in qualname:
+        return False
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except Exception:
+        return False
+    return obj is f or getattr(obj, "__wrapped__", None) is f
+
+
+def _global_name(obj: Any) -> tuple[str, str] | None:
+    """A module global holding ``obj`` (a RuleSet whose method was passed): (module, name).
+    The modules its rules were registered from are looked at first, then every module."""
+    tables = [getattr(obj, t, None) for t in ("_rrules", "_frules", "_scalars")]
+    first = {
+        str(getattr(info, "module", ""))
+        for t in tables
+        if isinstance(t, dict)
+        for info in t.values()
+    }
+    candidates = [(m, sys.modules.get(m)) for m in sorted(first)] + list(sys.modules.items())
+    for module_name, module in candidates:
+        if module is None or module_name == "__main__" or module_name.startswith("_"):
+            continue
+        try:
+            found = [k for k, v in vars(module).items() if v is obj and not k.startswith("_")]
+        except TypeError:
+            continue
+        if found:
+            return module_name, found[0]
+    return None
+
+
+def _local_name(obj: Any) -> str | None:
+    """The name of a variable holding ``obj`` in the caller's code (the first frame outside
+    rruletest): the line then needs that variable defined as it is there."""
+    frame: Any = sys._getframe(1)
+    while frame is not None:
+        module = str(frame.f_globals.get("__name__", ""))
+        if module.split(".")[0] != "rruletest":
+            for scope in (frame.f_locals, frame.f_globals):
+                found = [k for k, v in scope.items() if v is obj and k.isidentifier()]
+                if found:
+                    return str(found[0])
+        frame = frame.f_back
+    return None
+
+
+def _save(w: _Writer) -> list[str]:
+    """Save the collected arrays and pickled values; the statements that load them."""
+    loads: list[str] = []
+    folder = save_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    if w.arrays:
+        buf = io.BytesIO()
+        np.savez(buf, **w.arrays)  # type: ignore[arg-type]
+        data = buf.getvalue()
+        path = folder / f"reproduce-{hashlib.sha1(data).hexdigest()[:12]}.npz"
+        if not path.exists():
+            path.write_bytes(data)
+        w.imports["import numpy as np"] = None
+        loads.append(f"_saved = np.load({str(path)!r})")
+    if w.pickled:
+        data = pickle.dumps(w.pickled)
+        path = folder / f"reproduce-{hashlib.sha1(data).hexdigest()[:12]}.pkl"
+        if not path.exists():
+            path.write_bytes(data)
+        w.imports["import pickle"] = None
+        loads.append(f"_pickled = pickle.loads(open({str(path)!r}, 'rb').read())")
+    return loads
+
+
+def reproduce_line(
+    tester: str,
+    f: Any,
+    args: tuple[Any, ...],
+    fkwargs: dict[str, Any],
+    options: dict[str, Any],
+    seed: int | None,
+) -> str:
+    """The statement that repeats a tester call: ``tester(f, *args, fkwargs=..., **options,
+    rng=seed)`` with its imports and loads. ``options`` are the keyword options the caller
+    gave (those left at their defaults are not passed)."""
+    w = _Writer()
+    parts = [w.expr(f), *(w.expr(a) for a in args)]
+    if fkwargs:
+        parts.append(f"fkwargs={w.expr(dict(fkwargs))}")
+    parts += [f"{k}={w.expr(v)}" for k, v in options.items()]
+    if seed is not None:
+        parts.append(f"rng={seed}")
+    call = f"{tester}({', '.join(parts)})"
+    try:
+        loads = _save(w)
+    except OSError as exc:
+        loads = []
+        w.missing.append(f"the saved inputs ({exc})")
+    imports = [*w.imports, f"from rruletest import {tester}"]
+    line = "; ".join([*imports, *loads, call])
+    if seed is None:
+        line += "  # with the same numpy Generator state (pass an int rng=seed to reproduce)"
+    if w.missing:
+        line += f"  # needs {', '.join(dict.fromkeys(w.missing))} defined as in the test"
+    return line

@@ -1,0 +1,188 @@
+"""Every failure's ``reproduce:`` line runs as printed, in a fresh interpreter, and fails the same
+way: the user's rules live in a real module (written to tmp_path), large arrays are loaded from
+the saved ``.npz``, ``fkwargs=`` and every option that shaped the verdict are passed."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rruletest import RuleTestFailure
+from rruletest.finite_differences import central_fdm
+from rruletest.testers import test_frule, test_rrule, test_scalar
+from rruletest.testers._reproduce import reproduce_line, save_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+
+USER_RULES = """
+import numpy as np
+from rruletest import NoTangent, RuleSet, unthunk
+
+rules = RuleSet()
+
+
+def mymean(x, axis=None):
+    return np.mean(x, axis=axis)
+
+
+@rules.register_rrule(mymean)
+def _mymean_rrule(x, axis=None):
+    def pullback(ybar):
+        ybar = unthunk(ybar)
+        full = ybar if axis is None else np.expand_dims(ybar, axis)
+        return NoTangent(), np.broadcast_to(full, x.shape).copy()  # forgets to divide
+
+    return mymean(x, axis=axis), pullback
+
+
+def cube(x):
+    return x**3
+
+
+@rules.register_rrule(cube)
+def _cube_rrule(x):
+    def pullback(ybar):
+        return NoTangent(), unthunk(ybar) * 3 * x**2 * (1 + 1e-11)  # wrong in the 11th digit
+
+    return cube(x), pullback
+
+
+@rules.register_frule(cube)
+def _cube_frule(dots, x):
+    return cube(x), 3.1 * x**2 * dots[1]  # wrong: 3
+"""
+
+
+@pytest.fixture
+def user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    name = f"userrules_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{name}.py").write_text(USER_RULES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    return importlib.import_module(name)
+
+
+def _failure(call: Any) -> RuleTestFailure:
+    with pytest.raises(RuleTestFailure) as info:
+        call()
+    return info.value
+
+
+def _rerun(line: str, cwd: Path) -> str:
+    """Run a reproduce line in a fresh interpreter; its error output (it must fail)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(cwd), str(ROOT)])}
+    env.pop("PYTEST_CURRENT_TEST", None)
+    done = subprocess.run(
+        [sys.executable, "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode != 0, done.stdout
+    return done.stderr
+
+
+def _first_line(err: RuleTestFailure) -> str:
+    return str(err).splitlines()[0]
+
+
+def test_fkwargs_options_and_saved_arrays_reproduce(user: ModuleType, tmp_path: Path) -> None:
+    x = np.arange(20.0).reshape(4, 5)
+    kw = {"fkwargs": {"axis": 0}, "rrule_f": user.rules.rrule, "rng": 3, "vjp_mode": "full"}
+    err = _failure(lambda: test_rrule(user.mymean, x, fdm=central_fdm(7, 1), **kw))
+    assert _first_line(err) == "test_rrule(mymean, float64[4, 5], fkwargs={'axis': 0}) failed"
+    line = err.reproduce
+    mod = user.__name__
+    folder = tmp_path / ".pytest_cache" / "d" / "rruletest"  # under pytest: its cache
+    assert line.startswith(f"import {mod}; import numpy as np; ")
+    assert f"_saved = np.load('{folder}/reproduce-" in line
+    assert (
+        f"test_rrule({mod}.mymean, _saved['a0'], fkwargs={{'axis': 0}}, fdm="
+        "FiniteDifferenceMethod((-3, -2, -1, 0, 1, 2, 3), 1, adapt=1, condition=10.0, "
+        f"factor=1.0, max_range=float('inf')), vjp_mode='full', rrule_f={mod}.rules.rrule, "
+        "rng=3)"
+    ) in line
+    assert "object at 0x" not in line
+    assert "#" not in line
+    shown = _rerun(line, tmp_path)
+    assert _first_line(err) in shown
+    assert "[numeric] args[0]: the cotangent differs from the numerical vjp" in shown
+    assert str(err).split("reproduce:")[0].split("\n", 1)[1] in shown  # the same findings
+
+
+def test_a_tolerance_that_shaped_the_verdict_is_kept(user: ModuleType, tmp_path: Path) -> None:
+    x = np.array([0.5, 1.5])
+    test_rrule(user.cube, x, rrule_f=user.rules.rrule, rng=1, check_transpose=False)  # passes
+    err = _failure(
+        lambda: test_rrule(
+            user.cube, x, rrule_f=user.rules.rrule, rng=1, rtol=1e-13, atol=1e-13,
+            output_tangent=np.array([1.0, -2.0]), check_transpose=False,
+        )
+    )  # fmt: skip
+    assert (
+        "output_tangent=np.array([1.0, -2.0]), rtol=1e-13, atol=1e-13, "
+        f"rrule_f={user.__name__}.rules.rrule, check_transpose=False, rng=1)"
+    ) in err.reproduce
+    shown = _rerun(err.reproduce, tmp_path)
+    assert "[numeric] args[0]" in shown
+
+
+def test_frule_and_scalar_lines_reproduce(user: ModuleType, tmp_path: Path) -> None:
+    mod = user.__name__
+    err = _failure(lambda: test_frule(user.cube, 0.5, frule_f=user.rules.frule, rng=2))
+    assert f"test_frule({mod}.cube, 0.5, frule_f={mod}.rules.frule, rng=2)" in err.reproduce
+    assert "[numeric] ydot" in _rerun(err.reproduce, tmp_path)
+    err = _failure(
+        lambda: test_scalar(
+            user.cube, 0.5, rrule_f=user.rules.rrule, frule_f=user.rules.frule, rng=2
+        )
+    )
+    assert err.reproduce.endswith(
+        f"test_scalar({mod}.cube, 0.5, rrule_f={mod}.rules.rrule, frule_f={mod}.rules.frule, rng=2)"
+    )
+    assert _first_line(err) in _rerun(err.reproduce, tmp_path)
+
+
+def test_nan_and_special_values_are_written_so_they_load() -> None:
+    line = reproduce_line(
+        "test_rrule", np.sqrt, (np.array([0.0, np.nan]), float("inf"), np.float32(0.5)), {}, {}, 4
+    )
+    assert "_saved['a0'], float('inf'), np.float32(0.5), rng=4)" in line
+
+
+def test_a_local_function_is_named_and_the_line_says_it_needs_it() -> None:
+    def local(x: Any) -> Any:
+        return x
+
+    line = reproduce_line("test_rrule", local, (1.0,), {}, {}, 0)
+    assert line == (
+        "from rruletest import test_rrule; test_rrule(local, 1.0, rng=0)  # needs local "
+        "defined as in the test"
+    )
+
+
+def test_inputs_are_saved_in_a_temp_dir_outside_pytest(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("PYTEST_CURRENT_TEST")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    assert save_dir() == tmp_path / "rruletest"
+    line = reproduce_line("test_rrule", np.sin, (np.zeros(100),), {}, {}, 1)
+    assert f"np.load('{tmp_path}/rruletest/reproduce-" in line
+
+
+def test_the_header_shows_fkwargs_as_the_testers_keyword(user: ModuleType) -> None:
+    err = _failure(
+        lambda: test_rrule(
+            user.mymean, np.ones((2, 3)), fkwargs={"axis": 1}, rrule_f=user.rules.rrule, rng=0
+        )
+    )
+    assert _first_line(err) == "test_rrule(mymean, float64[2, 3], fkwargs={'axis': 1}) failed"

@@ -1,0 +1,238 @@
+"""Verdicts backed by evidence: unchecked elements are neither passed nor failed, a tester that
+compared nothing fails, every report counts what it compared; misuse of ``fdm=`` is misuse;
+the zero-cotangent call can be turned off; a pullback's exception shows the user's frames."""
+
+from __future__ import annotations
+
+import re
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from testers_helpers import NT, failure
+
+from rruletest import Evidence, RuleSet, unthunk
+from rruletest.finite_differences import central_fdm
+from rruletest.tangents import AbstractZero
+from rruletest.testers import test_frule, test_rrule
+
+pytest_plugins = ["pytester"]
+
+
+def _elementwise(f: Any, df: Any) -> RuleSet:
+    rules = RuleSet("e")
+
+    @rules.register_rrule(f)
+    def _rule(x: Any) -> Any:
+        return f(x), lambda ybar: (NT, unthunk(ybar) * df(x))
+
+    return rules
+
+
+def _nan_everywhere(x: Any) -> Any:
+    return x * np.nan
+
+
+# -- unchecked elements ------------------------------------------------------------------------
+
+
+def test_sqrt_at_zero_passes_and_counts_the_unchecked_elements() -> None:
+    rules = _elementwise(np.sqrt, lambda x: 0.5 / np.sqrt(x))
+    with np.errstate(divide="ignore"):
+        report = test_rrule(np.sqrt, np.array([0.0, 1.0, 4.0, 0.0]), rrule_f=rules.rrule, rng=1)
+    assert report.evidence == (Evidence("args[0]", 2, 2),)
+    assert (
+        "args[0]: 2 of 4 elements compared numerically, 2 unchecked (the engine could not "
+        "estimate them: their stencils left f's domain, or f gave NaN there)"
+    ) in report.notes
+
+
+def test_arcsin_at_its_edges_is_not_failed_as_nan_in_expected() -> None:
+    rules = _elementwise(np.arcsin, lambda x: 1 / np.sqrt(1 - x**2))
+    with np.errstate(divide="ignore"):
+        report = test_rrule(np.arcsin, np.array([-1.0, 0.25, 1.0]), rrule_f=rules.rrule, rng=2)
+    assert report.evidence == (Evidence("args[0]", 1, 2),)
+
+
+def test_a_nan_aware_std_at_an_input_with_nan_compares_the_other_elements() -> None:
+    rules = RuleSet("s")
+
+    @rules.register_rrule(np.nanstd)
+    def _nanstd(x: Any) -> Any:
+        y, n = np.nanstd(x), np.sum(~np.isnan(x))
+        grad = np.where(np.isnan(x), np.nan, (x - np.nanmean(x)) / (n * y))
+        return y, lambda ybar: (NT, unthunk(ybar) * grad)
+
+    x = np.array([1.0, np.nan, 3.0, 4.0])
+    report = test_rrule(np.nanstd, x, rrule_f=rules.rrule, rng=0)
+    assert report.evidence == (Evidence("args[0]", 3, 1),)
+
+
+def test_a_wrong_value_next_to_unchecked_elements_still_fails() -> None:
+    rules = _elementwise(np.sqrt, lambda x: 0.6 / np.sqrt(x))  # wrong: 0.5
+    with np.errstate(divide="ignore"):
+        err = failure(
+            lambda: test_rrule(np.sqrt, np.array([0.0, 1.0, 4.0]), rrule_f=rules.rrule, rng=1)
+        )
+    assert err.checks == ["numeric"]
+    assert "NaN in expected only" not in str(err)
+    # the unchecked element is shown with the rule's own value, and does not differ
+    assert "args[0]: 2 of 3 elements differ\n    actual:   array([ -inf, 0.132, 1.38 ])\n" in (
+        str(err)
+    )
+    assert "args[0]: 2 of 3 elements compared numerically, 1 unchecked" in str(err)
+
+
+def test_nothing_compared_fails_the_rrule_tester() -> None:
+    rules = RuleSet("n")
+    rules.register_rrule(_nan_everywhere)(lambda x: (x * np.nan, lambda ybar: (NT, 0 * x)))
+    err = failure(lambda: test_rrule(_nan_everywhere, np.ones(3), rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["numeric"]
+    assert (
+        "[numeric] args[0]: nothing was compared: none of the 3 elements of its cotangent could "
+        "be estimated numerically, so the rule's values there are unchecked\n  hint: test at an "
+        "input where f is finite and differentiable around every element; pass check_fd=False "
+        "if only the structural checks are meant"
+    ) in str(err)
+
+
+def test_nothing_compared_fails_the_frule_tester() -> None:
+    rules = RuleSet("n")
+    rules.register_frule(_nan_everywhere)(lambda dots, x: (x * np.nan, 0 * dots[1]))
+    err = failure(lambda: test_frule(_nan_everywhere, np.ones(4), frule_f=rules.frule, rng=0))
+    assert "[numeric] ydot: nothing was compared: none of the 4 elements of the output tangent" in (
+        str(err)
+    )
+
+
+def test_nothing_compared_by_the_adjoint_identity_fails() -> None:
+    rules = RuleSet("n")
+    rules.register_rrule(_nan_everywhere)(lambda x: (x * np.nan, lambda ybar: (NT, 0 * x)))
+    err = failure(
+        lambda: test_rrule(
+            _nan_everywhere, np.ones(3), rrule_f=rules.rrule, rng=0, vjp_mode="adjoint"
+        )
+    )
+    assert "adjoint identity fails" not in str(err)
+    assert re.search(
+        r"\[numeric\] args: nothing was compared: none of the \d+ random directions of the "
+        r"adjoint identity could be estimated numerically",
+        str(err),
+    )
+    assert err.checks == ["numeric"]
+    assert len(err.mismatches) == 1
+    report = test_rrule(np.sin, np.ones(3), rrule_f=_elementwise(np.sin, np.cos).rrule, rng=0,
+                        vjp_mode="adjoint")  # fmt: skip
+    assert report.evidence == (Evidence("args", report.evidence[0].compared, 0),)
+    assert report.evidence[0].compared >= 3
+
+
+def test_check_fd_false_stays_an_explicit_pass_without_evidence() -> None:
+    rules = RuleSet("n")
+    rules.register_rrule(_nan_everywhere)(lambda x: (x * np.nan, lambda ybar: (NT, 0 * x)))
+    report = test_rrule(_nan_everywhere, np.ones(3), rrule_f=rules.rrule, rng=0, check_fd=False)
+    assert report.evidence == ()
+    assert "numerical check: off (check_fd=False): structural checks only" in report.notes
+
+
+def test_every_report_counts_what_each_argument_compared() -> None:
+    rules = RuleSet("m")
+
+    @rules.register_rrule(np.multiply)
+    def _mul(a: Any, b: Any) -> Any:
+        return a * b, lambda ybar: (NT, unthunk(ybar) * b, np.sum(unthunk(ybar) * a))
+
+    report = test_rrule(np.multiply, np.arange(1.0, 4.0), 2.0, rrule_f=rules.rrule, rng=0)
+    assert report.evidence == (Evidence("args[0]", 3, 0), Evidence("args[1]", 1, 0))
+    assert "args[1]: 1 of 1 elements compared numerically" in report.notes
+
+
+# -- misuse ------------------------------------------------------------------------------------
+
+
+def test_a_second_derivative_fdm_is_misuse_naming_fdm() -> None:
+    rules = _elementwise(np.sin, np.cos)
+    with pytest.raises(ValueError, match="first-derivative") as info:
+        test_rrule(np.sin, 0.5, rrule_f=rules.rrule, fdm=central_fdm(3, 2))
+    assert str(info.value) == (
+        "test_rrule: fdm must be a first-derivative method (q=1, e.g. central_fdm(5, 1)): the "
+        "testers compare first derivatives, got fdm=FiniteDifferenceMethod(order=3, q=2, "
+        "grid=(-1, 0, 1), adapt=1, max_range=inf) (q=2)"
+    )
+
+
+# -- the zero cotangent and the user's frames --------------------------------------------------
+
+
+def _zero_hating_rules() -> RuleSet:
+    rules = RuleSet("z")
+
+    @rules.register_rrule(np.sin)
+    def _sin(x: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            if isinstance(ybar, AbstractZero):
+                raise TypeError("this pullback never expects a zero")
+            return NT, ybar * np.cos(x)
+
+        return np.sin(x), pullback
+
+    return rules
+
+
+def test_check_zero_output_tangent_false_skips_the_zero_call() -> None:
+    rules = _zero_hating_rules()
+    err = failure(lambda: test_rrule(np.sin, np.ones(2), rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["exception"]
+    report = test_rrule(
+        np.sin, np.ones(2), rrule_f=rules.rrule, rng=0, check_zero_output_tangent=False
+    )
+    assert report.pullback_calls == 3
+    assert "ZeroTangent() check: off (check_zero_output_tangent=False)" in report.notes
+    with pytest.raises(TypeError, match="check_zero_output_tangent must be True or False"):
+        test_rrule(np.sin, 1.0, rrule_f=rules.rrule, check_zero_output_tangent="no")
+
+
+def test_the_ini_key_turns_the_zero_call_off(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nrruletest_check_zero_output_tangent = false\n")
+    pytester.makepyfile(
+        test_zero="""
+        import numpy as np
+        from rruletest import NoTangent, RuleSet, unthunk
+        from rruletest.tangents import AbstractZero
+
+        rules = RuleSet()
+
+        @rules.register_rrule(np.sin)
+        def _sin(x):
+            def pullback(ybar):
+                ybar = unthunk(ybar)
+                assert not isinstance(ybar, AbstractZero)
+                return NoTangent(), ybar * np.cos(x)
+            return np.sin(x), pullback
+
+        def test_sin(rruletest_config):
+            report = rruletest_config.test_rrule(np.sin, np.ones(2), rrule_f=rules.rrule)
+            assert report.pullback_calls == 3
+        """
+    )
+    pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=1)
+
+
+def test_a_pullback_exception_shows_the_users_frames_only() -> None:
+    rules = RuleSet("s")
+
+    @rules.register_rrule(np.sin)
+    def _sin(x: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            return NT, np.linalg.solve(np.zeros((2, 2)), np.ones(2))  # singular
+
+        return np.sin(x), pullback
+
+    err = failure(lambda: test_rrule(np.sin, np.ones(2), rrule_f=rules.rrule, rng=0))
+    assert isinstance(err.__cause__, np.linalg.LinAlgError)
+    frames = traceback.extract_tb(err.__cause__.__traceback__)
+    assert [Path(fr.filename).name for fr in frames] == [Path(__file__).name]
+    assert frames[0].name == "pullback"
