@@ -28,9 +28,9 @@ from rruletest.testers._checks import (
     check_unchanged,
     note_unchecked,
 )
+from rruletest.testers._constrained import draw_tangent
 from rruletest.testers._cross_check import after_frule, check_transpose_option, partner
 from rruletest.testers._fit import fit_problems
-from rruletest.testers._rand_tangent import rand_tangent
 from rruletest.testers._reference import check_jvp
 from rruletest.testers._report import Check, TesterReport
 from rruletest.testers._setup import Setup, guarded, setup
@@ -143,7 +143,7 @@ def _tangents(s: Setup) -> list[Any]:
         if a.tangent is not None:
             out.append(a.tangent)
         elif a.numeric:
-            out.append(rand_tangent(s.gen, a.primal))
+            out.append(draw_tangent(s.gen, a))
         else:
             out.append(NO_TANGENT)
     return out

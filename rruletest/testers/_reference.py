@@ -34,6 +34,7 @@ from rruletest.finite_differences import (
     to_vec,
 )
 from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
+from rruletest.testers import _constrained
 from rruletest.testers._checks import compare
 from rruletest.testers._fd_inputs import (
     coordinate_count,
@@ -137,6 +138,10 @@ def check_vjp(
         return
     domain, dom_primals = domain_for(s, rrule_f)
     rtol, atol = s.tolerances(y_ref)
+    if _constrained.declared(live):  # arguments in spaces: never the broadcast reference
+        fdm = fdm_for_domain(s.fdm, domain, s.primals)
+        _constrained.check_vjp(s, out, good, ybar, y_ref, fdm, vjp_mode, rtol, atol, fd_failure)
+        return
     g: Any = None
     try:
         if _is_broadcast(s):
@@ -194,6 +199,10 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
     live = [a for a in s.args if a.numeric]
     domain, dom_primals = domain_for(s, frule_f)
     rtol, atol = s.tolerances(y_ref)
+    if _constrained.declared(live):  # arguments in spaces: never the broadcast reference
+        fdm = fdm_for_domain(s.fdm, domain, s.primals)
+        _constrained.check_jvp(s, ydot, dots, y_ref, fdm, rtol, atol, fd_failure)
+        return
     g: Any = None
     try:
         if _is_broadcast(s):

@@ -1,0 +1,193 @@
+"""The testers with arguments declared in a space (``with_tangent(x, S)``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rruletest import NoTangent, RuleSet, test_frule, test_rrule, unthunk, with_tangent
+from rruletest.spaces import NotInSpaceError, Simplex, SymmetricPositiveDefinite
+from tests.testers_helpers import failure
+
+NT = NoTangent()
+SPD = SymmetricPositiveDefinite()
+A = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
+
+
+def _phi(m: Any) -> Any:
+    out = np.tril(m)
+    out[np.diag_indices_from(out)] *= 0.5
+    return out
+
+
+def cholesky(a: Any) -> Any:
+    return np.linalg.cholesky(a)
+
+
+def cholesky_rules(error: float = 0.0) -> RuleSet:
+    """The usual cholesky rules, right for symmetric inputs only (they read one triangle);
+    ``error`` scales one element of the symmetric part of the cotangent by ``1 + error``."""
+    rules = RuleSet("cholesky")
+
+    @rules.register_rrule(cholesky)
+    def _rrule(a: Any) -> Any:
+        low = np.linalg.cholesky(a)
+
+        def pullback(lbar: Any) -> Any:
+            lbar = np.asarray(unthunk(lbar) if not isinstance(unthunk(lbar), NoTangent) else 0.0)
+            lbar = np.broadcast_to(lbar, low.shape)
+            inner = _phi(low.T @ lbar)
+            s = np.linalg.solve(low.T, np.linalg.solve(low.T, inner.T).T)
+            abar = 0.5 * (s + s.T)
+            abar[0, 1] *= 1 + error
+            abar[1, 0] *= 1 + error
+            return NT, abar
+
+        return low, pullback
+
+    @rules.register_frule(cholesky)
+    def _frule(dots: Any, a: Any) -> Any:
+        low = np.linalg.cholesky(a)
+        linv = np.linalg.inv(low)
+        return low, low @ _phi(linv @ dots[1] @ linv.T)
+
+    return rules
+
+
+def logpdf(x: Any, mu: Any, cov: Any) -> Any:
+    r = x - mu
+    logdet = np.linalg.slogdet(cov)[1]
+    return -0.5 * (x.size * np.log(2 * np.pi) + logdet + r @ np.linalg.solve(cov, r))
+
+
+def logpdf_rules(error: float = 0.0, skew: float = 0.0) -> RuleSet:
+    """The Gaussian log-density's rule; its covariance cotangent is the symmetric one plus
+    ``skew`` times an antisymmetric matrix, one element of it wrong by ``error``."""
+    rules = RuleSet("logpdf")
+
+    @rules.register_rrule(logpdf)
+    def _rrule(x: Any, mu: Any, cov: Any) -> Any:
+        inv = np.linalg.inv(cov)
+        a = inv @ (x - mu)
+
+        def pullback(ybar: Any) -> Any:
+            yb = unthunk(ybar)
+            yb = 0.0 if isinstance(yb, NoTangent) else float(yb)
+            cbar = -0.5 * yb * (inv - np.outer(a, a))
+            cbar[2, 1] *= 1 + error
+            k = np.triu(np.ones_like(cbar), 1)
+            return NT, -yb * a, yb * a, cbar + yb * skew * (k - k.T)
+
+        return logpdf(x, mu, cov), pullback
+
+    return rules
+
+
+X, MU = np.array([0.5, -1.0, 2.0]), np.array([0.1, 0.2, -0.3])
+
+
+def test_cholesky_rrule_passes_on_its_space_only() -> None:
+    rules = cholesky_rules()
+    report = test_rrule(cholesky, with_tangent(A, SPD), rrule_f=rules.rrule, rng=0)
+    assert "along the declared spaces (6 coordinates)" in report.numerical
+    # checked along all 9 directions, the same correct rule "fails": what issue 16 is about
+    text = str(failure(lambda: test_rrule(cholesky, A, rrule_f=rules.rrule, rng=0)))
+    assert "args[0]: the cotangent differs from the numerical vjp" in text
+
+
+def test_cholesky_rrule_wrong_by_one_percent_fails() -> None:
+    rules = cholesky_rules(error=0.01)
+    text = str(failure(lambda: test_rrule(cholesky, with_tangent(A, SPD), rrule_f=rules.rrule,
+                                          rng=0)))  # fmt: skip
+    assert (
+        "args[0]: the cotangent (projected onto SymmetricPositiveDefinite()) differs from the "
+        "numerical vjp (finite-difference vjp along the declared spaces (6 coordinates))"
+    ) in text
+    assert "max rel diff 0.01 at [0, 1]" in text
+
+
+def test_cholesky_frule_on_its_space() -> None:
+    rules = cholesky_rules()
+    report = test_frule(cholesky, with_tangent(A, SPD), frule_f=rules.frule, rng=0)
+    assert report.numerical.startswith("finite-difference jvp along the declared spaces")
+    wrong = with_tangent(A, np.triu(np.ones((3, 3))), space=SPD)  # projected: symmetric
+    test_frule(cholesky, wrong, frule_f=rules.frule, rng=0)
+    bad = RuleSet("bad")
+
+    @bad.register_frule(cholesky)
+    def _frule(dots: Any, a: Any) -> Any:
+        y, ydot = rules.frule(dots, cholesky, a)
+        return y, ydot * 1.01
+
+    text = str(failure(lambda: test_frule(cholesky, with_tangent(A, SPD), frule_f=bad.frule,
+                                          rng=0)))  # fmt: skip
+    assert "ydot: the output tangent differs from the numerical jvp" in text
+
+
+def test_logpdf_covariance_passes_with_any_antisymmetric_part() -> None:
+    args = (X, MU, with_tangent(A, SPD))
+    test_rrule(logpdf, *args, rrule_f=logpdf_rules().rrule, rng=1)
+    report = test_rrule(logpdf, *args, rrule_f=logpdf_rules(skew=0.3).rrule, rng=1)
+    notes = "\n".join(report.notes)
+    assert (
+        "args[2]: the cotangent has a part outside the tangent space of "
+        "SymmetricPositiveDefinite() (largest entry 0.147); only its projection is checked"
+    ) in notes
+
+
+def test_logpdf_covariance_wrong_by_one_percent_fails() -> None:
+    rules = logpdf_rules(error=0.01)
+    text = str(failure(lambda: test_rrule(logpdf, X, MU, with_tangent(A, SPD),
+                                          rrule_f=rules.rrule, rng=1)))  # fmt: skip
+    assert "args[2]: the cotangent (projected onto SymmetricPositiveDefinite())" in text
+    assert "args[0]" not in text.split("reproduce")[0].split("failed")[1]
+
+
+def test_adjoint_mode_along_the_space() -> None:
+    right = logpdf_rules(skew=0.3)
+    test_rrule(logpdf, X, MU, with_tangent(A, SPD), rrule_f=right.rrule, rng=2,
+               vjp_mode="adjoint")  # fmt: skip
+    wrong = logpdf_rules(error=0.05)
+    text = str(
+        failure(
+            lambda: test_rrule(
+                logpdf, X, MU, with_tangent(A, SPD), rrule_f=wrong.rrule, rng=2, vjp_mode="adjoint"
+            )
+        )
+    )
+    assert "adjoint identity fails along random tangent" in text
+
+
+def neg_entropy(p: Any) -> Any:
+    if np.any(p <= 0) or abs(np.sum(p) - 1) > 1e-12:
+        raise ValueError(f"not a probability vector: {p}")
+    return np.sum(p * np.log(p))
+
+
+def test_simplex_rule_checked_along_the_simplex_only() -> None:
+    rules = RuleSet("entropy")
+
+    @rules.register_rrule(neg_entropy)
+    def _rrule(p: Any) -> Any:  # the gradient is log(p) + 1; the 1 is normal to the simplex
+        return neg_entropy(p), lambda ybar: (NT, unthunk(ybar) * np.log(p))
+
+    @rules.register_frule(neg_entropy)
+    def _frule(dots: Any, p: Any) -> Any:
+        return neg_entropy(p), float(np.log(p) @ dots[1])
+
+    p = np.array([0.2, 0.3, 0.5])
+    test_rrule(neg_entropy, with_tangent(p, Simplex()), rrule_f=rules.rrule, rng=0)
+    test_frule(neg_entropy, with_tangent(p, Simplex()), frule_f=rules.frule, rng=0)
+    # unconstrained, finite differences leave the simplex, and f refuses such points
+    text = str(failure(lambda: test_rrule(neg_entropy, p, rrule_f=rules.rrule, rng=0)))
+    assert "args[0]: the cotangent differs from the numerical vjp" in text
+
+
+def test_a_point_outside_its_space_is_misuse() -> None:
+    with pytest.raises(NotInSpaceError, match=r"^args\[0\] is not in SymmetricPositiveDefinite"):
+        test_rrule(cholesky, with_tangent(A + np.triu(A, 1), SPD),
+                   rrule_f=cholesky_rules().rrule)  # fmt: skip
+    with pytest.raises(TypeError, match=r"space must be a space from rruletest\.spaces"):
+        with_tangent(A, np.eye(3), space="symmetric")
