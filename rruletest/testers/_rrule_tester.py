@@ -9,6 +9,8 @@
    frule too, ``<ybar, frule(xdot)> == <pullback(ybar), xdot>`` (``_cross_check``);
 6. a second call gives the same (``check_repeat``), 7. so does ``Thunk(ybar)``
    (``check_thunked``), 8. ``ZeroTangent()`` gives zeros (``check_zero``);
+   and right after step 3, an ``InplaceableThunk``'s in-place path adds its value into a
+   buffer (``_inplace.check_inplace``);
 9. neither the inputs, the keyword arguments nor ``ybar`` were mutated (after each call).
 
 The pullback is called four times at most; the report says which calls were made.
@@ -44,6 +46,7 @@ from rruletest.testers._checks import (
 )
 from rruletest.testers._cross_check import after_rrule, check_transpose_option, partner
 from rruletest.testers._fit import fit_problems
+from rruletest.testers._inplace import check_inplace
 from rruletest.testers._rand_tangent import rand_tangent
 from rruletest.testers._reference import check_vjp
 from rruletest.testers._report import Check, Report, TesterReport
@@ -176,6 +179,7 @@ def run_rrule_checks(
     out = call_pullback(report, pullback, ybar_in, "pullback(ybar)", n)
     if out is None:
         report.raise_now()
+    check_inplace(report, out, s.gen, *s.tolerances(y_ref))
     out_snap = snapshot(out)  # later calls may write into buffers this result shares
     out = out_snap if copyable(out_snap) else out
     intact = check_unchanged(report, "ybar", ybar_snap, ybar_in, _ybar_mutated("pullback(ybar)"))
