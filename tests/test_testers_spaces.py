@@ -192,3 +192,36 @@ def test_a_point_outside_its_space_is_misuse() -> None:
                    rrule_f=cholesky_rules().rrule)  # fmt: skip
     with pytest.raises(TypeError, match=r"space must be a space from rruletest\.spaces"):
         with_tangent(A, np.eye(3), space="symmetric")  # type: ignore[arg-type]
+
+
+def test_spaces_given_at_registration() -> None:
+    rules = RuleSet("registered")
+    plain = cholesky_rules()
+
+    @rules.register_rrule(cholesky, spaces=[SPD])
+    def _rrule(a: Any) -> Any:
+        return plain.rrule(cholesky, a)
+
+    @rules.register_frule(cholesky, spaces={0: SPD})
+    def _frule(dots: Any, a: Any) -> Any:
+        return plain.frule(dots, cholesky, a)
+
+    info = rules.rrule_info(cholesky, A)
+    assert info is not None
+    assert info.spaces == (SPD,)
+    report = test_rrule(cholesky, A, rrule_f=rules.rrule, rng=0)
+    assert "along the declared spaces (6 coordinates)" in str(report.numerical)
+    report = test_frule(cholesky, A, frule_f=rules.frule, rng=0)
+    assert "along the declared spaces" in str(report.numerical)
+    with pytest.raises(NotInSpaceError) as info_:
+        test_rrule(cholesky, np.triu(A), rrule_f=rules.rrule)
+    assert str(info_.value).startswith("args[0] is not in SymmetricPositiveDefinite(): ")
+    assert str(info_.value).endswith("(the space the rrule of cholesky was registered with)")
+
+
+def test_registration_refuses_what_is_not_a_space() -> None:
+    rules = RuleSet("bad")
+    with pytest.raises(TypeError, match=r"^register_rrule\(cholesky\): spaces\[0\] must be a "):
+        rules.register_rrule(cholesky, spaces=["symmetric"])
+    with pytest.raises(TypeError, match=r"spaces= takes one space \(or None\) per positional"):
+        rules.register_frule(cholesky, spaces=SPD)

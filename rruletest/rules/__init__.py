@@ -38,6 +38,7 @@ from rruletest.rules.info import (
     key_name,
     name_of,
     rule_label,
+    spaces_of,
 )
 from rruletest.rules.scalar import (
     ScalarFRule,
@@ -162,11 +163,13 @@ class RuleSet:
         fs: Sequence[Any],
         domain: DomainLike,
         examples: Sequence[Any],
+        spaces: Any = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         call = f"register_{kind}"
         key = check_key(fs, call)
         dom = None if domain is None else Domain.of(domain)
         exs = examples_of(examples)
+        sps = spaces_of(spaces, f"{call}({key_name(key)})")
 
         def decorate(rule: Callable[..., Any]) -> Callable[..., Any]:
             if not callable(rule):
@@ -185,6 +188,7 @@ class RuleSet:
                 frule=rule if kind == "frule" else None,
                 domain=dom,
                 examples=exs,
+                spaces=sps,
             )
             self._store([self._rrules if kind == "rrule" else self._frules], info)
             return rule
@@ -192,7 +196,11 @@ class RuleSet:
         return decorate
 
     def register_rrule(
-        self, *fs: Any, domain: DomainLike = None, examples: Sequence[Any] = ()
+        self,
+        *fs: Any,
+        domain: DomainLike = None,
+        examples: Sequence[Any] = (),
+        spaces: Any = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator registering an rrule for ``fs`` (a function, or a tuple key such as
         ``broadcasted, np.sin``). The rule gets the call's arguments (for a tuple key, all but
@@ -202,21 +210,29 @@ class RuleSet:
             fs: the function, or the functions of a tuple key.
             domain: valid inputs (see ``rruletest.domains.Domain.of``), for generated tests.
             examples: argument tuples (or single arguments) to test the rule at.
+            spaces: the space (``rruletest.spaces``) of each positional argument the rule is
+                right on, None for an unconstrained one (a sequence, or a dict from positions):
+                the testers check such an argument along its space (as with
+                ``with_tangent(x, S)``) and generated tests draw it with ``S.points``.
 
         Raises:
-            TypeError: a key that is not callable or not hashable, or a rule that is not
-                callable.
+            TypeError: a key that is not callable or not hashable, a rule that is not
+                callable, or ``spaces`` that are not spaces.
         """
-        return self._register("rrule", fs, domain, examples)
+        return self._register("rrule", fs, domain, examples, spaces)
 
     def register_frule(
-        self, *fs: Any, domain: DomainLike = None, examples: Sequence[Any] = ()
+        self,
+        *fs: Any,
+        domain: DomainLike = None,
+        examples: Sequence[Any] = (),
+        spaces: Any = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator registering an frule for ``fs``; the rule takes the tangents
         ``(fdot, xdot_1, ..., xdot_n)`` first, then the call's arguments, and returns
         ``(y, ydot)``. Arguments as for ``register_rrule``.
         """
-        return self._register("frule", fs, domain, examples)
+        return self._register("frule", fs, domain, examples, spaces)
 
     def scalar_rule(
         self,
@@ -399,17 +415,17 @@ def frule(tangents: Sequence[Any], f: Any, *args: Any, **kwargs: Any) -> tuple[A
 
 
 def register_rrule(
-    *fs: Any, domain: DomainLike = None, examples: Sequence[Any] = ()
+    *fs: Any, domain: DomainLike = None, examples: Sequence[Any] = (), spaces: Any = None
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering an rrule in the default RuleSet (see ``RuleSet.register_rrule``)."""
-    return default_ruleset.register_rrule(*fs, domain=domain, examples=examples)
+    return default_ruleset.register_rrule(*fs, domain=domain, examples=examples, spaces=spaces)
 
 
 def register_frule(
-    *fs: Any, domain: DomainLike = None, examples: Sequence[Any] = ()
+    *fs: Any, domain: DomainLike = None, examples: Sequence[Any] = (), spaces: Any = None
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering an frule in the default RuleSet (see ``RuleSet.register_frule``)."""
-    return default_ruleset.register_frule(*fs, domain=domain, examples=examples)
+    return default_ruleset.register_frule(*fs, domain=domain, examples=examples, spaces=spaces)
 
 
 def scalar_rule(

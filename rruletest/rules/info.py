@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rruletest.domains import Domain
+from rruletest.spaces import Space
 
 __all__ = [
     "KINDS",
@@ -24,6 +25,7 @@ __all__ = [
     "key_name",
     "name_of",
     "rule_label",
+    "spaces_of",
 ]
 
 RuleKind = Literal["rrule", "frule", "scalar", "non_differentiable"]
@@ -66,6 +68,8 @@ class RuleInfo:
     partials: Callable[..., Any] | None = None
     domain: Domain | None = None
     examples: tuple[tuple[Any, ...], ...] = field(default=())
+    #: the space of each positional argument (None: unconstrained), from ``spaces=``
+    spaces: tuple[Space | None, ...] = field(default=())
 
     @property
     def function(self) -> Any:
@@ -109,3 +113,38 @@ def check_key(fs: Sequence[Any], call: str) -> Key:
 
 def examples_of(examples: Sequence[Any]) -> tuple[tuple[Any, ...], ...]:
     return tuple(e if isinstance(e, tuple) else (e,) for e in examples)
+
+
+def spaces_of(spaces: Any, shown: str) -> tuple[Space | None, ...]:
+    """The ``spaces=`` of a registration as one entry per positional argument: a sequence of
+    spaces (None for an unconstrained argument) or a dict from argument positions to spaces.
+
+    >>> from rruletest.spaces import Simplex, Symmetric
+    >>> spaces_of({1: Symmetric()}, "f"), spaces_of([Simplex()], "f"), spaces_of(None, "f")
+    ((None, Symmetric()), (Simplex(),), ())
+    >>> spaces_of(["symmetric"], "register_rrule(f)")
+    Traceback (most recent call last):
+    ...
+    TypeError: register_rrule(f): spaces[0] must be a space from rruletest.spaces or None, \
+got 'symmetric'
+    """
+    if spaces is None:
+        return ()
+    if isinstance(spaces, dict):
+        bad = [k for k in spaces if not isinstance(k, int) or isinstance(k, bool) or k < 0]
+        if bad:
+            raise TypeError(
+                f"{shown}: the keys of spaces= are argument positions (ints >= 0), got {bad[0]!r}"
+            )
+        spaces = [spaces.get(i) for i in range(max(spaces, default=-1) + 1)]
+    if isinstance(spaces, Space | str) or not isinstance(spaces, Sequence):
+        raise TypeError(
+            f"{shown}: spaces= takes one space (or None) per positional argument, as a sequence "
+            f"or a dict from positions, got {spaces!r}"
+        )
+    for i, sp in enumerate(spaces):
+        if sp is not None and not isinstance(sp, Space):
+            raise TypeError(
+                f"{shown}: spaces[{i}] must be a space from rruletest.spaces or None, got {sp!r}"
+            )
+    return tuple(spaces)

@@ -28,6 +28,7 @@ The structured broadcast reference is never used for them (``_reference`` asks h
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -37,16 +38,17 @@ import numpy as np
 from rruletest.defaults import ADJOINT_DIRECTIONS, DENSE_LIMIT, ERROR_FACTOR, ROOM_FRACTION
 from rruletest.finite_differences import FiniteDifferenceMethod, jacobian_estimate, to_vec
 from rruletest.projection import project
+from rruletest.spaces import NotInSpaceError
 from rruletest.tangents import AbstractZero, unthunk
 from rruletest.testers._args import Arg
 from rruletest.testers._checks import compare
 from rruletest.testers._fd_inputs import _with_max_range, of_live, widen
 from rruletest.testers._rand_tangent import rand_tangent
 from rruletest.testers._report import Check
-from rruletest.testers._setup import Setup
+from rruletest.testers._setup import Setup, ruleset_of
 from rruletest.testers._snapshot import abs_inner, inner, short
 
-__all__ = ["Chart", "check_jvp", "check_vjp", "declared", "draw_tangent"]
+__all__ = ["Chart", "check_jvp", "check_vjp", "declare_registered", "declared", "draw_tangent"]
 
 Failure = Callable[[Any, BaseException, str, Any], None]
 
@@ -56,6 +58,35 @@ def draw_tangent(gen: np.random.Generator, a: Arg) -> Any:
     if a.space is not None:
         return a.space.rand_tangent(a.primal, gen)
     return rand_tangent(gen, a.primal)
+
+
+def declare_registered(s: Setup, rule_f: Any, kind: str) -> None:
+    """Give the arguments not declared with ``with_tangent`` the spaces the rule for ``f`` was
+    registered with (``register_rrule(f, spaces=...)``), checking each is a point of its space.
+
+    Raises:
+        NotInSpaceError: an argument is not a point of the space its rule was registered with.
+    """
+    try:
+        rules = ruleset_of(rule_f)
+        find = rules.rrule_info if kind == "rrule" else rules.frule_info
+        info = find(s.f, *s.primals)
+    except Exception:  # no registry behind rule_f, or arguments it cannot look up with
+        return
+    if info is None or not info.spaces:
+        return
+    spaces = info.spaces
+    for k, a in enumerate(s.args):
+        space = spaces[a.index] if a.index < len(spaces) else None
+        if space is None or a.space is not None or (a.strict and not a.numeric):
+            continue
+        try:
+            space.check(a.primal, a.path)
+        except NotInSpaceError as exc:
+            why = f"{exc.detail} (the space the {kind} of {info.name} was registered with)"
+            raise NotInSpaceError(space, a.path, why) from None
+        tangent = a.tangent if a.tangent is None else space.project(a.primal, a.tangent)
+        s.args[k] = dataclasses.replace(a, tangent=tangent, numeric=True, reason="", space=space)
 
 
 def declared(live: Sequence[Arg]) -> bool:

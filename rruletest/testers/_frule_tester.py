@@ -28,7 +28,7 @@ from rruletest.testers._checks import (
     check_unchanged,
     note_unchecked,
 )
-from rruletest.testers._constrained import draw_tangent
+from rruletest.testers._constrained import declare_registered, draw_tangent
 from rruletest.testers._cross_check import after_frule, check_transpose_option, partner
 from rruletest.testers._fit import fit_problems
 from rruletest.testers._reference import check_jvp
@@ -88,6 +88,7 @@ def test_frule(
         rule_name="frule_f",
         check_fd=check_fd,
     )
+    declare_registered(s, frule_f, "frule")
     guarded(s, run_frule_checks, frule_f, check_fd, rrule_f, check_transpose)
     return s.report.result(tuple(a.path for a in s.args if not a.numeric))
 

@@ -44,6 +44,7 @@ from rruletest.testers._checks import (
     compare,
     note_unchecked,
 )
+from rruletest.testers._constrained import declare_registered
 from rruletest.testers._cross_check import after_rrule, check_transpose_option, partner
 from rruletest.testers._fit import fit_problems
 from rruletest.testers._inplace import check_inplace
@@ -148,6 +149,7 @@ def test_rrule(
         rule_name="rrule_f",
         check_fd=check_fd,
     )
+    declare_registered(s, rrule_f, "rrule")
     guarded(s, run_rrule_checks, rrule_f, output_tangent, check_thunked_output_tangent, check_fd,
             vjp_mode, frule_f, check_transpose)  # fmt: skip
     return s.report.result(tuple(a.path for a in s.args if not a.numeric))
