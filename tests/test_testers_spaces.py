@@ -41,8 +41,9 @@ def cholesky_rules(error: float = 0.0) -> RuleSet:
             inner = _phi(low.T @ lbar)
             s = np.linalg.solve(low.T, np.linalg.solve(low.T, inner.T).T)
             abar = 0.5 * (s + s.T)
-            abar[0, 1] *= 1 + error
-            abar[1, 0] *= 1 + error
+            if error:
+                abar[0, 1] *= 1 + error
+                abar[1, 0] *= 1 + error
             return NT, abar
 
         return low, pullback
