@@ -30,6 +30,7 @@ from rruletest.testers._checks import (
 )
 from rruletest.testers._constrained import declare_registered, draw_tangent
 from rruletest.testers._cross_check import after_frule, check_transpose_option, partner
+from rruletest.testers._f_tangent import check_jvp_with_f, f_tangent, random_fdot
 from rruletest.testers._fit import fit_problems
 from rruletest.testers._reference import check_jvp
 from rruletest.testers._report import Check, TesterReport
@@ -101,7 +102,8 @@ def run_frule_checks(
     report = s.report
     inputs = Inputs(s)
     xdots = _tangents(s)
-    fdot = NO_TANGENT if s.fdot is None else s.fdot
+    fdot = s.fdot if s.fdot is not None else random_fdot(s)
+    fdot = NO_TANGENT if fdot is None else fdot
     dot_snap = snapshot(xdots)
     xdots_in = snapshot(xdots) if copyable(dot_snap) else xdots
     y_f = call_f(s, inputs)
@@ -125,8 +127,10 @@ def run_frule_checks(
     fits = check_ydot_type(s, y_ref, ydot)
 
     live = [a for a in s.args if a.numeric]
-    if check_fd and fits and live and y_f is not MISSING:
-        check_jvp(s, ydot, [xdots[a.index] for a in live], y_ref, frule_f)
+    if check_fd and fits and (live or f_tangent(s)) and y_f is not MISSING:
+        dots = [xdots[a.index] for a in live]
+        if not check_jvp_with_f(s, ydot, fdot, dots, y_ref, frule_f):
+            check_jvp(s, ydot, dots, y_ref, frule_f)
     elif not check_fd:
         report.note("numerical check: off (check_fd=False): structural checks only")
     if fits and y_f is not MISSING:

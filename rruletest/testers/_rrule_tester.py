@@ -5,7 +5,8 @@
 3. ``pullback(ybar)`` returns a tuple ``(fbar, xbar_0, ..., xbar_n-1)`` (``call_pullback``);
 4. each cotangent fits its primal: type, shape, dtype, ``NoTangent()`` where it belongs
    (``check_cotangent_types``);
-5. each matches the numerical vjp (``_reference.check_vjp`` chooses it); when ``f`` has an
+5. each matches the numerical vjp (``_reference.check_vjp`` chooses it), ``fbar`` too when
+   ``f`` has float fields (``_f_tangent``); when ``f`` has an
    frule too, ``<ybar, frule(xdot)> == <pullback(ybar), xdot>`` (``_cross_check``);
 6. a second call gives the same (``check_repeat``), 7. so does ``Thunk(ybar)``
    (``check_thunked``), 8. ``ZeroTangent()`` gives zeros (``check_zero``);
@@ -46,6 +47,7 @@ from rruletest.testers._checks import (
 )
 from rruletest.testers._constrained import declare_registered
 from rruletest.testers._cross_check import after_rrule, check_transpose_option, partner
+from rruletest.testers._f_tangent import check_f_cotangent, f_tangent
 from rruletest.testers._fit import fit_problems
 from rruletest.testers._inplace import check_inplace
 from rruletest.testers._rand_tangent import rand_tangent
@@ -189,6 +191,8 @@ def run_rrule_checks(
 
     if check_fd and y_f is not MISSING:
         check_vjp(s, out, good, ybar, y_ref, vjp_mode, rrule_f)
+        if 0 in good:
+            check_f_cotangent(s, out[0], ybar, y_ref, rrule_f)
     elif not check_fd:
         report.note("numerical check: off (check_fd=False): structural checks only")
     if y_f is not MISSING and len(good) == n:
@@ -349,8 +353,8 @@ def check_cotangent_types(report: Report, s: Setup, out: tuple[Any, ...]) -> set
     differentiable). Returns the positions (in ``out``) that fit."""
     good: set[int] = set()
     fbar = out[0]
-    if s.fdot is not None and not isinstance(s.fdot, NoTangent):
-        good.add(0)  # f has a tangent of its own: a Tangent for f is fine, not checked further
+    if (s.fdot is not None and not isinstance(s.fdot, NoTangent)) or f_tangent(s) is not None:
+        good.add(0)  # f has a tangent of its own: checked numerically (_f_tangent)
     elif isinstance(fbar, ZeroTangent):
         report.problem(
             Check.NOTANGENT,
