@@ -226,3 +226,20 @@ def test_registration_refuses_what_is_not_a_space() -> None:
         rules.register_rrule(cholesky, spaces=["symmetric"])
     with pytest.raises(TypeError, match=r"spaces= takes one space \(or None\) per positional"):
         rules.register_frule(cholesky, spaces=SPD)
+
+
+def test_broadcast_does_not_use_the_structured_reference_for_a_space() -> None:
+    from rruletest.broadcast import broadcasted
+    from rruletest.spaces import Symmetric
+
+    rules = RuleSet("sin")
+    rules.scalar_rule(np.sin, lambda x, y: np.cos(x))
+    plain = test_rrule(broadcasted, np.sin, A, rrule_f=rules.rrule, rng=0)
+    assert plain.numerical == "structured broadcast vjp"
+    sym = with_tangent(A, Symmetric())
+    report = test_rrule(broadcasted, np.sin, sym, rrule_f=rules.rrule, rng=0)
+    assert str(report.numerical).startswith(
+        "finite-difference vjp along the declared spaces (6 coordinates)"
+    )
+    report = test_frule(broadcasted, np.sin, sym, frule_f=rules.frule, rng=0)
+    assert str(report.numerical).startswith("finite-difference jvp along the declared spaces")
