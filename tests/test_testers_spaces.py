@@ -243,3 +243,49 @@ def test_broadcast_does_not_use_the_structured_reference_for_a_space() -> None:
     )
     report = test_frule(broadcasted, np.sin, sym, frule_f=rules.frule, rng=0)
     assert str(report.numerical).startswith("finite-difference jvp along the declared spaces")
+
+
+def _trace_square(h: Any) -> float:
+    return float(np.real(np.trace(h @ h)))
+
+
+def _quadratic(x: Any) -> float:
+    return float(x @ A @ x)
+
+
+def test_complex_hermitian_and_sphere_arguments() -> None:
+    from rruletest.spaces import Hermitian, Sphere
+
+    rules = RuleSet("more")
+
+    @rules.register_rrule(_trace_square)
+    def _rrule_h(h: Any) -> Any:
+        return _trace_square(h), lambda yb: (NT, unthunk(yb) * 2 * h)
+
+    @rules.register_frule(_quadratic)
+    def _frule_q(dots: Any, x: Any) -> Any:
+        return _quadratic(x), float(2 * (A @ x) @ dots[1])
+
+    @rules.register_rrule(_quadratic)
+    def _rrule_q(x: Any) -> Any:  # 2 A x; its part along x is normal to the sphere
+        return _quadratic(x), lambda yb: (NT, unthunk(yb) * 2 * A @ x)
+
+    h = np.array([[2.0, 1 + 1j], [1 - 1j, 3.0]])
+    report = test_rrule(_trace_square, with_tangent(h, Hermitian()), rrule_f=rules.rrule, rng=0)
+    assert report.numerical == "finite-difference vjp along the declared spaces (4 coordinates)"
+    x = np.array([0.6, 0.0, 0.8])
+    report = test_rrule(_quadratic, with_tangent(x, Sphere()), rrule_f=rules.rrule, rng=0)
+    assert report.numerical == "finite-difference vjp along the declared spaces (2 coordinates)"
+    assert report.notes[0].startswith("args[0]: the cotangent has a part outside the tangent")
+    test_frule(_quadratic, with_tangent(x, Sphere()), frule_f=rules.frule, rng=0)
+    wrong = RuleSet("wrong")
+
+    @wrong.register_rrule(_quadratic)
+    def _wrong_q(x: Any) -> Any:  # the tangential part is off by a factor 1.01
+        g = 2 * A @ x
+        g = g + 0.01 * (g - (g @ x) * x)
+        return _quadratic(x), lambda yb: (NT, unthunk(yb) * g)
+
+    text = str(failure(lambda: test_rrule(_quadratic, with_tangent(x, Sphere()),
+                                          rrule_f=wrong.rrule, rng=0)))  # fmt: skip
+    assert "args[0]: the cotangent (projected onto Sphere()) differs" in text

@@ -202,7 +202,11 @@ def check_vjp(
     """Check each fitting cotangent (positions ``good`` in ``out``) against the vjp along the
     declared spaces; ``failure(report, exc, register, g)`` records an exception."""
     report = s.report
-    chart = Chart([a for a in s.args if a.numeric])
+    try:
+        chart = Chart([a for a in s.args if a.numeric])
+    except Exception as exc:
+        failure(report, exc, "register_rrule", None)
+        return
     g = _function(s, chart)
     for a in chart.live:
         if a.space is not None and a.index + 1 in good:
@@ -267,7 +271,11 @@ def check_jvp(
     """Check ``ydot`` against one finite difference of ``f`` along the input tangents ``dots``
     (each first projected onto its argument's space), moving in the declared sets only."""
     report = s.report
-    chart = Chart([a for a in s.args if a.numeric])
+    try:
+        chart = Chart([a for a in s.args if a.numeric])
+    except Exception as exc:
+        failure(report, exc, "register_frule", None)
+        return
     g = _function(s, chart)
     mode = "finite-difference jvp along the declared spaces"
     try:

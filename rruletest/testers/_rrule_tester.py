@@ -96,7 +96,11 @@ def test_rrule(
     naming the call, chained to the original.
 
     Args:
-        f: the function; ``with_tangent(f, df)`` if it has a tangent of its own.
+        f: the function. A callable with float fields (a dataclass with ``__call__``, a
+            ``functools.partial`` over arrays, a bound method of an object holding arrays) has
+            a tangent of its own: ``fbar`` is checked against the numerical vjp over its
+            fields; ``with_tangent(f, df)`` marks a closure's cells as such fields too, and
+            ``with_tangent(f, NoTangent())`` turns the check off.
         *args: its positional arguments; ``with_tangent(x, NoTangent())`` marks one as not
             differentiable. Integers, booleans, strings, functions and other values without
             float coordinates are not differentiable automatically (the report lists them).
