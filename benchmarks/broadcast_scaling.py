@@ -2,7 +2,8 @@
 
     python benchmarks/broadcast_scaling.py [--quick]
 
-Two cases, for 1e2 .. 1e6 output elements (float64):
+Two cases, for 1e2 .. 1e6 output elements (float64), and issue 18's extra rows (sin in float32
+at 1e6, hypot at 1e7; ``--quick`` skips them):
 
 - unary: ``test_rrule(broadcasted, np.sin, x)``, ``x`` of shape (n,);
 - binary: ``test_rrule(broadcasted, np.hypot, a, b)``, ``a`` of shape (m, 1) and ``b`` of shape
@@ -46,27 +47,33 @@ def hypot_partials(a: Any, b: Any, y: Any) -> Any:
     return a / y, b / y
 
 
-def cases(n: int) -> dict[str, tuple[Any, tuple[Any, ...], Callable[..., Any]]]:
+def cases(
+    n: int, dtype: Any = np.float64
+) -> dict[str, tuple[Any, tuple[Any, ...], Callable[..., Any]]]:
     """name -> (ufunc, arguments, partials)."""
     rng = np.random.default_rng(0)
     m = round(n**0.5)
     return {
-        "sin (n,)": (np.sin, (rng.uniform(-3, 3, n),), sin_partials),
+        "sin (n,)": (np.sin, (rng.uniform(-3, 3, n).astype(dtype),), sin_partials),
         "hypot (m,1)x(1,m)": (
             np.hypot,
-            (rng.uniform(0.5, 2, (m, 1)), rng.uniform(0.5, 2, (1, m))),
+            (
+                rng.uniform(0.5, 2, (m, 1)).astype(dtype),
+                rng.uniform(0.5, 2, (1, m)).astype(dtype),
+            ),
             hypot_partials,
         ),
     }
 
 
-def measure(name: str, n: int, repeat: int) -> dict[str, Any]:
-    f, args, partials = cases(n)[name]
+def measure(name: str, n: int, repeat: int, dtype: Any = np.float64) -> dict[str, Any]:
+    f, args, partials = cases(n, dtype)[name]
     rules = RuleSet("bench")
     rules.scalar_rule(f, partials)
     counted = vectorised(f)
     rules.scalar_rule(counted, partials)
-    ybar = np.random.default_rng(1).standard_normal(np.broadcast_shapes(*(a.shape for a in args)))
+    shape = np.broadcast_shapes(*(a.shape for a in args))
+    ybar = np.random.default_rng(1).standard_normal(shape).astype(dtype)
     fdm = default_fdm()
 
     def primal() -> Any:
@@ -94,7 +101,7 @@ def measure(name: str, n: int, repeat: int) -> dict[str, Any]:
     )
     out_bytes = ybar.nbytes
     return {
-        "case": name,
+        "case": name if dtype == np.float64 else f"{name} {np.dtype(dtype).name}",
         "n": int(ybar.size),
         "primal_s": t_primal,
         "test_rrule": t_rr / t_primal,
@@ -108,14 +115,30 @@ def measure(name: str, n: int, repeat: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    opts = parser(__doc__).parse_args()
+    p = parser(__doc__)
+    p.add_argument(
+        "--issue18", action="store_true", help="only issue 18's rows (1e6, float32, 1e7), 3 rounds"
+    )
+    opts = p.parse_args()
     sizes = [10**2, 10**3] if opts.quick else [10**2, 10**3, 10**4, 10**5, 10**6]
     header("test_rrule(broadcasted, f, ...) in primal evaluations of f")
     rows = []
+    if opts.issue18:
+        rows.append(measure("sin (n,)", 10**6, 3))
+        rows.append(measure("hypot (m,1)x(1,m)", 10**6, 3))
+        sizes = []
     for name in cases(4):
         for n in sizes:
             repeat = 2 if opts.quick else (5 if n >= 10**6 else 9)
             rows.append(measure(name, n, repeat))
+    if opts.issue18:
+        rows.append(measure("sin (n,)", 10**6, 3, np.float32))
+        rows.append(measure("hypot (m,1)x(1,m)", 10**6, 3, np.float32))
+        rows.append(measure("hypot (m,1)x(1,m)", 10**7, 2))
+    elif not opts.quick:  # issue 18's rows
+        rows.append(measure("sin (n,)", 10**6, 5, np.float32))
+        rows.append(measure("hypot (m,1)x(1,m)", 10**6, 5, np.float32))
+        rows.append(measure("hypot (m,1)x(1,m)", 10**7, 3))
     cols = ["test_rrule", "test_frule", "structural", "fd_vjp", "evals", "work", "peak_memory"]
     print(
         table(
@@ -134,8 +157,8 @@ def main() -> None:
         )
     )
     for name in cases(4):
-        counts = sorted({r["evals"] for r in rows if r["case"] == name})
-        work = [r["work"] for r in rows if r["case"] == name]
+        counts = sorted({r["evals"] for r in rows if r["case"] == name and r["n"] <= 10**6})
+        work = [r["work"] for r in rows if r["case"] == name and r["n"] <= 10**6]
         same = "constant" if len(counts) == 1 else "VARY"
         print(
             f"{name}: primal evaluations per test_rrule {same} (calls {counts}, work "
@@ -145,7 +168,24 @@ def main() -> None:
     for r in big:
         verdict = "met" if r["test_rrule"] <= 30 else "MISSED"
         print(f"target test_rrule <= 30 primal evaluations at 1e6 ({r['case']}): {verdict}")
-    save_json("broadcast_scaling", {"rows": rows}, opts.quick)
+    # Issue 18's targets: test_rrule of sin under 18x (float64) / 25x (float32), of hypot under
+    # 35x, peak memory under 10x the output.
+    targets = {"sin (n,)": 18.0, "sin (n,) float32": 25.0, "hypot (m,1)x(1,m)": 35.0}
+    for r in big:
+        limit = targets.get(r["case"])
+        if limit is None:
+            continue
+        speed = "met" if r["test_rrule"] < limit else "MISSED"
+        memory = "met" if r["peak_memory"] < 10 else "MISSED"
+        print(
+            f"issue 18 ({r['case']}, n={r['n']:.0e}): test_rrule {r['test_rrule']:.1f}x against "
+            f"{limit:g}x ({speed}); peak memory {r['peak_memory']:.1f}x against 10x ({memory})"
+        )
+    save_json(
+        "broadcast_scaling_issue18" if opts.issue18 else "broadcast_scaling",
+        {"rows": rows},
+        opts.quick,
+    )
 
 
 if __name__ == "__main__":

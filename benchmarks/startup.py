@@ -24,6 +24,12 @@ makes wall times of short runs vary by a factor of two.
   does (what the plugin adds for a suite that uses numpy anyway). It also lists the top-level
   packages loading the plugin adds to a pytest process.
 
+- the first finite difference in a process (``central_fdm(5, 1)`` on a number and on an
+  array, after ``import rruletest.finite_differences``): CPU time and growth of the peak
+  resident memory, with the stencil cache cold (an empty ``RRULETEST_CACHE_DIR``: findiff and
+  sympy compute the weights, then save them) and warm (the same directory again: the weights
+  are read from it; target under 0.15 s, issue 18). Also whether sympy was loaded.
+
 Results: ``benchmarks/results/startup.json``.
 """
 
@@ -61,6 +67,47 @@ t2 = time.process_time()
 heavy = [m for m in {heavy!r} if m in sys.modules]
 print(t1 - t0, t2 - t1, ",".join(heavy) or "-")
 """
+
+
+FIRST_FD = """
+import resource, sys, time
+import numpy as np
+import rruletest.finite_differences as fd
+rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t0 = time.process_time()
+fd.central_fdm(5, 1)(np.sin, 0.5)
+fd.central_fdm(5, 1)(np.sin, np.linspace(0.1, 1.0, 8))
+t1 = time.process_time()
+rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(t1 - t0, (rss1 - rss0) / 1024, "sympy" in sys.modules)
+"""
+
+
+def first_fd(cache: Path) -> tuple[float, float, bool]:
+    """CPU seconds, peak-RSS growth (MB) and whether sympy loaded, for the first finite
+    difference of a fresh interpreter with the stencil cache in ``cache``."""
+    env = {**ENV, "RRULETEST_CACHE_DIR": str(cache)}
+    out = subprocess.run(
+        [sys.executable, "-c", FIRST_FD], capture_output=True, text=True, check=True, env=env
+    ).stdout.split()
+    return float(out[0]), float(out[1]), out[2] == "True"
+
+
+def first_fd_runs(runs: int) -> dict[str, tuple[list[float], list[float], bool]]:
+    """``first_fd`` with a cold cache (a new directory each run) and a warm one."""
+    cold_t, cold_m, warm_t, warm_m = [], [], [], []
+    sympy_cold = sympy_warm = False
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as tmp:
+            t, m, s = first_fd(Path(tmp))
+            cold_t.append(t)
+            cold_m.append(m)
+            sympy_cold |= s
+            t, m, s = first_fd(Path(tmp))
+            warm_t.append(t)
+            warm_m.append(m)
+            sympy_warm |= s
+    return {"cold": (cold_t, cold_m, sympy_cold), "warm": (warm_t, warm_m, sympy_warm)}
 
 
 def child(extra: str) -> tuple[float, float, str]:
@@ -143,6 +190,7 @@ def main() -> None:
         heavy.add(h)
         numpy_alone.append(child("")[0])
     slow = slowest_modules()
+    fd_runs = first_fd_runs(3 if opts.quick else 7)
 
     pytest_ms: dict[str, tuple[list[float], list[float]]] = {}
     for label, source in SUITES.items():
@@ -176,6 +224,20 @@ def main() -> None:
             f"plugin cost, {label}: {cost:+.1f} ms on the median, "
             f"{plugin_cost_min[label]:+.1f} ms on the minimum ({runs} interleaved runs)"
         )
+    fd_rows = [
+        [
+            f"first finite difference, stencil cache {k}",
+            statistics.median(t) * 1e3,
+            min(t) * 1e3,
+            statistics.median(m),
+            "yes" if s else "no",
+        ]
+        for k, (t, m, s) in fd_runs.items()
+    ]
+    print(table(["", "median ms", "min ms", "peak RSS +MB", "sympy loaded"], fd_rows))
+    warm_ms = statistics.median(fd_runs["warm"][0]) * 1e3
+    verdict = "met" if warm_ms < 150 else "MISSED"
+    print(f"target first finite difference under 150 ms (warm cache): {warm_ms:.1f} ms ({verdict})")
     added = plugin_imports()
     print(f"top-level packages the plugin adds to a pytest process: {', '.join(added)}")
     loaded = ",".join(sorted(h for h in heavy if h != "-")) or "none"
@@ -203,6 +265,14 @@ def main() -> None:
             "heavy_modules_loaded": loaded,
             "plugin_adds_packages": added,
             "slowest_modules_ms": slow,
+            "first_fd": {
+                k: {
+                    "median_ms": statistics.median(t) * 1e3,
+                    "rss_mb": statistics.median(m),
+                    "sympy": s,
+                }
+                for k, (t, m, s) in fd_runs.items()
+            },
         },
         opts.quick,
     )

@@ -2,27 +2,36 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 import rruletest.finite_differences as fd
 
 
-def run(code: str) -> str:
+def run(code: str, cache: object) -> str:
+    env = {**os.environ, "RRULETEST_CACHE_DIR": str(cache)}
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        env=env,
     )
     return result.stdout.strip()
 
 
-def test_import_does_not_load_findiff():
+def test_import_does_not_load_findiff(tmp_path):
+    # An empty stencil cache: the weights come from findiff on first use (then from the cache).
     out = run(
         "import sys, rruletest.finite_differences as fd\n"
         "m = fd.central_fdm(5, 1)\n"
         "heavy = ('findiff', 'sympy', 'scipy', 'hypothesis')\n"
         "print(sorted(k for k in heavy if k in sys.modules))\n"
         "m.coefficients\n"
-        "print('findiff' in sys.modules)\n"
+        "print('findiff' in sys.modules)\n",
+        tmp_path,
     )
     assert out.splitlines() == ["[]", "True"]
 

@@ -95,7 +95,7 @@ def test_p_must_exceed_q(builder, p, q):
     ("args", "kwargs", "match"),
     [
         pytest.param(([-1, 1], 2), {}, r"p=2 <= q=2", id="p<=q"),
-        pytest.param(([-1, 0, 1], 0), {}, r"q=0", id="q=0"),
+        pytest.param(([-1, 0, 1], -1), {}, r"q must be an integer >= 0, got q=-1", id="q<0"),
         pytest.param(([0, 0, 1], 1), {}, r"distinct", id="repeated-offset"),
         pytest.param(([0, 0.5, 1], 1), {}, r"integers", id="fractional-offset"),
         pytest.param(([-1, 0, 1], 1), {"adapt": -1}, r"adapt=-1", id="adapt"),

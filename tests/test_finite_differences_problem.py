@@ -74,3 +74,23 @@ def test_evaluation_points_are_t0_plus_g_h(g: int) -> None:
     expected = np.multiply(h, g, dtype=np.float32) + t0
     assert seen[-1].dtype == np.float32
     np.testing.assert_array_equal(seen[-1], expected)
+
+
+def test_resolution_bounds_steps_and_sets_the_input_scale():
+    from rruletest.finite_differences import central_fdm
+    from rruletest.finite_differences.estimation import run
+
+    # phi(t) = f(1 + t) rounded to float32: t = 0 stands for an input of size 1.
+    def phi(t):
+        return np.asarray(np.float32(1.0) + np.float32(t) - np.float32(1.0), dtype=np.float32)
+
+    r = float(np.spacing(np.float32(1.0)))
+    prob = Problem(phi, np.zeros(()), resolution=r)
+    assert prob.input_scale == pytest.approx(r / np.finfo(np.float64).eps)
+    assert Problem(phi, np.zeros(())).input_scale == 0.0
+    est = run(central_fdm(5, 1), prob)
+    assert est.step >= 4 * r
+    # The rounding of the input itself is the caller's to add (jvp does): about
+    # f_error_mult * |f'| * resolution / (2 h).
+    position = 1.5 * abs(est.value) * r / (2 * est.step)
+    assert abs(est.value - 1.0) <= est.error + position

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from rruletest.finite_differences import central_fdm, default_fdm, forward_fdm
 from rruletest.finite_differences.scalar import fast_estimate
+from rruletest.tangents import ZeroTangent
 
 
 def _general(m: Any, f: Any, x: Any) -> tuple[Any, float]:
@@ -127,3 +128,51 @@ def test_a_failing_function_fails_as_in_the_general_engine() -> None:
 def test_float32_is_estimated_by_the_general_engine() -> None:
     est = default_fdm().estimate(np.sin, np.float32(0.5))
     assert abs(est.value - math.cos(0.5)) <= est.error < 1e-3
+
+
+# ------------------------------------------------------------------------------------------------
+# the testers' numerical reference for a function of one number
+# ------------------------------------------------------------------------------------------------
+
+
+def test_number_reference_real():
+    from rruletest.finite_differences.scalar import number_jvp, number_partials, number_vjp
+
+    m = central_fdm(5, 1)
+    (part,) = number_partials(m, np.sin, 0.5)
+    assert abs(part.value - math.cos(0.5)) <= part.error < 1e-12
+    jv = number_jvp(m, np.sin, 0.5, 3.0, [part])
+    assert abs(jv.value - 3 * math.cos(0.5)) <= jv.error
+    vj = number_vjp(m, lambda x: np.array([np.sin(x), 2 * x]), 0.5, np.array([1.0, -1.0]))
+    assert abs(vj.value - (math.cos(0.5) - 2.0)) <= vj.error < 1e-11
+    assert number_jvp(m, np.sin, 0.5, ZeroTangent()).value == 0.0
+
+
+def test_number_reference_complex_keeps_the_type():
+    from rruletest.finite_differences.scalar import number_jvp, number_vjp
+
+    m = central_fdm(5, 1)
+    seen = set()
+
+    def f(z):
+        seen.add(type(z))
+        return z * z
+
+    z = np.complex128(1.0 + 2.0j)
+    jv = number_jvp(m, f, z, 0.5 - 1.0j)
+    assert abs(jv.value - 2 * z * (0.5 - 1.0j)) <= jv.error + 1e-12
+    ybar = 1.0 + 1.0j
+    vj = number_vjp(m, f, z, ybar)
+    expected = complex((np.conj(ybar) * 2 * z).real, (np.conj(ybar) * 2j * z).real)
+    assert abs(vj.value - expected) <= vj.error + 1e-12
+    assert seen == {np.complex128}
+
+
+def test_takes_a_number():
+    from rruletest.finite_differences.scalar import takes_a_number
+
+    assert takes_a_number([0.5], 1.0)
+    assert takes_a_number([np.float32(0.5)], np.zeros(3))
+    assert not takes_a_number([0.5, 1.0], 1.0)
+    assert not takes_a_number([np.zeros(1)], 1.0)
+    assert not takes_a_number([0.5], np.zeros(3, dtype=int))

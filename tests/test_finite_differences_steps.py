@@ -10,14 +10,14 @@ from hypothesis.extra import numpy as hnp
 
 from rruletest.finite_differences import central_fdm
 from rruletest.finite_differences.estimation import run
-from rruletest.finite_differences.problem import Problem
-from rruletest.finite_differences.steps import (
-    _absmax,
-    _combine_kernel,
-    _mag_kernel,
+from rruletest.finite_differences.kernels import (
+    absmax,
+    combine_kernel,
+    mag_kernel,
     restricted,
     scatter,
 )
+from rruletest.finite_differences.problem import Problem
 
 BOUND = central_fdm(5, 1).bound_estimator
 FLOATS = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
@@ -30,19 +30,19 @@ FLOATS = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
 def test_magnitudes_scaled_once_equal_the_largest_scaled_sum(rows, h):
     assert BOUND is not None
     kw = {"weights": BOUND.neighbourhood_weights(), "q": BOUND.q, "anchor": 3}
-    mag, fm, good = _mag_kernel(list(rows), h, **kw)
-    est, fm2, _ = _combine_kernel(list(rows), h, **kw)  # scaled sums, then the largest
-    np.testing.assert_array_equal(mag, _absmax(est))
+    mag, fm, good = mag_kernel(list(rows), h, **kw)
+    est, fm2, _ = combine_kernel(list(rows), h, **kw)  # scaled sums, then the largest
+    np.testing.assert_array_equal(mag, absmax(est))
     np.testing.assert_array_equal(fm, fm2)
     np.testing.assert_array_equal(good, np.isfinite(rows).all(axis=0))
 
 
 def test_finiteness_follows_every_value():
     rows = [np.array([1.0, 1.0, np.nan, 2.0]), np.array([1.0, np.inf, 0.0, -np.inf])]
-    _, _, good = _combine_kernel(rows, np.ones(4), weights=np.array([-1.0, 1.0]), q=1, anchor=0)
+    _, _, good = combine_kernel(rows, np.ones(4), weights=np.array([-1.0, 1.0]), q=1, anchor=0)
     assert good.tolist() == [True, False, False, False]
     complex_rows = [np.array([1e308 + 1e308j]), np.array([1.0 + 0j])]  # |z| overflows
-    _, _, good = _combine_kernel(
+    _, _, good = combine_kernel(
         complex_rows, np.ones(1), weights=np.array([-1.0, 1.0]), q=1, anchor=0
     )
     assert good.tolist() == [True]

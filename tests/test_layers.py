@@ -66,12 +66,7 @@ LAYERS: Layers = (
 _FD = "rruletest.finite_differences."
 #: Cycles tolerated for now, each by name: a cycle wholly inside one of these sets is not
 #: reported, and an exemption that no longer matches a cycle fails (remove it then).
-EXEMPT_CYCLES: dict[str, frozenset[str]] = {
-    # removed by the engine merge (steps and estimation become one module)
-    "finite-difference engine": frozenset(
-        _FD + m for m in ("methods", "estimation", "steps", "scalar")
-    ),
-}
+EXEMPT_CYCLES: dict[str, frozenset[str]] = {}  # none: every cycle is a failure
 
 
 # -- the package itself -------------------------------------------------------------------------

@@ -87,8 +87,20 @@ class _Setup:
         """``dy/d(Re x_j)`` or ``dy/d(Im x_j)`` per element (shape of the broadcast)."""
         dt = self.real_dtype(j)
         x = np.broadcast_to(np.asarray(self.xs[j]), self.shape)
-        t0 = np.array(x.imag if imag else x.real, dtype=dt, copy=True)
         is_complex = np.iscomplexobj(x)
+        given = np.asarray(self.xs[j])
+        if (
+            not is_complex
+            and given.dtype == dt
+            and given.shape == self.shape
+            and given.flags.c_contiguous
+        ):
+            # The engine only reads t0 (g sees copies and perturbed buffers): a read-only view
+            # of the argument saves a copy of the broadcast's size.
+            t0 = given.view()
+            t0.flags.writeable = False
+        else:
+            t0 = np.array(x.imag if imag else x.real, dtype=dt, copy=True)
         other = np.array(x.real if imag else x.imag, dtype=dt) if is_complex else t0
         cdt = np.result_type(dt, np.complex64)
 
@@ -144,6 +156,41 @@ def _real_kernel(ybar: Arr, value: F64, error: F64, *, dtype: np.dtype[Any]) -> 
         err += np.abs(out.astype(np.float64) - xbar)
     err[np.isnan(err) | np.isnan(xbar)] = np.inf
     return out, err
+
+
+def _reduced(
+    fdm: FiniteDifferenceMethod,
+    setup: _Setup,
+    j: int,
+    x: Any,
+    ybar_arr: Arr,
+    weight: F64,
+    known: Estimate | None,
+) -> Estimate:
+    """The cotangent of argument ``j`` summed back to its shape, with its error (a function of
+    its own, so that its full-size temporaries are freed before the next argument's)."""
+    parts = []
+    errs = []
+    step = None
+    for imag in (False, True) if np.iscomplexobj(x) else (False,):
+        est = known if known is not None and not imag else setup.partial(fdm, j, imag)
+        step = est.step if step is None else step
+        with np.errstate(all="ignore"):
+            contrib = (np.conj(ybar_arr) * est.value).real
+            err = np.where(weight > 0, weight * est.error, 0.0)
+        parts.append(np.where(weight > 0, contrib, 0.0))
+        errs.append(err)
+    xbar = parts[0] if len(parts) == 1 else parts[0] + 1j * parts[1]
+    err_total = _sum_to(errs[0] if len(errs) == 1 else np.hypot(errs[0], errs[1]), x)
+    value = unbroadcast(x, xbar)
+    # Rounding to the primal's dtype (float32) is part of the error.
+    wide = unbroadcast(np.zeros(np.shape(x), dtype=np.asarray(xbar).dtype), xbar)
+    with np.errstate(all="ignore"):
+        rounding = np.abs(np.asarray(value, dtype=np.asarray(wide).dtype) - wide)
+    err_total = np.where(np.isnan(rounding), np.inf, err_total + rounding)
+    if not isinstance(x, np.ndarray):
+        err_total = float(err_total)
+    return Estimate(value, err_total, step)
 
 
 def broadcast_vjp(
@@ -202,32 +249,13 @@ def broadcast_vjp(
                 with np.errstate(all="ignore"):
                     value, err = chunked(setup.shape, kernel, ybar_arr, est.value, est.error)
                 out.append(Estimate(value, err, est.step))
+                del est, value, err  # the next argument's estimate need not wait for these
                 continue
             known = est
         if weight is None:
             weight = np.abs(ybar_arr).astype(np.float64)
-        parts = []
-        errs = []
-        step = None
-        for imag in (False, True) if np.iscomplexobj(x) else (False,):
-            est = known if known is not None and not imag else setup.partial(fdm, j, imag)
-            step = est.step if step is None else step
-            with np.errstate(all="ignore"):
-                contrib = (np.conj(ybar_arr) * est.value).real
-                err = np.where(weight > 0, weight * est.error, 0.0)
-            parts.append(np.where(weight > 0, contrib, 0.0))
-            errs.append(err)
-        xbar = parts[0] if len(parts) == 1 else parts[0] + 1j * parts[1]
-        err_total = _sum_to(errs[0] if len(errs) == 1 else np.hypot(errs[0], errs[1]), x)
-        value = unbroadcast(x, xbar)
-        # Rounding to the primal's dtype (float32) is part of the error.
-        wide = unbroadcast(np.zeros(np.shape(x), dtype=np.asarray(xbar).dtype), xbar)
-        with np.errstate(all="ignore"):
-            rounding = np.abs(np.asarray(value, dtype=np.asarray(wide).dtype) - wide)
-        err_total = np.where(np.isnan(rounding), np.inf, err_total + rounding)
-        if not isinstance(x, np.ndarray):
-            err_total = float(err_total)
-        out.append(Estimate(value, err_total, step))
+        out.append(_reduced(fdm, setup, j, x, ybar_arr, weight, known))
+        known = None
     return tuple(out)
 
 

@@ -138,6 +138,9 @@ def jvp_estimate(fdm: Any, f: Callable[..., Any], *pairs: tuple[Any, Any]) -> Es
     )
     moving_mask = unit != 0
     ratio = float(np.max(spacing[moving_mask] / np.abs(unit[moving_mask])))
+    # The steps stay above the rounding projected on the direction (a coordinate with a
+    # negligible tangent does not limit them; its rounding still counts in ``position``).
+    resolution = float(np.sum(spacing * np.abs(unit)) / np.sum(unit * unit))
 
     def estimate(c1_scale: float | None) -> tuple[Estimate, F64]:
         prob = Problem(
@@ -145,6 +148,7 @@ def jvp_estimate(fdm: Any, f: Callable[..., Any], *pairs: tuple[Any, Any]) -> Es
             np.zeros((), dtype=_working_dtype(moving)),
             centre=yv0,
             out_dtype=_working_dtype(yback.coord_dtypes),
+            resolution=resolution,
         )
         est = run(fdm, prob, check_all=True, c1_scale=c1_scale)
         position = fdm.f_error_mult * np.abs(est.value) * ratio / (2.0 * float(est.step))

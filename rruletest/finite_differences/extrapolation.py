@@ -25,6 +25,18 @@ from rruletest.finite_differences.problem import Estimate
 __all__ = ["extrapolate_fdm"]
 
 
+def _budget(initial_step: float, contract: float, power: int, rtol: float, x: Any) -> int:
+    """Steps for ``initial_step * contract**k`` to reach ``(rtol * max(|x|, 1))**(1/power)``,
+    with four more for the tableau to settle; at least 20, at most 2000."""
+    with np.errstate(all="ignore"):
+        size = float(np.nanmax(np.abs(np.asarray(x, dtype=complex)), initial=1.0))
+    target = (max(rtol, 1e-300) * max(size, 1.0)) ** (1.0 / power)
+    if not (math.isfinite(target) and target < initial_step):
+        return 20
+    levels = math.log(target / initial_step) / math.log(contract)
+    return int(min(max(20, math.ceil(levels) + 4), 2000))
+
+
 def extrapolate_fdm(
     fdm: FiniteDifferenceMethod,
     f: Callable[..., Any],
@@ -36,7 +48,7 @@ def extrapolate_fdm(
     breaktol: float = math.inf,
     rtol: float | None = None,
     atol: float = 0.0,
-    max_evals: int = 20,
+    max_evals: int | None = None,
 ) -> Estimate:
     """The derivative of ``f`` at ``x`` by Richardson extrapolation of ``fdm`` in the step.
 
@@ -52,7 +64,10 @@ def extrapolate_fdm(
         rtol: stop when the error is below ``max(rtol * |value|, atol)`` (default
             ``sqrt(eps)``).
         atol: see ``rtol``.
-        max_evals: the largest number of steps tried.
+        max_evals: the largest number of steps tried; by default enough for the step to fall
+            to where the error of ``fdm`` itself (about ``h**power`` relative to ``|x|``,
+            or to 1) is below ``rtol``, and at least 20: a contraction close to 1 needs more
+            steps than one far from it.
 
     Returns:
         ``Estimate(value, error, step)``: the best extrapolated value, its error estimate and
@@ -64,12 +79,14 @@ def extrapolate_fdm(
         raise ValueError(f"contract must be in (0, 1), got contract={contract!r}")
     if not initial_step > 0:
         raise ValueError(f"initial_step must be positive, got initial_step={initial_step!r}")
-    if max_evals < 2:
-        raise ValueError(f"max_evals must be at least 2, got max_evals={max_evals!r}")
     if power is None:
         power = 2 if fdm.grid == tuple(-g for g in reversed(fdm.grid)) else 1
     if rtol is None:
         rtol = math.sqrt(np.finfo(np.float64).eps)
+    if max_evals is None:
+        max_evals = _budget(initial_step, contract, power, rtol, x)
+    if max_evals < 2:
+        raise ValueError(f"max_evals must be at least 2, got max_evals={max_evals!r}")
     scalar = not isinstance(x, np.ndarray)
     h = float(initial_step)
     first = np.asarray(fdm.estimate(f, x, step=h).value)

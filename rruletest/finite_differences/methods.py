@@ -22,13 +22,14 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from rruletest.finite_differences._stencils import stencil
 from rruletest.finite_differences.estimation import estimate_function
+from rruletest.finite_differences.kernels import Kind
 from rruletest.finite_differences.problem import Estimate
 
 __all__ = [
@@ -38,8 +39,6 @@ __all__ = [
     "default_fdm",
     "forward_fdm",
 ]
-
-Kind = Literal["central", "forward", "backward"]
 
 
 def _check_int(name: str, value: Any, minimum: int) -> int:
@@ -63,7 +62,8 @@ class FiniteDifferenceMethod:
 
     Args:
         offsets: distinct integers ``g_i``; ``f`` is evaluated at ``x + g_i * h``.
-        q: the order of the derivative (``q >= 1``, fewer than ``len(offsets)``).
+        q: the order of the derivative (``q >= 0``, fewer than ``len(offsets)``; ``q = 0``
+            interpolates).
         adapt: levels of step adaptation. ``0`` uses a fixed default step (which assumes the
             ``p``-th derivative is about ``condition``); ``k`` estimates that derivative with a
             method of ``p + 2`` points adapted ``k - 1`` times.
@@ -98,7 +98,7 @@ class FiniteDifferenceMethod:
         grid = tuple(sorted(int(g) for g in raw))
         if len(set(grid)) != len(grid):
             raise ValueError(f"offsets must be distinct, got offsets={offsets!r}")
-        q = _check_int("q", q, 1)
+        q = _check_int("q", q, 0)
         if len(grid) <= q:
             raise ValueError(
                 "a finite-difference method needs more grid points than the derivative order, "
@@ -305,7 +305,7 @@ def _build(kind: Kind, p: int, q: int, **kw: Any) -> FiniteDifferenceMethod:
 
 def _builder(kind: Kind, name: str, p: Any, q: Any, kw: dict[str, Any]) -> FiniteDifferenceMethod:
     p = _check_int("p", p, 1)
-    q = _check_int("q", q, 1)
+    q = _check_int("q", q, 0)
     if p <= q:
         raise ValueError(
             f"{name}(p, q) needs more grid points than the derivative order: p={p} <= q={q}"

@@ -128,8 +128,13 @@ class Problem:
 
     ``centre`` may be given when the value at ``t0`` is already known (a broadcast's primal);
     ``out_dtype`` fixes the dtype whose round-off the values carry (else the least precise
-    output seen); ``restrict`` lets the engine work on a subset of elements. ``evaluations``
-    counts calls of ``phi``.
+    output seen); ``restrict`` lets the engine work on a subset of elements. ``resolution``
+    is how finely ``phi`` resolves ``t`` where that is coarser than ``t``'s own precision (a
+    direction ``x + t * u`` rounded to float32 coordinates: about ``max ulp(x_i) / |u_i|``);
+    steps stay a few times above it, and ``input_scale`` (the size of the inputs behind ``t``,
+    at least ``|t0|``) follows from it; the error that rounding adds to an estimate (about
+    ``f_error_mult * |f'| * resolution / (2 h)``) is the caller's to add, as ``jvp`` does.
+    ``evaluations`` counts calls of ``phi``.
     """
 
     def __init__(
@@ -140,6 +145,7 @@ class Problem:
         centre: Any = None,
         out_dtype: Any = None,
         restrict: Restrict | None = None,
+        resolution: float = 0.0,
     ) -> None:
         t0 = np.asarray(t0)
         if t0.dtype.kind != "f":
@@ -150,6 +156,7 @@ class Problem:
         self.in_eps = eps(t0.dtype)
         self.t_shape: tuple[int, ...] = t0.shape
         self._abs_t0: F64 | None = None
+        self.resolution = float(resolution)
         self.y_shape: tuple[int, ...] | None = None
         self.out_dtype: np.dtype[Any] = np.dtype(np.float64 if out_dtype is None else out_dtype)
         self._fixed_out = out_dtype is not None
@@ -168,6 +175,15 @@ class Problem:
             self._abs_t0 = np.abs(self.t0).astype(np.float64, copy=False)
         return self._abs_t0
 
+    @property
+    def input_scale(self) -> F64:
+        """The size of the inputs behind ``t``: ``|t0|``, or more where ``resolution`` says
+        that ``t = 0`` stands for an input of the size whose spacing it is."""
+        if self.resolution == 0.0:
+            return self.abs_t0
+        out: F64 = np.maximum(self.abs_t0, self.resolution / self.in_eps)
+        return out
+
     def _see(self, dtype: np.dtype[Any]) -> None:
         """Round-off is judged in the least precise output dtype seen."""
         if self._fixed_out:
@@ -183,7 +199,10 @@ class Problem:
             arr = arr.astype(np.float64)
         elif kind == "f":
             self._see(arr.dtype)
-            arr = arr.astype(np.float64, copy=False)
+            # float32 values stay float32 (half the memory, no conversion pass): the kernels
+            # convert each cache-sized block to float64, where differences are exact.
+            if arr.dtype != np.float32:
+                arr = arr.astype(np.float64, copy=False)
         elif kind == "c":
             self._see(np.dtype(arr.real.dtype))
             self.complex_out = True
@@ -269,7 +288,7 @@ class Problem:
         if self._restrict is None or self.centre().shape != self.t_shape:
             return None
         phi, t0, centre = self._restrict(index)
-        sub = Problem(phi, t0, centre=centre, out_dtype=self.out_dtype)
+        sub = Problem(phi, t0, centre=centre, out_dtype=self.out_dtype, resolution=self.resolution)
         return sub
 
 

@@ -18,6 +18,14 @@ estimate (summation order may differ in the last bits).
 True
 >>> fast_estimate(central_fdm(5, 1), np.sqrt, 0.0) is None  # the domain edge: general engine
 True
+
+For the testers' numerical reference of a function of one number, ``number_partials`` gives
+``dy/d(Re x)`` (and ``dy/d(Im x)``) as estimates, each one scalar finite difference (cheaper than
+a one-column Jacobian), and ``number_jvp``/``number_vjp`` combine them with a tangent or a
+cotangent (``takes_a_number`` says when they apply).
+
+>>> number_vjp(central_fdm(5, 1), np.sin, 0.5, 2.0).value - 2 * math.cos(0.5) < 1e-12
+True
 """
 
 from __future__ import annotations
@@ -25,18 +33,15 @@ from __future__ import annotations
 import functools
 import math
 import warnings
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from rruletest.finite_differences.kernels import FLAT, RESOLUTION, UNRESOLVED, Stencil, default_step
 from rruletest.finite_differences.problem import Estimate
-from rruletest.finite_differences.steps import FLAT, RESOLUTION, UNRESOLVED, _default_step
 
-if TYPE_CHECKING:
-    from rruletest.finite_differences.methods import FiniteDifferenceMethod
-
-__all__ = ["fast_estimate"]
+__all__ = ["fast_estimate", "number_jvp", "number_partials", "number_vjp", "takes_a_number"]
 
 _EPS = 2.0**-52
 _TINY = 2.2250738585072014e-308
@@ -77,9 +82,9 @@ def _finite(ys: list[Any]) -> bool:
     return all(math.isfinite(y) for y in ys)
 
 
-def _finish(m: FiniteDifferenceMethod, t0: float, h: float) -> float:
+def _finish(m: Stencil, t0: float, h: float) -> float:
     """``steps._finish_kernel`` without a cap; bails where the input's precision binds."""
-    up = max(abs(t0), 1.0) * (1000.0 * _default_step(m, _EPS))
+    up = max(abs(t0), 1.0) * (1000.0 * default_step(m, _EPS))
     range_cap = m.max_range / m.max_offset
     if range_cap != math.inf:
         up = min(up, range_cap)
@@ -145,7 +150,7 @@ def _straddles(t0: float, h: float, reach: int) -> bool:
 class _Constants(NamedTuple):
     """What ``_estimate`` needs of a method adapted once, as Python numbers."""
 
-    b: FiniteDifferenceMethod  # the bound estimator
+    b: Stencil  # the bound estimator
     b_grid: list[int]
     b_weights: list[list[float]]  # neighbourhood weights (3 x p + 2)
     noise_mult: float
@@ -155,9 +160,9 @@ class _Constants(NamedTuple):
 
 
 @functools.cache
-def _constants(m: FiniteDifferenceMethod) -> _Constants | None:
+def _constants(m: Stencil) -> _Constants | None:
     b = m.bound_estimator
-    if m.adapt != 1 or b is None or b.adapt != 0:
+    if m.adapt != 1 or b is None or b.adapt != 0 or m.q == 0:
         return None
     nw = b.neighbourhood_weights()
     points = [int(g) for g in m.points]
@@ -172,14 +177,14 @@ def _constants(m: FiniteDifferenceMethod) -> _Constants | None:
     )
 
 
-def _estimate(m: FiniteDifferenceMethod, ev: _Eval) -> Estimate:
+def _estimate(m: Stencil, ev: _Eval) -> Estimate:
     t0 = ev.t0
     k = _constants(m)
     if k is None:
         raise _Bail
     b = k.b
     # The bound estimator at its default step (choose_step without adaptation).
-    hb = _finish(b, t0, _default_step(b, _EPS))
+    hb = _finish(b, t0, default_step(b, _EPS))
     rows = [ev.at(g, hb) for g in k.b_grid]
     if not _finite(rows):
         raise _Bail  # a domain edge: the step shrinks
@@ -236,7 +241,7 @@ def _estimate(m: FiniteDifferenceMethod, ev: _Eval) -> Estimate:
     return Estimate(est, error, h)
 
 
-def fast_estimate(m: FiniteDifferenceMethod, f: Callable[..., Any], x: Any) -> Estimate | None:
+def fast_estimate(m: Stencil, f: Callable[..., Any], x: Any) -> Estimate | None:
     """``m.estimate(f, x)`` for a float64 or complex128 number ``x`` (stepped along the real
     axis), or None where the general engine must decide (then nothing of this is used)."""
     kind = type(x)
@@ -254,3 +259,63 @@ def fast_estimate(m: FiniteDifferenceMethod, f: Callable[..., Any], x: Any) -> E
             return _estimate(m, _Eval(f, t0, imag))
         except (_Bail, ArithmeticError, ValueError):
             return None
+
+
+def takes_a_number(xs: Sequence[Any], y: Any) -> bool:
+    """One real or complex number in, a number or a float/complex array out."""
+    if len(xs) != 1 or not isinstance(xs[0], float | complex | np.floating | np.complexfloating):
+        return False
+    if isinstance(y, np.ndarray):
+        return y.dtype.kind in "fc"
+    return isinstance(y, float | complex | np.floating | np.complexfloating)
+
+
+def _like(x: Any, re: Any, im: Any) -> Any:
+    """A number of ``x``'s type with real part ``re`` (and imaginary part ``im``)."""
+    if isinstance(x, complex | np.complexfloating):
+        z = complex(float(re), float(np.asarray(x).imag if im is None else im))
+        return type(x)(z)
+    return type(x)(re)
+
+
+def number_partials(m: Any, g: Callable[[Any], Any], x: Any) -> list[Estimate]:
+    """``[dy/d(Re x)]``, and ``dy/d(Im x)`` for a complex ``x``, by ``m.estimate`` on ``g``
+    called with numbers of ``x``'s own type."""
+    re = np.asarray(x).real[()]
+    out = [m.estimate(lambda t: g(_like(x, t, None)), re)]
+    if isinstance(x, complex | np.complexfloating):
+        out.append(m.estimate(lambda t: g(_like(x, re, t)), np.asarray(x).imag[()]))
+    return out
+
+
+def _numeric(v: Any) -> bool:
+    return isinstance(v, int | float | complex | np.number) and not isinstance(v, bool)
+
+
+def number_jvp(
+    m: Any, g: Callable[[Any], Any], x: Any, xdot: Any, parts: list[Estimate] | None = None
+) -> Estimate:
+    """``dy/dx * xdot`` (real and imaginary parts of ``xdot`` apart) with its error; a
+    non-numeric ``xdot`` (a zero tangent) counts as 0. ``parts`` reuses ``number_partials``."""
+    parts = number_partials(m, g, x) if parts is None else parts
+    comps = [np.real(xdot), np.imag(xdot)] if _numeric(xdot) else [0.0, 0.0]
+    value: Any = 0.0
+    error: Any = 0.0
+    for est, c in zip(parts, comps, strict=False):
+        value = value + np.asarray(est.value) * c
+        error = error + np.abs(np.asarray(est.error)) * abs(c)
+    return Estimate(value, error, None)
+
+
+def number_vjp(
+    m: Any, g: Callable[[Any], Any], x: Any, ybar: Any, parts: list[Estimate] | None = None
+) -> Estimate:
+    """``Re(conj(ybar) * dy/dx)`` summed over the output (complex for a complex ``x``), with
+    its error. ``parts`` reuses ``number_partials``."""
+    parts = number_partials(m, g, x) if parts is None else parts
+    yb = np.asarray(ybar)
+    comps = [float(np.sum((np.conj(yb) * np.asarray(e.value)).real)) for e in parts]
+    errs = [float(np.sum(np.abs(yb) * np.abs(np.asarray(e.error)))) for e in parts]
+    if len(comps) == 2:
+        return Estimate(complex(comps[0], comps[1]), float(np.hypot(errs[0], errs[1])), None)
+    return Estimate(comps[0], errs[0], None)

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from rruletest.rules import frule
@@ -34,6 +35,7 @@ from rruletest.testers._f_tangent import check_jvp_with_f, f_tangent, random_fdo
 from rruletest.testers._fit import fit_problems
 from rruletest.testers._reference import check_jvp
 from rruletest.testers._report import Check, TesterReport
+from rruletest.testers._second_order import check_order, register_tester, second_order
 from rruletest.testers._setup import Setup, guarded, setup
 from rruletest.testers._snapshot import copyable, is_lazy, nonzero, snapshot
 
@@ -52,6 +54,7 @@ def test_frule(
     rng: Any = None,
     rrule_f: Any = None,
     check_transpose: bool | None = None,
+    order: int = 1,
 ) -> TesterReport:
     """Check the forward rule of ``f`` at ``args``; raise one ``RuleTestFailure`` listing
     every problem, or return a ``TesterReport``.
@@ -63,7 +66,9 @@ def test_frule(
     by the engine's error estimate; inputs and tangents are not mutated; when ``f`` has an rrule
     too (``rrule_f``, default: from where ``frule_f`` comes), ``<ybar, ydot> == <pullback(ybar),
     xdot>`` (``check_transpose``: None when it exists, True required, False off). The rule is
-    called once. Arguments and options are as in ``test_rrule``.
+    called once. ``order=2`` also checks the derivative of the frule (``pushforward_of(f)``), as
+    ``test_rrule``'s ``order=2`` does for the pullback. Arguments and options are as in
+    ``test_rrule``.
 
     >>> import numpy as np
     >>> from rruletest import RuleSet, with_tangent
@@ -74,6 +79,7 @@ def test_frule(
     """
     __tracebackhide__ = True
     check_transpose_option("test_frule", check_transpose)
+    check_order("test_frule", order)
     if rrule_f is None and check_transpose is not False:
         rrule_f = partner(frule_f, "rrule")
     s = setup(
@@ -91,7 +97,14 @@ def test_frule(
     )
     declare_registered(s, frule_f, "frule")
     guarded(s, run_frule_checks, frule_f, check_fd, rrule_f, check_transpose)
-    return s.report.result(tuple(a.path for a in s.args if not a.numeric))
+    report = s.report.result(tuple(a.path for a in s.args if not a.numeric))
+    if order == 1:
+        return report
+    parts = second_order("test_frule", f, args, rule_f=frule_f,
+                         rng=s.seed if s.seed is not None else s.gen,
+                         reproduce=s.report.reproduce(),
+                         fdm=fdm, rtol=rtol, atol=atol, fkwargs=fkwargs)  # fmt: skip
+    return dataclasses.replace(report, parts=tuple(parts))
 
 
 def run_frule_checks(
@@ -206,3 +219,4 @@ def check_ydot_type(s: Setup, y: Any, ydot: Any) -> bool:
 
 
 test_frule.__test__ = False  # type: ignore[attr-defined]
+register_tester("test_frule", test_frule)

@@ -33,6 +33,7 @@ from rruletest.finite_differences import (
     jvp_estimate,
     to_vec,
 )
+from rruletest.finite_differences.half import half_broadcast_jvp, half_broadcast_vjp, has_half
 from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
 from rruletest.testers import _constrained
 from rruletest.testers._checks import compare
@@ -45,6 +46,7 @@ from rruletest.testers._fd_inputs import (
     unchecked,
     widen,
 )
+from rruletest.testers._findings import kinks_jvp, kinks_vjp, noise_note
 from rruletest.testers._rand_tangent import rand_tangent
 from rruletest.testers._report import Check, Report
 from rruletest.testers._setup import Setup, domain_for, ruleset_of
@@ -147,7 +149,13 @@ def check_vjp(
         if _is_broadcast(s):
             fdm = fdm_for_domain(s.fdm, domain, dom_primals)
             g = _broadcast_f(s, rrule_f)
-            ests: Any = broadcast_vjp(fdm, g, ybar, *s.primals[1:], y=y_ref)
+            ests: Any
+            if has_half(*s.primals[1:]):  # float16: through float64 copies where sound
+                ests, half_note = half_broadcast_vjp(fdm, g, ybar, *s.primals[1:], y=y_ref)
+                if half_note:
+                    report.note(half_note)
+            else:
+                ests = broadcast_vjp(fdm, g, ybar, *s.primals[1:], y=y_ref)
             est_of = {a.index: ests[a.index - 1] for a in live}
             mode = "structured broadcast vjp"
         else:
@@ -174,22 +182,55 @@ def check_vjp(
         fd_failure(report, exc, "register_rrule", g)
         return
     report.reference(mode, fdm)
+    expected = {a.index: est_of[a.index].value for a in live}
+    if _is_broadcast(s) and g is not None:
+        expected = _kinks_vjp(s, fdm, g, ybar, out, est_of, expected, rtol, atol)
     for a in live:
         if a.index + 1 not in good:
             continue
         est = est_of[a.index]
-        compare(
+        found = compare(
             report,
             Check.NUMERIC,
             f"{a.path}: the cotangent differs from the numerical vjp ({mode})",
             out[a.index + 1],
-            est.value,
+            expected[a.index],
             a.path,
             rtol,
             widen(atol, est.error),
         )
+        if found and g is not None and not _is_broadcast(s):
+            _noise(s, g, [b.primal for b in live], out[a.index + 1], est, fdm)
         report.measured(out[a.index + 1], est.value)
         _note_unchecked_elements(report, a.path, est.error)
+
+
+def _kinks_vjp(s: Setup, fdm: Any, g: Any, ybar: Any, out: tuple[Any, ...], est_of: dict[int, Any],
+               expected: dict[int, Any], rtol: float, atol: float) -> dict[int, Any]:  # fmt: skip
+    """Accepted subgradients at kinks put into the expected cotangents; findings noted."""
+    idx = range(1, len(s.args))
+    try:
+        values, lines = kinks_vjp(
+            fdm, g, ybar, [out[k + 1] if k in expected else None for k in idx], s.primals[1:],
+            [expected.get(k) for k in idx],
+            [(rtol, widen(atol, est_of[k].error)) if k in est_of else (rtol, atol) for k in idx],
+        )  # fmt: skip
+    except Exception:
+        return expected  # the one-sided runs failed: compare as usual
+    for line in lines:
+        s.report.note(line)
+    return {k: values[k - 1] for k in expected}
+
+
+def _noise(s: Setup, g: Any, xs: list[Any], actual: Any, est: Any, fdm: Any) -> None:
+    """Note the function's own noise when it explains a mismatch."""
+    try:
+        diff = np.asarray(unthunk(actual), dtype=np.float64) - np.asarray(est.value, np.float64)
+    except Exception:
+        return
+    note = noise_note(g, xs, diff, est.step, fdm, est.value)
+    if note:
+        s.report.note(note)
 
 
 def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) -> None:
@@ -212,7 +253,12 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
                 (a.primal, dots[pos[a.index]] if a.index in pos else NO_TANGENT) for a in s.args[1:]
             ]
             g = _broadcast_f(s, frule_f)
-            est = broadcast_jvp(fdm, g, *pairs, y=y_ref)
+            if has_half(*s.primals[1:]):  # float16: through float64 copies where sound
+                est, half_note = half_broadcast_jvp(fdm, g, *pairs, y=y_ref)
+                if half_note:
+                    report.note(half_note)
+            else:
+                est = broadcast_jvp(fdm, g, *pairs, y=y_ref)
             mode = "structured broadcast jvp"
         else:
             fdm = fdm_for_domain(s.fdm, domain, s.primals)
@@ -227,16 +273,27 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
         fd_failure(report, exc, "register_frule", g)
         return
     report.reference(mode, fdm)
-    compare(
+    expected = est.value
+    if _is_broadcast(s) and g is not None:
+        try:
+            expected, lines = kinks_jvp(fdm, g, ydot, pairs, est.value, rtol,
+                                        widen(atol, est.error))  # fmt: skip
+        except Exception:
+            lines = []  # the one-sided runs failed: compare as usual
+        for line in lines:
+            report.note(line)
+    found = compare(
         report,
         Check.NUMERIC,
         f"ydot: the output tangent differs from the numerical jvp ({mode})",
         ydot,
-        est.value,
+        expected,
         "ydot",
         rtol,
         widen(atol, est.error),
     )
+    if found and g is not None and not _is_broadcast(s):
+        _noise(s, g, [a.primal for a in live], ydot, est, fdm)
     report.measured(ydot, est.value)
     _note_unchecked_elements(report, "ydot", est.error)
 

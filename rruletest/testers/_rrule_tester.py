@@ -22,6 +22,7 @@ The pullback is called four times at most; the report says which calls were made
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from rruletest.rules import rrule
@@ -53,6 +54,7 @@ from rruletest.testers._inplace import check_inplace
 from rruletest.testers._rand_tangent import rand_tangent
 from rruletest.testers._reference import check_vjp
 from rruletest.testers._report import Check, Report, TesterReport
+from rruletest.testers._second_order import check_order, register_tester, second_order
 from rruletest.testers._setup import BadArgumentError, Setup, guarded, setup
 from rruletest.testers._snapshot import copyable, nonzero, short, snapshot
 from rruletest.walk import Index, Path
@@ -82,6 +84,7 @@ def test_rrule(
     rng: Any = None,
     frule_f: Any = None,
     check_transpose: bool | None = None,
+    order: int = 1,
 ) -> TesterReport:
     """Check the reverse rule of ``f`` at ``args``; raise one ``RuleTestFailure`` listing
     every problem, or return a ``TesterReport`` (the numerical reference used, the arguments
@@ -124,6 +127,10 @@ def test_rrule(
         check_transpose: the frule/rrule cross-check ``<ybar, frule(xdot)> ==
             <pullback(ybar), xdot>``: None runs it when an frule exists, True requires it,
             False turns it off. It needs no finite differences.
+        order: 2 also checks the derivative of the pullback (``pullback_of(f)``, a
+            Hessian-vector product): the rule an AD system's adapter derives, or one registered
+            for ``pullback_of(f)``, against finite differences of the first-order rule
+            (``rruletest.testers._second_order``); the parts of the report hold its reports.
 
     Raises:
         RuleTestFailure: the rule failed a check.
@@ -131,6 +138,7 @@ def test_rrule(
     """
     __tracebackhide__ = True
     check_transpose_option("test_rrule", check_transpose)
+    check_order("test_rrule", order)
     if frule_f is None and check_transpose is not False:
         frule_f = partner(rrule_f, "frule")
     if vjp_mode not in _VJP_MODES:
@@ -158,7 +166,15 @@ def test_rrule(
     declare_registered(s, rrule_f, "rrule")
     guarded(s, run_rrule_checks, rrule_f, output_tangent, check_thunked_output_tangent, check_fd,
             vjp_mode, frule_f, check_transpose)  # fmt: skip
-    return s.report.result(tuple(a.path for a in s.args if not a.numeric))
+    report = s.report.result(tuple(a.path for a in s.args if not a.numeric))
+    if order == 1:
+        return report
+    parts = second_order("test_rrule", f, args, rule_f=rrule_f,
+                         rng=s.seed if s.seed is not None else s.gen,
+                         reproduce=s.report.reproduce(),
+                         tangent=output_tangent, fdm=fdm, rtol=rtol, atol=atol,
+                         fkwargs=fkwargs)  # fmt: skip
+    return dataclasses.replace(report, parts=tuple(parts))
 
 
 def run_rrule_checks(
@@ -460,3 +476,4 @@ def call_pullback(report: Report, pullback: Any, ybar: Any, call: str, n: int) -
 
 
 test_rrule.__test__ = False  # type: ignore[attr-defined]
+register_tester("test_rrule", test_rrule)

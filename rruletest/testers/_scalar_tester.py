@@ -25,6 +25,7 @@ from rruletest.testers._frule_tester import run_frule_checks
 from rruletest.testers._rand_tangent import resolve_rng
 from rruletest.testers._report import Check, TesterReport, combine
 from rruletest.testers._rrule_tester import run_rrule_checks
+from rruletest.testers._second_order import check_order, second_order
 from rruletest.testers._setup import check_options, guarded, ruleset_of, setup
 
 __all__ = ["test_scalar"]
@@ -55,6 +56,7 @@ def test_scalar(
     rrule_f: Any = rrule,
     frule_f: Any = frule,
     rng: Any = None,
+    order: int = 1,
 ) -> TesterReport:
     """Check the rules of a scalar function: ``test_frule`` and ``test_rrule`` at ``x``, and at
     the complex number ``x + 0.5j`` when ``f`` takes complex inputs (the cotangent convention
@@ -62,7 +64,9 @@ def test_scalar(
 
     Whether ``f`` takes complex inputs: ``check_complex`` if given, else the ``complex`` flag of
     its scalar rule's domain, else whether ``f(x + 0.5j)`` returns a finite complex number. A
-    complex ``x`` is tested as it is. All failures are collected into one report.
+    complex ``x`` is tested as it is. All failures are collected into one report. The two
+    testers also cross-check the frule against the rrule (once). ``order=2`` then checks the
+    derivative of the pullback at the real point, as ``test_rrule(..., order=2)`` does.
 
     >>> from rruletest import RuleSet
     >>> rules = RuleSet()
@@ -82,6 +86,7 @@ def test_scalar(
             f"check_complex={check_complex!r}"
         )
     check_options("test_scalar", rtol=rtol, atol=atol, fdm=fdm, fkwargs=fkwargs)
+    check_order("test_scalar", order)
     gen, seed = resolve_rng(rng)
     kw: dict[str, Any] = {"fdm": fdm, "rtol": rtol, "atol": atol, "fkwargs": fkwargs, "rng": gen}
     points = [x]
@@ -116,6 +121,11 @@ def test_scalar(
         raise _combine(f, x, points, seed, failures, fdm, rrule_f) from (
             failures[0][2].__cause__ or failures[0][2]
         )
+    if order == 2:
+        repro = f"test_scalar({describe(f)}, {describe(x)}, rng={seed})"
+        parts += second_order("test_rrule", f, (points[0],), rule_f=rrule_f,
+                              rng=seed if seed is not None else gen, reproduce=repro,
+                              fdm=fdm, rtol=rtol, atol=atol, fkwargs=fkwargs)  # fmt: skip
     modes = dict.fromkeys(p.numerical for p in parts if p.numerical is not None)
     return TesterReport(
         tester="test_scalar",

@@ -1,0 +1,123 @@
+"""Findings beyond a mismatch: kinks, the function's own noise, float16 references.
+
+The numerical reference (``_reference``) asks this module, where a rule and finite differences
+disagree, whether the disagreement is a finding of its own:
+
+- a **kink**: where the one-sided derivatives of an elementwise function differ, a central
+  difference is a convention nobody chose. Elements whose rule value lies between the one-sided
+  values (a subgradient) are accepted with a note; outside them they fail and say so
+  (``kinks_vjp``, ``kinks_jvp``);
+- **noise**: an iterative solver, a truncated series or a float32 kernel inside a float64
+  function limits what finite differences can see; the level measured and what to pass are
+  noted next to the mismatch (``noise_note``);
+- **float16**: a float16 function's references are computed through float64 copies of its
+  inputs when that is sound, else the report says how little was checked (``half_*`` of
+  ``rruletest.finite_differences.half``, chosen in ``_reference``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from rruletest.finite_differences.kink_checks import broadcast_jvp_kinks, broadcast_vjp_kinks
+from rruletest.finite_differences.noise import measure_noise
+from rruletest.tangents import AbstractZero, unthunk
+
+__all__ = ["kinks_jvp", "kinks_vjp", "noise_note", "out_of_tolerance"]
+
+
+def _real(v: Any) -> np.ndarray | None:
+    v = unthunk(v)
+    if isinstance(v, AbstractZero) or v is None:
+        return None
+    try:
+        arr = np.asarray(v)
+    except Exception:
+        return None
+    return arr if arr.dtype.kind in "fiu" else None
+
+
+def out_of_tolerance(actual: Any, expected: Any, rtol: float, atol: Any) -> np.ndarray | None:
+    """The elements where ``actual`` and ``expected`` differ beyond ``atol + rtol|expected|``
+    (a boolean array), or None when they are not real arrays of one shape."""
+    a, e = _real(actual), _real(expected)
+    if a is None or e is None or a.shape != e.shape:
+        return None
+    with np.errstate(invalid="ignore"):
+        bad = np.abs(a - e) > np.asarray(atol) + rtol * np.abs(e)
+    return np.asarray(bad & np.isfinite(a) & np.isfinite(e))
+
+
+def _accept(expected: Any, actual: Any, mask: np.ndarray) -> Any:
+    """``expected`` with the elements of ``mask`` replaced by ``actual``'s (accepted values)."""
+    out = np.array(expected, dtype=np.result_type(np.asarray(expected), np.asarray(actual)))
+    out[mask] = np.asarray(actual)[mask]
+    return out.reshape(np.shape(expected))
+
+
+def kinks_vjp(
+    fdm: Any,
+    g: Callable[..., Any],
+    ybar: Any,
+    xbars: Sequence[Any],
+    xs: Sequence[Any],
+    expected: Sequence[Any],
+    tolerances: Sequence[tuple[float, Any]],
+) -> tuple[list[Any], list[str]]:
+    """For a broadcast pullback: the expected cotangents with accepted subgradients put in,
+    and the finding lines (notes). Runs only where some element is out of tolerance."""
+    masks = [
+        out_of_tolerance(a, e, r, t)
+        for a, e, (r, t) in zip(xbars, expected, tolerances, strict=True)
+    ]
+    if not any(m is not None and m.any() for m in masks):
+        return list(expected), []
+    rtol = max(r for r, _ in tolerances)
+    reports = broadcast_vjp_kinks(fdm, g, ybar, xbars, *xs, rtol=rtol, first=1)
+    out, lines = list(expected), []
+    for j, (rep, mask) in enumerate(zip(reports, masks, strict=True)):
+        if rep is None or mask is None or not mask.any():
+            continue
+        accepted = np.asarray(rep.accepted) & mask
+        if accepted.any():
+            out[j] = _accept(expected[j], xbars[j], accepted)
+        if (np.asarray(rep.accepted | rep.failed) & mask).any():
+            lines += list(rep.lines)
+    return out, lines
+
+
+def kinks_jvp(
+    fdm: Any, g: Callable[..., Any], ydot: Any, pairs: Sequence[Any], expected: Any,
+    rtol: float, atol: Any,
+) -> tuple[Any, list[str]]:  # fmt: skip
+    """For a broadcast frule: ``expected`` with accepted one-sided values put in, and lines."""
+    mask = out_of_tolerance(ydot, expected, rtol, atol)
+    if mask is None or not mask.any():
+        return expected, []
+    rep = broadcast_jvp_kinks(fdm, g, ydot, *pairs, rtol=rtol, root="ydot")
+    accepted = np.asarray(rep.accepted) & mask
+    out = _accept(expected, ydot, accepted) if accepted.any() else expected
+    shown = (np.asarray(rep.accepted | rep.failed) & mask).any()
+    return out, list(rep.lines) if shown else []
+
+
+def noise_note(g: Callable[..., Any], xs: Sequence[Any], mismatch: Any, step: Any,
+               fdm: Any, expected: Any = 0.0) -> str | None:  # fmt: skip
+    """A note when ``g``'s own noise explains a mismatch (its level and what to pass). Without
+    the steps (a dense vjp combines many), the mismatch is set against the relative tolerance
+    the noise calls for."""
+    try:
+        level = measure_noise(g, *xs)
+    except Exception:
+        return None
+    if not level.noisy:
+        return None
+    if step is not None:
+        explained = level.explains(mismatch, step, fdm)
+    else:
+        scale = 1.0 + np.abs(np.asarray(expected, dtype=np.float64))
+        explained = bool(np.all(np.abs(mismatch) <= 10.0 * level.rtol() * scale))
+    return level.note() if explained else None

@@ -1,0 +1,97 @@
+"""Findings the testers report beyond a mismatch: kinks and the function's own noise."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rruletest import NoTangent, RuleSet, RuleTestFailure, broadcasted, test_frule, test_rrule
+
+
+def relu(x: Any) -> Any:
+    return np.maximum(x, 0.0)
+
+
+def _relu_rules(at_zero: float) -> RuleSet:
+    rules = RuleSet()
+    rules.scalar_rule(relu, lambda x, y: (np.where(x > 0, 1.0, np.where(x < 0, 0.0, at_zero)),))
+    return rules
+
+
+X = np.array([-1.0, 0.0, 1.0])
+
+
+def test_the_central_difference_at_a_kink_passes_as_it_did() -> None:
+    test_rrule(broadcasted, relu, X, rrule_f=_relu_rules(0.5).rrule, rng=0)
+
+
+@pytest.mark.parametrize("at_zero", [0.0, 1.0])
+def test_a_subgradient_at_a_kink_is_accepted_with_a_note(at_zero: float) -> None:
+    report = test_rrule(broadcasted, relu, X, rrule_f=_relu_rules(at_zero).rrule, rng=0)
+    [line] = [n for n in report.notes if "kink" in n]
+    assert line.startswith("args[1][1] = 0.0 is a kink: left derivative 0, right derivative 1;")
+    assert line.endswith("between them (accepted)")
+
+
+def test_a_value_outside_the_one_sided_derivatives_fails_and_says_so() -> None:
+    rules = _relu_rules(2.0)
+    with pytest.raises(RuleTestFailure) as info:
+        test_rrule(broadcasted, relu, X, rrule_f=rules.rrule, rng=0)
+    text = str(info.value)
+    assert (
+        "args[1][1] = 0.0 is a kink: left derivative 0, right derivative 1; the rule gives 2 "
+    ) in text
+    assert "outside them: no one-sided derivative supports it (fails)" in text
+    assert "[numeric] args[1]: the cotangent differs" in text
+
+
+def test_an_frule_at_a_kink() -> None:
+    report = test_frule(broadcasted, relu, X, frule_f=_relu_rules(0.0).frule, rng=0)
+    assert any(n.startswith("ydot[1] is at a kink along the tangent") for n in report.notes)
+
+
+def test_smooth_points_give_no_kink_finding() -> None:
+    report = test_rrule(broadcasted, relu, np.array([-1.0, 2.0]), rrule_f=_relu_rules(0).rrule,
+                        rng=0)  # fmt: skip
+    assert not any("kink" in n for n in report.notes)
+
+
+def _cube_root(x: Any) -> Any:
+    """The root of r**3 + r = x by 34 bisection steps: its values scatter by about 1e-9."""
+    lo, hi = np.full_like(x, -10.0), np.full_like(x, 10.0)
+    for _ in range(34):
+        mid = (lo + hi) / 2
+        below = mid**3 + mid - x < 0
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return (lo + hi) / 2
+
+
+def test_a_noisy_function_is_named_with_what_to_pass() -> None:
+    rules = RuleSet()
+    rules.register_rrule(_cube_root)(
+        lambda x: (_cube_root(x), lambda ybar: (NoTangent(), ybar / (3 * _cube_root(x) ** 2 + 1)))
+    )
+    with pytest.raises(RuleTestFailure) as info:
+        test_rrule(_cube_root, np.array([0.3, 1.1, 2.0]), rrule_f=rules.rrule, rng=0)
+    text = str(info.value)
+    assert "  f is noisy: its values scatter by " in text
+    assert "pass rtol=" in text
+    assert "fdm=central_fdm(5, 1, factor=" in text
+
+
+def test_float16_broadcast_rules_are_checked_for_real() -> None:
+    x = np.random.default_rng(0).uniform(-3, 3, 1000).astype(np.float16)
+    good = RuleSet()
+    good.scalar_rule(np.sin, lambda x, y: (np.cos(x),))
+    for seed in range(5):
+        test_rrule(broadcasted, np.sin, x, rrule_f=good.rrule, rng=seed)
+        test_frule(broadcasted, np.sin, x, frule_f=good.frule, rng=seed)
+    for factor in (1.1, 1.02):  # 10% and 2% wrong everywhere: passed before (atol 0.8-4.9)
+        bad = RuleSet()
+        bad.scalar_rule(np.sin, lambda x, y, k=factor: (np.cos(x) * k,))
+        with pytest.raises(RuleTestFailure):
+            test_rrule(broadcasted, np.sin, x, rrule_f=bad.rrule, rng=0)
+        with pytest.raises(RuleTestFailure):
+            test_frule(broadcasted, np.sin, x, frule_f=bad.frule, rng=0)
