@@ -289,3 +289,13 @@ def test_complex_hermitian_and_sphere_arguments() -> None:
     text = str(failure(lambda: test_rrule(_quadratic, with_tangent(x, Sphere()),
                                           rrule_f=wrong.rrule, rng=0)))  # fmt: skip
     assert "args[0]: the cotangent (projected onto Sphere()) differs" in text
+
+
+def test_registered_examples_must_be_points_of_their_spaces() -> None:
+    rules = RuleSet("examples")
+    with pytest.raises(NotInSpaceError) as info:
+        rules.register_rrule(cholesky, spaces=[SPD], examples=[A, np.triu(A)])
+    assert str(info.value).startswith(
+        "register_rrule(cholesky): examples[1][0] is not in SymmetricPositiveDefinite(): "
+    )
+    rules.register_rrule(cholesky, spaces=[SPD], examples=[A])(cholesky_rules().rrule)

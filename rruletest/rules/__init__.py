@@ -169,7 +169,7 @@ class RuleSet:
         key = check_key(fs, call)
         dom = None if domain is None else Domain.of(domain)
         exs = examples_of(examples)
-        sps = spaces_of(spaces, f"{call}({key_name(key)})")
+        sps = spaces_of(spaces, f"{call}({key_name(key)})", exs, key[1:])
 
         def decorate(rule: Callable[..., Any]) -> Callable[..., Any]:
             if not callable(rule):

@@ -115,9 +115,14 @@ def examples_of(examples: Sequence[Any]) -> tuple[tuple[Any, ...], ...]:
     return tuple(e if isinstance(e, tuple) else (e,) for e in examples)
 
 
-def spaces_of(spaces: Any, shown: str) -> tuple[Space | None, ...]:
+def spaces_of(
+    spaces: Any, shown: str, examples: tuple[tuple[Any, ...], ...] = (), prefix: Key = ()
+) -> tuple[Space | None, ...]:
     """The ``spaces=`` of a registration as one entry per positional argument: a sequence of
     spaces (None for an unconstrained argument) or a dict from argument positions to spaces.
+    Positions count the tester's arguments (a tuple key's functions after the first come
+    first). Each registered example's arguments must be points of their spaces
+    (``NotInSpaceError`` naming ``examples[j][i]`` if not).
 
     >>> from rruletest.spaces import Simplex, Symmetric
     >>> spaces_of({1: Symmetric()}, "f"), spaces_of([Simplex()], "f"), spaces_of(None, "f")
@@ -147,4 +152,10 @@ got 'symmetric'
             raise TypeError(
                 f"{shown}: spaces[{i}] must be a space from rruletest.spaces or None, got {sp!r}"
             )
+    for j, example in enumerate(examples):
+        given = tuple(example[: len(prefix)]) == prefix
+        args = example if given else (*prefix, *example)
+        for i, (x, sp) in enumerate(zip(args, spaces, strict=False)):
+            if sp is not None:
+                sp.check(x, f"{shown}: examples[{j}][{i - (0 if given else len(prefix))}]")
     return tuple(spaces)
