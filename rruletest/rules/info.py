@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from rruletest.domains import Domain
-from rruletest.spaces import Space
+
+if TYPE_CHECKING:
+    from rruletest.spaces import Space
 
 __all__ = [
     "KINDS",
@@ -135,6 +137,8 @@ got 'symmetric'
     """
     if spaces is None:
         return ()
+    from rruletest.spaces import Space  # loaded only by a registration that declares spaces
+
     if isinstance(spaces, dict):
         bad = [k for k in spaces if not isinstance(k, int) or isinstance(k, bool) or k < 0]
         if bad:
