@@ -156,3 +156,33 @@ def test_marked_no_tangent_f_is_not_checked() -> None:
         return y, lambda ybar: (NT, pb(ybar)[1])
 
     test_rrule(with_tangent(Scale(W.copy()), NT), X, rrule_f=rrule, rng=0)
+
+
+@dataclasses.dataclass
+class Weighted:
+    k: float
+
+    def __call__(self, p: Any) -> Any:
+        if np.any(p <= 0) or abs(np.sum(p) - 1) > 1e-12:
+            raise ValueError(f"not a probability vector: {p}")
+        return self.k * float(np.sum(p * np.log(p)))
+
+
+def test_frule_moves_f_fields_and_a_constrained_argument() -> None:
+    from rruletest.spaces import Simplex
+
+    def frule(fdot_factor: float) -> Any:
+        def rule(dots: Any, f: Any, p: Any) -> Any:
+            kdot = 0.0 if isinstance(dots[0], NoTangent) else unthunk(dots[0].k)
+            ydot = fdot_factor * kdot * f(p) / f.k + f.k * float(np.log(p) @ dots[1])
+            return f(p), ydot
+
+        return rule
+
+    p = with_tangent(np.array([0.2, 0.3, 0.5]), Simplex())
+    report = test_frule(Weighted(2.0), p, frule_f=frule(1.0), rng=0)
+    assert report.numerical == (
+        "finite-difference jvp moving f's fields and the arguments (along the declared spaces)"
+    )
+    text = str(failure(lambda: test_frule(Weighted(2.0), p, frule_f=frule(0.0), rng=0)))
+    assert "ydot: the output tangent differs from the numerical jvp" in text

@@ -48,7 +48,16 @@ from rruletest.testers._report import Check
 from rruletest.testers._setup import Setup, ruleset_of
 from rruletest.testers._snapshot import abs_inner, inner, short
 
-__all__ = ["Chart", "check_jvp", "check_vjp", "declare_registered", "declared", "draw_tangent"]
+__all__ = [
+    "Chart",
+    "bounded",
+    "check_jvp",
+    "check_vjp",
+    "declare_registered",
+    "declared",
+    "derivative_at_zero",
+    "draw_tangent",
+]
 
 Failure = Callable[[Any, BaseException, str, Any], None]
 
@@ -173,7 +182,8 @@ class Chart:
         return h
 
 
-def _bounded(fdm: Any, room: float) -> Any:
+def bounded(fdm: Any, room: float) -> Any:
+    """``fdm`` whose stencils stay within ``ROOM_FRACTION * room`` (a plain method only)."""
     if not math.isfinite(room) or type(fdm) is not FiniteDifferenceMethod:
         return fdm
     limit = ROOM_FRACTION * room
@@ -183,8 +193,13 @@ def _bounded(fdm: Any, room: float) -> Any:
 def _along(fdm: Any, g: Callable[..., Any], chart: Chart, cdot: Any, y: Any) -> tuple[Any, Any]:
     """The jvp of ``g`` along coordinates ``cdot``, moving in the sets: one finite difference of
     ``t -> g(*chart.points(t * cdot))`` at 0; ``(value, error)`` shaped like the output ``y``."""
+    return derivative_at_zero(fdm, lambda t: g(*chart.points(t * cdot)), y)
+
+
+def derivative_at_zero(fdm: Any, path: Callable[[float], Any], y: Any) -> tuple[Any, Any]:
+    """``d/dt path(t)`` at 0 (one finite difference), as ``(value, error)`` shaped like ``y``."""
     y0v, yback = to_vec(y, path="output")
-    est = fdm.estimate(lambda t: to_vec(g(*chart.points(t * cdot)))[0], 0.0)
+    est = fdm.estimate(lambda t: to_vec(path(float(t)))[0], 0.0)
     value = np.broadcast_to(np.asarray(est.value, dtype=np.float64), y0v.shape)
     error = np.broadcast_to(np.asarray(est.error, dtype=np.float64), y0v.shape)
     return yback.tangent(np.array(value)), yback.error(np.array(error))
@@ -214,7 +229,7 @@ def check_vjp(
     if vjp_mode == "adjoint" or (vjp_mode == "auto" and chart.size > DENSE_LIMIT):
         _check_adjoint(s, chart, g, out, good, (ybar, y_ref), fdm, (rtol, atol), failure)
         return
-    fdm = _bounded(fdm, chart.coordinate_room())
+    fdm = bounded(fdm, chart.coordinate_room())
     mode = f"finite-difference vjp along the declared spaces ({chart.size} coordinates)"
     try:
         (est,) = jacobian_estimate(fdm, lambda c: g(*chart.points(c)), np.zeros(chart.size))
@@ -281,7 +296,7 @@ def check_jvp(
     try:
         cdot = chart.coords(dots)
         dirs = [chart.tangent(k, cdot) for k in range(len(chart.live))]
-        fdm = _bounded(fdm, chart.room(dirs))
+        fdm = bounded(fdm, chart.room(dirs))
         expected, error = _along(fdm, g, chart, cdot, y_ref)
     except Exception as exc:
         failure(report, exc, "register_frule", g)
@@ -317,7 +332,7 @@ def _check_adjoint(
         vs = [draw_tangent(s.gen, a) for a in chart.live]
         try:
             cdot = chart.coords(vs)
-            jv, jerr = _along(_bounded(fdm, chart.room(vs)), g, chart, cdot, y_ref)
+            jv, jerr = _along(bounded(fdm, chart.room(vs)), g, chart, cdot, y_ref)
         except Exception as exc:
             failure(report, exc, "register_rrule", g)
             return

@@ -38,9 +38,11 @@ from typing import Any
 
 import numpy as np
 
+from rruletest.finite_differences import jvp_estimate, to_vec
 from rruletest.tangents import AbstractZero, NoTangent, Tangent, unthunk
-from rruletest.testers._args import has_coordinates
+from rruletest.testers._args import Arg, has_coordinates
 from rruletest.testers._checks import compare
+from rruletest.testers._constrained import Chart, bounded, declared, derivative_at_zero
 from rruletest.testers._fd_inputs import fdm_for_domain, recorded, widen
 from rruletest.testers._rand_tangent import rand_tangent
 from rruletest.testers._reference import dense_vjp, fd_failure
@@ -212,8 +214,6 @@ def check_jvp_with_f(
 ) -> bool:
     """Check: ``ydot`` matches the numerical jvp moving ``f``'s fields along ``fdot`` and the
     arguments along ``dots``. False when ``f`` has no fields to move (the caller checks)."""
-    from rruletest.finite_differences import jvp_estimate
-
     ff = f_tangent(s)
     if ff is None or isinstance(unthunk(fdot), AbstractZero) or fdot is None:
         return False
@@ -224,9 +224,14 @@ def check_jvp_with_f(
     g = _g(s, ff, [a.index for a in live])
     mode = "finite-difference jvp moving f's fields and the arguments"
     try:
-        pairs = [(ff.values, _as_fields(ff, fdot))]
-        pairs += [(a.primal, d) for a, d in zip(live, dots, strict=True)]
-        est = jvp_estimate(fdm, g, *pairs)
+        if declared(live):  # constrained arguments move in their sets, f's fields in a line
+            mode += " (along the declared spaces)"
+            value, error, fdm = _jvp_in_spaces(fdm, g, ff, fdot, live, dots, y_ref)
+        else:
+            pairs = [(ff.values, _as_fields(ff, fdot))]
+            pairs += [(a.primal, d) for a, d in zip(live, dots, strict=True)]
+            est = jvp_estimate(fdm, g, *pairs)
+            value, error = est.value, est.error
     except Exception as exc:
         fd_failure(report, exc, "register_frule", g)
         return True
@@ -236,10 +241,26 @@ def check_jvp_with_f(
         Check.NUMERIC,
         f"ydot: the output tangent differs from the numerical jvp ({mode})",
         ydot,
-        est.value,
+        value,
         "ydot",
         rtol,
-        widen(atol, est.error),
+        widen(atol, error),
     )
-    report.measured(ydot, est.value)
+    report.measured(ydot, value)
     return True
+
+
+def _jvp_in_spaces(
+    fdm: Any, g: Callable[..., Any], ff: FFields, fdot: Any, live: Sequence[Arg],
+    dots: Sequence[Any], y: Any,
+) -> tuple[Any, Any, Any]:  # fmt: skip
+    """The jvp moving ``f``'s fields along ``fdot`` and the arguments in their spaces."""
+    chart = Chart(live)
+    cdot = chart.coords(dots)
+    fdm = bounded(fdm, chart.room([chart.tangent(k, cdot) for k in range(len(live))]))
+    fv, fback = to_vec(ff.values, path="f")
+    fdv = fback.tangent_vec(_as_fields(ff, fdot), "fdot")
+    value, error = derivative_at_zero(
+        fdm, lambda t: g(fback(fv + t * fdv), *chart.points(t * cdot)), y
+    )
+    return value, error, fdm
