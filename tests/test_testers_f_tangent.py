@@ -127,6 +127,11 @@ def test_a_zero_f_cotangent_for_a_functor_fails() -> None:
     text = str(failure(lambda: test_rrule(Scale(W.copy()), X, rrule_f=rrule, rng=0)))
     assert "f: the cotangent of f's own fields differs" in text
     assert "f.w" in text
+    assert (
+        "f: a Scale with float fields (w), and the pullback returned NoTangent() for it: return "
+        "Tangent(Scale, ...) with their cotangents, or pass with_tangent(f, NoTangent()) if "
+        "they are constants"
+    ) in text
 
 
 @pytest.mark.parametrize("kind", FUNCTORS)

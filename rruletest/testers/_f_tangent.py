@@ -175,7 +175,7 @@ def check_f_cotangent(s: Setup, fbar: Any, ybar: Any, y_ref: Any, rule_f: Any) -
         return
     actual = Tangent(ff.primal_type, **_as_fields(ff, fbar))
     expected = Tangent(ff.primal_type, **est.value)
-    compare(
+    found = compare(
         report,
         Check.NUMERIC,
         "f: the cotangent of f's own fields differs from the numerical vjp over them",
@@ -186,6 +186,13 @@ def check_f_cotangent(s: Setup, fbar: Any, ybar: Any, y_ref: Any, rule_f: Any) -
         widen(atol, _max_error(est.error)),
     )
     report.measured(actual, expected)
+    if found and isinstance(unthunk(fbar), AbstractZero):
+        name = ff.primal_type.__name__
+        report.note(
+            f"f: a {name} with float fields ({', '.join(ff.values)}), and the pullback returned "
+            f"{unthunk(fbar)!r} for it: return Tangent({name}, ...) with their cotangents, or "
+            "pass with_tangent(f, NoTangent()) if they are constants"
+        )
 
 
 def _max_error(error: Any) -> float:
