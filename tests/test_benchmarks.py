@@ -26,6 +26,8 @@ SCRIPTS = {
     "broadcast_rule.py": ["rrule fwd+pullback", "per-element fallback"],
     "cross_check.py": ["transposition, wrong frule", "test_frule (finite differences)"],
     "interop_peers.py": ["| wrong rule |", "| no unbroadcast |"],
+    "general_rules.py": ["calls/coord", "3x3 matmul test_rrule", "named"],
+    "general_peers.py": ["torch gradcheck fast", "jax check_grads", "one element off 0.1%"],
 }
 
 

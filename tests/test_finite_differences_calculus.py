@@ -262,3 +262,8 @@ def test_vjp_and_jvp_errors_cover_actual_errors(data, n, m, scale):
     ydot = jvp_estimate(FDM, f, (x, xdot))
     slack = 1e-9 * (np.abs(jac) @ np.abs(xdot))
     assert np.all(np.abs(ydot.value - jac @ xdot) <= 2 * ydot.error + slack)
+
+
+def test_f_returning_a_view_of_its_input_gets_the_perturbed_values():
+    (est,) = vjp_estimate(FDM, lambda x: x.reshape(2, 1), np.ones((2, 1)), np.array([1.0, 2.0]))
+    np.testing.assert_allclose(est.value, [1.0, 1.0], rtol=1e-12)

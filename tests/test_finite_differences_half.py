@@ -42,10 +42,13 @@ def pullback(x, ybar, k=1.0):
     return (ybar * np.cos(x) * np.float16(k)).astype(np.float16)
 
 
-def test_the_float16_engine_alone_cannot_see_10_percent():
+def test_the_float16_engine_alone_cannot_see_2_percent():
     x, ybar = draw(0)
     (est,) = broadcast_vjp(None, np.sin, ybar, x)
-    assert passes(pullback(x, ybar, 1.1), est)  # why issue 15 saw the wrong rule pass
+    # Issue 15 saw a 10% wrong rule pass; the engine's float16 steps now see that much, but a
+    # 2% error still hides in float16 finite differences' own errors.
+    assert not passes(pullback(x, ybar, 1.1), est)
+    assert passes(pullback(x, ybar, 1.02), est)
     rel = np.asarray(est.error, np.float64) / np.maximum(np.abs(ybar * np.cos(x)), 1.0)
     assert np.median(rel) > 1e-3
 

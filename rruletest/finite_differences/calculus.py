@@ -3,8 +3,9 @@
 Values are flattened with ``to_vec``; every real coordinate of the inputs is perturbed with its
 own adapted step (``jacobian``, ``vjp``), or all of them together along a tangent (``jvp``). The
 ``*_estimate`` variants return ``Estimate``s whose ``error`` has the structure of the value, so a
-tester can widen its tolerance element by element. Inputs are never mutated: ``f`` always
-receives rebuilt copies.
+tester can widen its tolerance element by element. The caller's inputs are never mutated:
+``f`` receives copies (for ``jacobian``/``vjp``, working copies changed one coordinate at a time
+and restored, see ``dense``).
 
 The adjoint is taken under ``<a, b> = Re(sum(conj(a) * b))``, which on real coordinates is the
 plain dot product, so ``vjp`` of a holomorphic ``f`` gives ``ybar * conj(f'(x))``:
@@ -31,13 +32,18 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from rruletest.finite_differences.dense import (
+    DenseJacobian,
+    check_fdm,
+    dense_vjp,
+    working_dtype,
+)
 from rruletest.finite_differences.estimation import run
-from rruletest.finite_differences.methods import FiniteDifferenceMethod, default_fdm
 from rruletest.finite_differences.problem import Estimate, OutputError, Problem
 from rruletest.finite_differences.to_vec import FromVec, to_vec
-from rruletest.tangents import NO_TANGENT
 
 __all__ = [
+    "check_fdm",
     "jacobian",
     "jacobian_estimate",
     "jvp",
@@ -47,24 +53,6 @@ __all__ = [
 ]
 
 F64 = npt.NDArray[np.float64]
-
-
-def check_fdm(fdm: Any) -> FiniteDifferenceMethod:
-    """``fdm``, or the default method for ``None``; it must estimate first derivatives."""
-    if fdm is None:
-        return default_fdm()
-    if not isinstance(fdm, FiniteDifferenceMethod):
-        raise TypeError(f"fdm must be a FiniteDifferenceMethod or None, got fdm={fdm!r}")
-    if fdm.q != 1:
-        raise ValueError(f"jvp/vjp/jacobian need a first-derivative method, got fdm={fdm!r}")
-    return fdm
-
-
-def _working_dtype(dtypes: Sequence[np.dtype[Any]]) -> np.dtype[Any]:
-    """The least precise of ``dtypes`` (float64 if empty): steps must suit it."""
-    if not dtypes:
-        return np.dtype(np.float64)
-    return max(dtypes, key=lambda d: float(np.finfo(d).eps))
 
 
 def _output_vec(y: Any) -> F64:
@@ -115,7 +103,8 @@ def jvp_estimate(fdm: Any, f: Callable[..., Any], *pairs: tuple[Any, Any]) -> Es
     vdot = back.tangent_vec(dxs, "tangents")
     y0 = f(*back(v))
     yv0, yback = to_vec(y0, path="output")
-    moving = [d for d, t in zip(back.coord_dtypes, vdot, strict=True) if t != 0]
+    dtypes = _dtype_array(back.coord_dtypes)
+    moving = list(set(dtypes[vdot != 0].tolist()))
     if not np.any(vdot) or yv0.size == 0:
         zeros = np.zeros(yv0.size)
         return Estimate(yback.tangent(zeros), yback.error(zeros), 0.0)
@@ -132,10 +121,10 @@ def jvp_estimate(fdm: Any, f: Callable[..., Any], *pairs: tuple[Any, Any]) -> Es
     # |f'| * ratio / 2 per point (ratio: the largest ulp(x_i) / |unit_i|), an error that falls
     # like 1/t, as round-off does. Count it, and where it dominates, redo the estimate with the
     # round-off model scaled up accordingly (a larger step).
-    spacing = np.array(
-        [np.spacing(np.abs(d.type(xi))) for xi, d in zip(v, back.coord_dtypes, strict=True)],
-        dtype=np.float64,
-    )
+    spacing = np.empty(v.size)
+    for dt in set(dtypes.tolist()):  # one vectorised pass per dtype, not a loop over coordinates
+        sel = dtypes == dt
+        spacing[sel] = np.abs(np.spacing(np.abs(v[sel].astype(dt)))).astype(np.float64)
     moving_mask = unit != 0
     ratio = float(np.max(spacing[moving_mask] / np.abs(unit[moving_mask])))
     # The steps stay above the rounding projected on the direction (a coordinate with a
@@ -145,9 +134,9 @@ def jvp_estimate(fdm: Any, f: Callable[..., Any], *pairs: tuple[Any, Any]) -> Es
     def estimate(c1_scale: float | None) -> tuple[Estimate, F64]:
         prob = Problem(
             phi,
-            np.zeros((), dtype=_working_dtype(moving)),
+            np.zeros((), dtype=working_dtype(moving)),
             centre=yv0,
-            out_dtype=_working_dtype(yback.coord_dtypes),
+            out_dtype=working_dtype(yback.coord_dtypes),
             resolution=resolution,
         )
         est = run(fdm, prob, check_all=True, c1_scale=c1_scale)
@@ -165,73 +154,26 @@ def jvp_estimate(fdm: Any, f: Callable[..., Any], *pairs: tuple[Any, Any]) -> Es
     return Estimate(yback.tangent(value), yback.error(error), float(est.step) / scale)
 
 
+def _dtype_array(dtypes: Sequence[np.dtype[Any]]) -> npt.NDArray[Any]:
+    """The coordinates' dtypes as an object array (masks and sets without Python loops)."""
+    out = np.empty(len(dtypes), dtype=object)
+    out[:] = list(dtypes)
+    return out
+
+
 def jvp(fdm: Any, f: Callable[..., Any], *pairs: tuple[Any, Any]) -> Any:
     """The directional derivative of ``f`` along the tangents (see ``jvp_estimate``)."""
     return jvp_estimate(fdm, f, *pairs).value
 
 
-class _Jacobian:
-    """The Jacobian of ``f`` at ``xs`` on real coordinates, column by column, with errors."""
-
-    def __init__(self, fdm: Any, f: Callable[..., Any], xs: Sequence[Any]) -> None:
-        fdm = check_fdm(fdm)
-        self.backs: list[FromVec] = []
-        vecs = []
-        for i, x in enumerate(xs):
-            vi, bi = to_vec(x, path=f"args[{i}]")
-            vecs.append(vi)
-            self.backs.append(bi)
-        v = np.concatenate(vecs) if vecs else np.zeros(0)
-        _, back = to_vec(tuple(xs), path="args")
-        y0 = f(*back(v))
-        yv0, self.yback = to_vec(y0, path="output")
-        n, m = v.size, yv0.size
-        self.value = np.zeros((n, m))
-        self.error = np.zeros((n, m))
-        self.step = np.zeros(n)
-        dtypes = back.coord_dtypes
-        out_dtype = _working_dtype(self.yback.coord_dtypes)
-        for dt in sorted(set(dtypes), key=str):
-            idx = np.array([i for i, d in enumerate(dtypes) if d == dt], dtype=np.intp)
-            if m == 0:
-                continue
-
-            def phi(t: npt.NDArray[Any], idx: npt.NDArray[np.intp] = idx) -> F64:
-                rows = np.empty((idx.size, m))
-                for r, i in enumerate(idx):
-                    vi = v.copy()
-                    vi[i] = float(t[r, 0])
-                    try:
-                        rows[r] = _call_vec(f, back, vi, m)
-                    except OutputError:
-                        raise
-                    except (ArithmeticError, ValueError):
-                        rows[r] = np.nan
-                return rows
-
-            prob = Problem(
-                phi,
-                v[idx].astype(dt).reshape(-1, 1),
-                centre=np.broadcast_to(yv0, (idx.size, m)),
-                out_dtype=out_dtype,
-            )
-            est = run(fdm, prob, check_all=True)
-            self.value[idx] = est.value.real
-            self.error[idx] = est.error
-            self.step[idx] = est.step[:, 0]
-        self.sizes = [b.size for b in self.backs]
-
-    def split(self, arr: npt.NDArray[Any]) -> list[npt.NDArray[Any]]:
-        return np.split(arr, np.cumsum(self.sizes)[:-1]) if self.sizes else []
-
-
 def jacobian_estimate(fdm: Any, f: Callable[..., Any], *xs: Any) -> tuple[Estimate, ...]:
     """Per argument, the Jacobian (``len(to_vec(y)) x len(to_vec(x))``) with errors and steps."""
-    jac = _Jacobian(fdm, f, xs)
+    jac = DenseJacobian(fdm, f, xs)
+    value, error, step = np.zeros((jac.n, jac.m)), np.zeros((jac.n, jac.m)), np.zeros(jac.n)
+    for b in jac.blocks():
+        value[b.rows], error[b.rows], step[b.rows] = b.value, b.error, b.step
     out = []
-    for val, err, st in zip(
-        jac.split(jac.value), jac.split(jac.error), jac.split(jac.step), strict=True
-    ):
+    for val, err, st in zip(jac.split(value), jac.split(error), jac.split(step), strict=True):
         out.append(Estimate(val.T.copy(), err.T.copy(), st.copy()))
     return tuple(out)
 
@@ -248,22 +190,7 @@ def vjp_estimate(fdm: Any, f: Callable[..., Any], ybar: Any, *xs: Any) -> tuple[
     coordinates, e.g. an integer); ``error`` has the same structure, ``step`` gives the step used
     for each coordinate (structured like ``x``).
     """
-    jac = _Jacobian(fdm, f, xs)
-    ybar_vec = jac.yback.tangent_vec(ybar, "ybar")
-    weight = np.abs(ybar_vec)
-    used = weight > 0
-    with np.errstate(all="ignore"):
-        value = np.where(used, jac.value * ybar_vec, 0.0).sum(axis=1)
-        error = np.where(used, jac.error * weight, 0.0).sum(axis=1)
-    out = []
-    for back, val, err, st in zip(
-        jac.backs, jac.split(value), jac.split(error), jac.split(jac.step), strict=True
-    ):
-        if back.size == 0:
-            out.append(Estimate(back.tangent(val), back.tangent(val), NO_TANGENT))
-        else:
-            out.append(Estimate(back.tangent(val), back.error(err), back.error(st)))
-    return tuple(out)
+    return dense_vjp(fdm, f, ybar, *xs)
 
 
 def vjp(fdm: Any, f: Callable[..., Any], ybar: Any, *xs: Any) -> tuple[Any, ...]:

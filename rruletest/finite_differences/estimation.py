@@ -110,17 +110,37 @@ def _careful(m: Stencil, prob: Problem, res: Result, mask: Arr, noisy_ok: Arr) -
         doomed = np.broadcast_to(retry & vague & failed, res.error.shape)
         res = res._replace(error=np.where(doomed, np.inf, res.error))
         res = _merge(res, alt, retry & ~failed & better)
-    if m.kind == "central":
-        sides: tuple[Kind, ...] = ("forward", "backward")
-        for kind in sides:
-            retry = _unreliable(prob, res) & mask
-            if not retry.any():
-                break
-            side = m.one_sided(kind)
-            alt = attempt(side, prob, None)
-            alt, _ = checked(side, prob, alt._replace(retried=alt.retried | retry), retry)
-            res = _merge(res, alt, retry & ~_unreliable(prob, alt))
+    retry = _unreliable(prob, res) & mask
+    if m.kind == "central" and retry.any():
+        res = _one_sided(m, prob, res, retry)
     return res
+
+
+def _one_sided(m: Stencil, prob: Problem, res: Result, retry: Arr) -> Result:
+    """The last fallback of a central method: forward and backward stencils. Where only one
+    side gives a reliable estimate (a domain edge), it is taken; where both do and they differ
+    beyond their errors, ``f`` has a kink there: no derivative, so the element stays
+    unreliable rather than taking one side's value as if it were the derivative."""
+    sides: tuple[Kind, ...] = ("forward", "backward")
+    alts: list[Result] = []
+    for kind in sides:
+        side = m.one_sided(kind)
+        alt = attempt(side, prob, None)
+        alt, _ = checked(side, prob, alt._replace(retried=alt.retried | retry), retry)
+        alts.append(alt)
+    fwd, bwd = alts
+    ok_f, ok_b = retry & ~_unreliable(prob, fwd), retry & ~_unreliable(prob, bwd)
+    with np.errstate(invalid="ignore"):
+        apart = np.abs(fwd.value - bwd.value) > KINK_FACTOR * (fwd.error + bwd.error)
+        f_better = fwd.error <= bwd.error
+    kink = ok_f & ok_b & reduce_to(apart, prob.t_shape, np.any)
+    take_f = ok_f & ~kink & (~ok_b | reduce_to(f_better, prob.t_shape, np.all))
+    res = _merge(res, fwd, take_f)
+    return _merge(res, bwd, ok_b & ~kink & ~take_f)
+
+
+#: One-sided estimates further apart than this many times their summed errors mark a kink.
+KINK_FACTOR = 10.0
 
 
 #: Levels of the convergence retry, and the step ratio between levels.

@@ -12,8 +12,12 @@ Each framework has its own module, which imports the framework only when an adap
 
 An adapter is a numpy-level function with ``.rrule`` and ``.frule`` methods, so::
 
-    f = rruletest.interop.torch.from_function(MyFunction)
-    test_rrule(f, x, y, rrule_f=f.rrule)       # or f.test_rrule(x, y)
+    f = rruletest.interop.torch.from_function(MyFunction, domain="(0, inf)")
+    report = f.test_rrule(x, y)                # test_rrule(f, x, y, rrule_f=f.rrule), said once
+
+``register(f)`` puts an adapter's rules into a RuleSet for the gate (``rruletest check``), one
+row per adapter; a framework that has no rule for an argument is reported as ``NoRuleError``
+("no rule for args[1]"), never as a made-up ``NoTangent()``.
 
 Complex cotangents are mapped to rruletest's convention (see ``docs/interop.md``). This
 package imports no framework itself; ``wrap`` picks the module from the object it is given:
@@ -24,7 +28,7 @@ package imports no framework itself; ``wrap`` picks the module from the object i
 >>> interop.wrap(len)
 Traceback (most recent call last):
 ...
-rruletest.interop._base.InteropError: cannot tell which framework obj=<built-in function len> \
+rruletest.interop._errors.InteropError: cannot tell which framework obj=<built-in function len> \
 belongs to; use rruletest.interop.torch, .jax or .autograd directly
 """
 
@@ -35,7 +39,15 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from rruletest.interop._base import Adapted, FrameworkNotInstalledError, InteropError, Pullback
+from rruletest.interop._base import (
+    Adapted,
+    FrameworkNotInstalledError,
+    InteropError,
+    MissingRuleError,
+    NoRuleError,
+    Pullback,
+)
+from rruletest.interop._rules import register
 
 if TYPE_CHECKING:
     from rruletest.interop import autograd, jax, torch
@@ -45,9 +57,12 @@ __all__ = [
     "Adapted",
     "FrameworkNotInstalledError",
     "InteropError",
+    "MissingRuleError",
+    "NoRuleError",
     "autograd",
     "frule",
     "jax",
+    "register",
     "rrule",
     "torch",
     "wrap",

@@ -6,33 +6,33 @@ see ``rruletest.interop.jax``). Importing this module does not import jax.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
-from rruletest.interop._base import (
-    InteropError,
+from rruletest.interop._convert import (
     as_cotangent,
     conj_leaf,
     leaf_out,
     map_cotangent,
     natural_tangent,
-    require,
+    rebuild,
 )
+from rruletest.interop._errors import InteropError, require
 from rruletest.tangents import NO_TANGENT
 
 __all__ = [
     "PrecisionError",
     "cotangent_out",
     "cotangent_tree",
+    "enable_x64",
     "find_custom",
     "jax_module",
-    "needs_x64",
     "same_integers",
     "tangent_in",
     "tangent_tree_out",
     "to_numpy",
+    "x64_enabled",
 ]
 
 
@@ -47,16 +47,15 @@ class PrecisionError(InteropError, ValueError):
 _WIDE = ("float64", "complex128")
 
 
-def needs_x64(args: tuple[Any, ...], diff: Iterable[int]) -> bool:
-    diff = set(diff)
-    leaves = jax_module().tree_util.tree_leaves
-    for i, a in enumerate(args):
-        for leaf in leaves(a):
-            if isinstance(leaf, np.ndarray | np.generic) and leaf.dtype.name in _WIDE:
-                return True
-            if i in diff and isinstance(leaf, float | complex) and not isinstance(leaf, np.generic):
-                return True
-    return False
+def x64_enabled() -> bool:
+    """Whether jax's 64-bit mode is on (float64 arrays stay float64)."""
+    return bool(jax_module().config.jax_enable_x64)
+
+
+def enable_x64() -> None:
+    """Turn jax's 64-bit mode on for the process; it is never turned off again here."""
+    if not x64_enabled():
+        jax_module().config.update("jax_enable_x64", True)
 
 
 def same_integers(a: Any, j: Any) -> bool:
@@ -128,7 +127,7 @@ def tangent_in(xdot: Any, primal: Any) -> Any:
 
 def tangent_tree_out(tout: Any, out: Any) -> Any:
     if isinstance(out, tuple | list):
-        return type(out)(tangent_leaf(t, o) for t, o in zip(tout, out, strict=True))
+        return rebuild(out, (tangent_leaf(t, o) for t, o in zip(tout, out, strict=True)))
     return tangent_leaf(tout, out)
 
 

@@ -1,4 +1,4 @@
-"""The torch side of ``rruletest.interop.torch``: conversions and the ``ctx`` stand-in.
+"""The torch side of ``rruletest.interop.torch``: conversions, the ``ctx`` stand-in, engine calls.
 
 ``FunctionContext`` is what ``forward``/``setup_context``/``backward``/``jvp`` of a
 ``torch.autograd.Function`` receive when the adapter calls them directly. Importing this module
@@ -14,12 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from rruletest.interop._base import as_cotangent, leaf_out, require
+from rruletest.interop._convert import as_cotangent, leaf_out, rebuild
+from rruletest.interop._errors import no_rule_reason, require
 from rruletest.tangents import NO_TANGENT
 
 __all__ = [
     "FunctionContext",
     "SavedTensorModifiedError",
+    "engine_grad",
+    "engine_missing",
     "is_diff_tensor",
     "output_to_numpy",
     "outputs",
@@ -65,6 +68,8 @@ def to_tensor(torch: Any, x: Any, *, requires_grad: bool = False, dtype: Any = N
 def to_numpy(torch: Any, x: Any) -> Any:
     """A tensor as a numpy array (a copy, dtype and shape kept); other values as they are."""
     if isinstance(x, torch.Tensor):
+        if x._is_zerotensor():  # forward mode's symbolic zero (slogdet's sign): make it concrete
+            x = torch.zeros(x.shape, dtype=x.dtype)
         return np.array(x.detach().resolve_conj().resolve_neg().cpu().numpy(), copy=True)
     return x
 
@@ -77,7 +82,7 @@ def outputs(out: Any) -> tuple[list[Any], int | None]:
 
 def output_to_numpy(torch: Any, out: Any) -> Any:
     if isinstance(out, tuple | list):
-        return type(out)(leaf_out(to_numpy(torch, o)) for o in out)
+        return rebuild(out, (leaf_out(to_numpy(torch, o)) for o in out))
     return leaf_out(to_numpy(torch, out))
 
 
@@ -172,7 +177,7 @@ class FunctionContext:
 def tangent_out(torch: Any, raw: Any, out: Any) -> Any:
     if isinstance(out, tuple | list):
         raws = raw if isinstance(raw, tuple | list) else (raw,)
-        return type(out)(tangent_leaf(torch, r, o) for r, o in zip(raws, out, strict=False))
+        return rebuild(out, (tangent_leaf(torch, r, o) for r, o in zip(raws, out, strict=False)))
     return tangent_leaf(torch, raw, out)
 
 
@@ -182,3 +187,30 @@ def tangent_leaf(torch: Any, raw: Any, out: Any) -> Any:
     if raw is None:
         raw = torch.zeros_like(out)
     return leaf_out(as_cotangent(to_numpy(torch, raw), None))
+
+
+def engine_grad(torch: Any, pairs: list[tuple[Any, Any]], inputs: list[Any]) -> Any:
+    """``torch.autograd.grad`` of the (output, cotangent) ``pairs`` with respect to ``inputs``."""
+    return torch.autograd.grad(
+        [o for o, _ in pairs],
+        inputs,
+        grad_outputs=[g for _, g in pairs],
+        retain_graph=True,
+        allow_unused=True,
+        materialize_grads=True,
+    )
+
+
+def engine_missing(
+    torch: Any, pairs: list[tuple[Any, Any]], inputs: list[Any], diff: list[int]
+) -> dict[int, str]:
+    """The inputs torch's engine says it has no derivative for, one at a time."""
+    missing: dict[int, str] = {}
+    for i, t in zip(diff, inputs, strict=True):
+        try:
+            engine_grad(torch, pairs, [t])
+        except (NotImplementedError, RuntimeError) as exc:
+            reason = no_rule_reason(exc)
+            if reason is not None:
+                missing[i] = reason
+    return missing

@@ -3,10 +3,16 @@
 - ``from_primitive(f)`` for a function made with ``autograd.extend.primitive`` whose rules were
   given with ``defvjp``/``defjvp``: the rrule looks up the VJP maker autograd registered for
   ``f`` and calls it directly (as autograd does at trace time, once per argument), so the
-  pullback returns exactly what the user's vjp returned: its shape, its dtype. An argument with
-  no registered maker gets ``NoTangent()``.
+  pullback returns exactly what the user's vjp returned: its shape, its dtype. autograd's
+  ``SparseObject`` cotangents (from indexing) are made dense in the space they name.
 - ``from_function(f)`` for any function autograd can differentiate: ``autograd.make_vjp`` and
-  ``autograd.make_jvp`` over its float and complex arguments.
+  ``autograd.make_jvp``, one argument at a time, as ``autograd.grad(f, argnum=i)`` runs for a
+  user (a float64 cotangent for a float32 input, or a wrong shape, is what the user gets and
+  what the tester sees).
+
+An argument autograd has no VJP for (``defvjp`` gave none: ``NotImplementedError``) is
+reported as ``no rule for args[i]`` by the pullback; ``test_rrule`` (the method) passes it to
+the tester as not differentiated instead.
 
 **Complex numbers.** autograd's VJPs, like jax's, transpose the derivative under the bilinear
 pairing ``Re(sum(a * b))``: for holomorphic ``f`` they return ``g * f'(z)``. rruletest's pullback
@@ -27,15 +33,22 @@ rules need no mapping.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
+from rruletest.domains import DomainLike
 from rruletest.interop._base import (
     Adapted,
     InteropError,
+    MissingRuleError,
+    NoRuleError,
     Pullback,
+    no_rule_reason,
+    require,
+)
+from rruletest.interop._convert import (
     as_cotangent,
     conj_leaf,
     differentiable_argnums,
@@ -43,10 +56,10 @@ from rruletest.interop._base import (
     map_cotangent,
     natural_tangent,
     partial_in,
-    require,
+    rebuild,
     scatter_cotangents,
 )
-from rruletest.tangents import NO_TANGENT, AbstractZero
+from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero
 
 __all__ = ["AutogradFunction", "AutogradPrimitive", "from_function", "from_primitive", "wrap"]
 
@@ -57,7 +70,7 @@ def _core() -> Any:
 
 def _output(out: Any) -> Any:
     if isinstance(out, tuple | list):
-        return type(out)(leaf_out(o) for o in out)
+        return rebuild(out, (leaf_out(o) for o in out))
     return leaf_out(out)
 
 
@@ -72,22 +85,41 @@ def _ct_leaf(g: Any, out: Any) -> Any:
     return conj_leaf(g)
 
 
+def dense(raw: Any) -> Any:
+    """autograd's ``SparseObject`` (the cotangent of indexing) as the dense array it stands
+    for, in the vector space it carries (its shape and dtype, not the primal's)."""
+    if type(raw).__name__ == "SparseObject" and hasattr(raw, "mut_add"):
+        return raw.mut_add(raw.vs.zeros())
+    if isinstance(raw, tuple | list):
+        return rebuild(raw, (dense(r) for r in raw))
+    if isinstance(raw, dict):
+        return {k: dense(v) for k, v in raw.items()}
+    return raw
+
+
 def _cotangent_out(raw: Any, primal: Any) -> Any:
+    raw = dense(raw)
     return as_cotangent(None if raw is None else conj_leaf(raw), primal)
 
 
 def _tangent_out(raw: Any, out: Any) -> Any:
     if isinstance(out, tuple | list):
-        return type(out)(_tangent_out(r, o) for r, o in zip(raw, out, strict=True))
+        return rebuild(out, (_tangent_out(r, o) for r, o in zip(raw, out, strict=True)))
     if np.result_type(out).kind not in "fc":
         return NO_TANGENT
     if raw is None or isinstance(raw, AbstractZero):
         raw = np.zeros_like(out)
-    return leaf_out(as_cotangent(raw, None))
+    return leaf_out(as_cotangent(dense(raw), None))
 
 
 def _tangent_in(xdot: Any, primal: Any) -> Any:
     return natural_tangent(xdot, primal, np.zeros_like)
+
+
+def _raise_no_rule(f: Adapted, missing: dict[int, str]) -> None:
+    if missing:
+        i = min(missing)
+        raise NoRuleError(f"args[{i}]", f.__qualname__, missing[i])
 
 
 class AutogradPrimitive(Adapted):
@@ -96,14 +128,7 @@ class AutogradPrimitive(Adapted):
     framework = "autograd"
     mode = "raw primitive"
 
-    def __init__(
-        self,
-        fn: Any,
-        *,
-        nondiff_argnums: Iterable[int] = (),
-        name: str | None = None,
-        elementwise: bool = False,
-    ) -> None:
+    def __init__(self, fn: Any, **options: Any) -> None:
         core = _core()
         if not getattr(fn, "_is_autograd_primitive", False):
             raise InteropError(
@@ -115,25 +140,57 @@ class AutogradPrimitive(Adapted):
                 f"{getattr(fn, '__name__', fn)} has no rule yet: give it one with "
                 f"autograd.extend.defvjp (or defjvp)"
             )
-        super().__init__(fn, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
+        super().__init__(fn, **options)
+
+    @property
+    def has_frule(self) -> bool:
+        return self.wrapped in _core().primitive_jvps
 
     def _primal(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         return _output(self.wrapped(*args, **kwargs))
 
-    def _rrule(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Pullback]:
-        core = _core()
-        maker = core.primitive_vjps.get(self.wrapped)
+    def _makers(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Any, dict[int, Callable[[Any], Any]], dict[int, str]]:
+        """The output, the VJP of each differentiated argument, and the arguments without."""
+        maker = _core().primitive_vjps.get(self.wrapped)
         if maker is None:
-            raise InteropError(f"{self.__qualname__} has no VJP: autograd.extend.defvjp gives one")
+            raise NoRuleError(
+                "args", self.__qualname__, "autograd has no VJP for it: defvjp gives one"
+            )
         ans = self.wrapped(*args, **kwargs)
         vjps: dict[int, Callable[[Any], Any]] = {}
+        missing: dict[int, str] = {}
         for i in differentiable_argnums(args, self.nondiff_argnums, structured=True):
             try:
                 vjps[i] = maker((i,), ans, args, kwargs)
-            except NotImplementedError:
-                continue  # no maker for this argument: NoTangent
+            except NotImplementedError as exc:
+                missing[i] = no_rule_reason(exc) or repr(exc)
+        return ans, vjps, missing
+
+    def no_rule_argnums(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], *, forward: bool = False
+    ) -> dict[int, str]:
+        core = _core()
+        if not forward:
+            return self._makers(args, kwargs)[2] if self.wrapped in core.primitive_vjps else {}
+        maker = core.primitive_jvps.get(self.wrapped)
+        if maker is None:
+            return {}
+        ans = self.wrapped(*args, **kwargs)
+        missing: dict[int, str] = {}
+        for i in differentiable_argnums(args, self.nondiff_argnums, structured=True):
+            try:
+                maker((i,), (_tangent_in(None, args[i]),), ans, args, kwargs)
+            except (KeyError, NotImplementedError) as exc:
+                missing[i] = f"autograd has no JVP for it ({type(exc).__name__}: {exc})"
+        return missing
+
+    def _rrule(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Pullback]:
+        ans, vjps, missing = self._makers(args, kwargs)
 
         def pullback(ybar: Any) -> tuple[Any, ...]:
+            _raise_no_rule(self, missing)
             g = _autograd_cotangent(ybar, ans)
             xbars: list[Any] = [NO_TANGENT] * len(args)
             for i, vjp in vjps.items():
@@ -146,10 +203,9 @@ class AutogradPrimitive(Adapted):
     def _frule(
         self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[Any, Any]:
-        core = _core()
-        maker = core.primitive_jvps.get(self.wrapped)
+        maker = _core().primitive_jvps.get(self.wrapped)
         if maker is None:
-            raise InteropError(
+            raise MissingRuleError(
                 f"{self.__qualname__} has no JVP, so autograd's forward mode cannot "
                 f"differentiate it; give it one with autograd.extend.defjvp, or test its rrule"
             )
@@ -164,15 +220,15 @@ class AutogradPrimitive(Adapted):
         try:
             raw = maker(tuple(diff), tuple(xdots[i] for i in diff), ans, args, kwargs)
         except KeyError as exc:
-            raise InteropError(
-                f"{self.__qualname__} has no JVP for argument {exc.args[0]}; give one with "
-                f"defjvp, or mark the argument with_tangent(x, NoTangent())"
+            raise NoRuleError(
+                f"args[{exc.args[0]}]", self.__qualname__, "autograd has no JVP for it (KeyError)"
             ) from None
         return _output(ans), _tangent_out(raw, ans)
 
 
 class AutogradFunction(Adapted):
-    """Any function autograd differentiates: ``make_vjp`` and ``make_jvp``."""
+    """Any function autograd differentiates: ``make_vjp`` and ``make_jvp``, one argument at a
+    time, as ``autograd.grad(f, argnum=i)`` gives a user the gradient."""
 
     framework = "autograd"
     mode = "make_vjp/make_jvp"
@@ -180,23 +236,54 @@ class AutogradFunction(Adapted):
     def _primal(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         return _output(self.wrapped(*args, **kwargs))
 
-    def _closure(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, list[int]]:
-        diff = differentiable_argnums(args, self.nondiff_argnums, structured=True)
-        return partial_in(self.wrapped, args, diff, kwargs), diff
+    def _vjps(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Any, dict[int, Callable[[Any], Any]], dict[int, str]]:
+        """The output, one VJP per differentiated argument (``make_vjp(f, argnum=i)``, as a
+        user's ``autograd.grad`` runs), and the arguments autograd has no rule for."""
+        autograd = require("autograd", "autograd")
+        ans = None
+        vjps: dict[int, Callable[[Any], Any]] = {}
+        missing: dict[int, str] = {}
+        for i in differentiable_argnums(args, self.nondiff_argnums, structured=True):
+            fn_i = partial_in(self.wrapped, args, [i], kwargs)
+            try:
+                vjps[i], ans = autograd.make_vjp(fn_i)(args[i])
+            except NotImplementedError as exc:  # autograd makes VJPs while tracing forward
+                missing[i] = no_rule_reason(exc) or repr(exc)
+        if ans is None:
+            ans = self.wrapped(*args, **kwargs)
+        return ans, vjps, missing
+
+    def no_rule_argnums(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], *, forward: bool = False
+    ) -> dict[int, str]:
+        if forward:
+            return self._jvp_missing(args, kwargs)
+        ans, vjps, missing = self._vjps(args, kwargs)
+        g = _autograd_cotangent(ZERO_TANGENT, ans) if vjps else None
+        for i, vjp in vjps.items():
+            try:
+                vjp(g)
+            except (NotImplementedError, ValueError, TypeError) as exc:
+                reason = no_rule_reason(exc)
+                if reason is not None:
+                    missing[i] = reason
+        return missing
 
     def _rrule(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Pullback]:
-        autograd = require("autograd", "autograd")
-        fn_diff, diff = self._closure(args, kwargs)
-        if not diff:
-            ans = self.wrapped(*args, **kwargs)
-            return _output(ans), lambda ybar: (NO_TANGENT,) * (len(args) + 1)
-        vjp, ans = autograd.make_vjp(fn_diff, argnum=tuple(range(len(diff))))(
-            *(args[i] for i in diff)
-        )
+        ans, vjps, missing = self._vjps(args, kwargs)
 
         def pullback(ybar: Any) -> tuple[Any, ...]:
-            raw = vjp(_autograd_cotangent(ybar, ans))
-            return scatter_cotangents(args, diff, raw, _cotangent_out)
+            _raise_no_rule(self, missing)
+            g = _autograd_cotangent(ybar, ans)
+            raws = []
+            for i, vjp in vjps.items():
+                try:
+                    raws.append(vjp(g))
+                except NotImplementedError as exc:
+                    raise NoRuleError(f"args[{i}]", self.__qualname__, str(exc)) from exc
+            return scatter_cotangents(args, list(vjps), raws, _cotangent_out)
 
         return _output(ans), pullback
 
@@ -204,13 +291,34 @@ class AutogradFunction(Adapted):
         self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[Any, Any]:
         autograd = require("autograd", "autograd")
-        fn_diff, diff = self._closure(args, kwargs)
+        diff = differentiable_argnums(args, self.nondiff_argnums, structured=True)
         if not diff:
             ans = self.wrapped(*args, **kwargs)
             return _output(ans), _tangent_out(None, ans)
+        fn_diff = partial_in(self.wrapped, args, diff, kwargs)
         jvp = autograd.make_jvp(fn_diff, argnum=tuple(range(len(diff))))(*(args[i] for i in diff))
-        ans, raw = jvp(tuple(_tangent_in(xdots[i], args[i]) for i in diff))
+        try:
+            ans, raw = jvp(tuple(_tangent_in(xdots[i], args[i]) for i in diff))
+        except (KeyError, NotImplementedError) as exc:
+            missing = self._jvp_missing(args, kwargs)
+            if not missing:
+                raise
+            i = min(missing)
+            raise NoRuleError(f"args[{i}]", self.__qualname__, missing[i]) from exc
         return _output(ans), _tangent_out(raw, ans)
+
+    def _jvp_missing(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[int, str]:
+        """The arguments autograd's forward mode has no rule for, one at a time (it raises
+        ``NotImplementedError``, or ``KeyError`` for a primitive with JVPs for other ones)."""
+        autograd = require("autograd", "autograd")
+        missing: dict[int, str] = {}
+        for i in differentiable_argnums(args, self.nondiff_argnums, structured=True):
+            jvp = autograd.make_jvp(partial_in(self.wrapped, args, [i], kwargs))(args[i])
+            try:
+                jvp(_tangent_in(None, args[i]))
+            except (KeyError, NotImplementedError) as exc:
+                missing[i] = f"autograd's forward mode: {type(exc).__name__}: {exc}"
+        return missing
 
 
 def from_primitive(
@@ -219,14 +327,31 @@ def from_primitive(
     nondiff_argnums: Iterable[int] = (),
     name: str | None = None,
     elementwise: bool = False,
+    domain: DomainLike = None,
+    examples: Sequence[Any] = (),
 ) -> AutogradPrimitive:
     """Adapt an autograd primitive; its ``defvjp``/``defjvp`` rules are called directly.
+
+    Args:
+        f: the primitive (``autograd.extend.primitive``, as every ``autograd.numpy`` function).
+        nondiff_argnums: float arguments not to differentiate.
+        name: the name failure messages use.
+        elementwise: each output element depends only on the matching input elements.
+        domain: where the inputs are valid (``rruletest.domains.Domain.of`` forms).
+        examples: argument tuples for the gate (``rruletest.interop.register``).
 
     Raises:
         FrameworkNotInstalledError: autograd is not installed.
         InteropError: ``f`` is not a primitive or has no rule.
     """
-    return AutogradPrimitive(f, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
+    return AutogradPrimitive(
+        f,
+        nondiff_argnums=nondiff_argnums,
+        name=name,
+        elementwise=elementwise,
+        domain=domain,
+        examples=examples,
+    )
 
 
 def from_function(
@@ -235,27 +360,30 @@ def from_function(
     nondiff_argnums: Iterable[int] = (),
     name: str | None = None,
     elementwise: bool = False,
+    domain: DomainLike = None,
+    examples: Sequence[Any] = (),
 ) -> AutogradFunction:
-    """Adapt any function autograd can differentiate (``make_vjp``/``make_jvp``)."""
+    """Adapt any function autograd can differentiate (``make_vjp``/``make_jvp``); options as
+    for ``from_primitive``."""
     if not callable(f):
         raise InteropError(f"from_function takes a function, got f={f!r}")
     require("autograd", "autograd")
-    return AutogradFunction(f, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
+    return AutogradFunction(
+        f,
+        nondiff_argnums=nondiff_argnums,
+        name=name,
+        elementwise=elementwise,
+        domain=domain,
+        examples=examples,
+    )
 
 
-def wrap(
-    f: Any,
-    *,
-    nondiff_argnums: Iterable[int] = (),
-    name: str | None = None,
-    elementwise: bool = False,
-) -> AutogradPrimitive | AutogradFunction:
-    """``from_primitive`` for a primitive with registered rules, ``from_function`` otherwise."""
+def wrap(f: Any, **options: Any) -> AutogradPrimitive | AutogradFunction:
+    """``from_primitive`` for a primitive with registered rules, ``from_function`` otherwise
+    (``options`` as theirs)."""
     core = _core()
     if getattr(f, "_is_autograd_primitive", False) and (
         f in core.primitive_vjps or f in core.primitive_jvps
     ):
-        return from_primitive(
-            f, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise
-        )
-    return from_function(f, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
+        return from_primitive(f, **options)
+    return from_function(f, **options)

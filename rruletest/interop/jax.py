@@ -9,12 +9,15 @@
 - ``from_function(f)`` for any jax-differentiable function: ``jax.vjp`` and ``jax.jvp``.
 
 **64-bit values.** With jax's default configuration a float64 array becomes float32 on the way
-in, silently. An adapter never lets that happen: ``x64=None`` (the default) runs each call inside
-``jax.enable_x64(True)`` when any argument is float64 or complex128 (or a differentiable Python
-float or complex) and inside ``jax.enable_x64(False)`` otherwise; ``x64=True``/``False`` forces
-the mode, and an argument jax would then change the dtype of raises ``PrecisionError``. The
-scope is entered around each call of the primal, the rule and the pullback, so the rest of the
-program keeps its own setting.
+in, silently. An adapter never lets that happen, and never switches jax's mode back and forth
+either: jax caches constants and compiled programs per mode, so a per-call switch made results
+depend on the order tests ran in (a float32 ``owens_t`` failed after a float64 one). An adapter
+made with ``x64=None`` (the default) or ``x64=True`` turns jax's 64-bit mode on for the whole
+process (``jax.config.update("jax_enable_x64", True)``), once, and every test then runs in
+that one mode: float32 values stay float32 in it, and a function that promotes them to float64
+there (as ``owens_t`` does) is shown doing so, whatever ran before. ``x64=False`` leaves jax's
+mode alone (for a process that tests float32 rules the way 32-bit users run them); an argument
+jax would then change the dtype of raises ``PrecisionError`` instead of being downcast.
 
 **Complex numbers.** ``jax.vjp`` transposes the derivative under the bilinear pairing
 ``Re(sum(a * b))``, so for holomorphic ``f`` it returns ``ybar * f'(z)``. rruletest's pairing is
@@ -34,28 +37,19 @@ the way in and out, and a correct complex rule passes. Forward rules need no map
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-import numpy as np
-
-from rruletest.interop._base import (
-    Adapted,
-    InteropError,
-    Pullback,
-    differentiable_argnums,
-    partial_in,
-    scatter_cotangents,
-)
+from rruletest.domains import DomainLike
+from rruletest.interop._base import InteropError, MissingRuleError, Pullback
+from rruletest.interop._convert import scatter_cotangents
+from rruletest.interop._jax_adapter import JaxAdapter, all_positional
 from rruletest.interop._jax_support import (
     PrecisionError,
     cotangent_out,
     cotangent_tree,
     find_custom,
     jax_module,
-    needs_x64,
-    same_integers,
     tangent_in,
     tangent_tree_out,
     to_numpy,
@@ -67,6 +61,7 @@ __all__ = [
     "JaxCustomVJP",
     "JaxFunction",
     "PrecisionError",
+    "all_positional",
     "from_custom_jvp",
     "from_custom_vjp",
     "from_function",
@@ -75,153 +70,19 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------------------------
-# Shared machinery
-# --------------------------------------------------------------------------------------------
-
-
-_NOT_JITTED = object()
-
-
-class _JaxAdapter(Adapted):
-    framework = "jax"
-
-    def __init__(
-        self,
-        fn: Any,
-        *,
-        x64: bool | None = None,
-        nondiff_argnums: Iterable[int] = (),
-        name: str | None = None,
-        elementwise: bool = False,
-    ) -> None:
-        if x64 not in (None, True, False):
-            raise InteropError(f"x64 is None (automatic), True or False, got x64={x64!r}")
-        super().__init__(fn, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
-        self.x64 = x64
-        self._jitted: dict[tuple[int, ...], Any] = {}
-        self._jit_ok = True
-
-    @contextlib.contextmanager
-    def _scope(self, args: tuple[Any, ...]) -> Iterator[bool]:
-        jax = jax_module()
-        x64 = self.x64
-        if x64 is None:
-            x64 = needs_x64(
-                args, differentiable_argnums(args, self.nondiff_argnums, structured=True)
-            )
-        with jax.enable_x64(x64):
-            yield x64
-
-    def _to_jax(self, args: tuple[Any, ...], x64: bool) -> tuple[Any, ...]:
-        """numpy arrays and scalars (also inside tuples, lists and dicts) as jax arrays of the
-        same dtype; ``PrecisionError`` where jax would change a float dtype."""
-        jax = jax_module()
-
-        def convert(a: Any, i: int) -> Any:
-            if not isinstance(a, np.ndarray | np.generic):
-                return a
-            j = jax.numpy.asarray(a)
-            if j.dtype != a.dtype and not same_integers(a, j):
-                raise PrecisionError(
-                    f"jax would turn args[{i}] from {a.dtype} into {j.dtype} with "
-                    f"x64={x64}; pass x64=True (or leave x64=None) to keep {a.dtype}, or "
-                    f"pass {j.dtype} values"
-                )
-            return j
-
-        return tuple(
-            jax.tree_util.tree_map(lambda leaf, i=i: convert(leaf, i), a)
-            for i, a in enumerate(args)
-        )
-
-    def _primal(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        with self._scope(args) as x64:
-            out = self._jitted_call(args, kwargs)
-            if out is _NOT_JITTED:
-                out = self.wrapped(*self._to_jax(args, x64), **kwargs)
-            return to_numpy(out)
-
-    def _jitted_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """The primal through ``jax.jit``, numpy arguments passed as they are (the finite
-        differences call it thousands of times: eager dispatch of a ``custom_vjp`` costs about a
-        millisecond, converting arguments one by one a good part of that).
-
-        Integers, booleans, strings and None are static arguments. Returns ``_NOT_JITTED`` when
-        the call is not for jit: keyword arguments, a leaf jit would not take as it is, a dtype
-        jax would change (the converting path then checks it), or a function jit cannot trace
-        (evaluated eagerly from then on). Rules are always called eagerly.
-        """
-        if kwargs or not self._jit_ok:
-            return _NOT_JITTED
-        jax = jax_module()
-        static = tuple(
-            i for i, a in enumerate(args) if isinstance(a, bool | int | str) or a is None
-        )
-        for i, a in enumerate(args):
-            if i in static:
-                continue
-            for leaf in jax.tree_util.tree_leaves(a):
-                if isinstance(leaf, np.ndarray | np.generic):
-                    if jax.dtypes.canonicalize_dtype(leaf.dtype) != leaf.dtype:
-                        return _NOT_JITTED
-                elif isinstance(leaf, bool) or not isinstance(leaf, float | complex | jax.Array):
-                    return _NOT_JITTED
-        jitted = self._jitted.get(static)
-        if jitted is None:
-            jitted = self._jitted[static] = jax.jit(self.wrapped, static_argnums=static)
-        try:
-            return jitted(*args)
-        except Exception:
-            self._jit_ok = False  # not traceable (value-dependent Python code): stay eager
-        return _NOT_JITTED
-
-    def _vjp_rrule(
-        self,
-        fn: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> tuple[Any, Pullback]:
-        """The rrule of ``fn`` through ``jax.vjp`` over its differentiable arguments."""
-        jax = jax_module()
-        diff = differentiable_argnums(args, self.nondiff_argnums, structured=True)
-        with self._scope(args) as x64:
-            jargs = self._to_jax(args, x64)
-            fn_diff = partial_in(fn, jargs, diff, kwargs)
-            out, vjp_fn = jax.vjp(fn_diff, *(jargs[i] for i in diff))
-
-        def pullback(ybar: Any) -> tuple[Any, ...]:
-            with self._scope(args):
-                raw = vjp_fn(cotangent_tree(ybar, out))
-                return scatter_cotangents(args, diff, raw, cotangent_out)
-
-        return to_numpy(out), pullback
-
-    def _jvp_frule(
-        self,
-        fn: Callable[..., Any],
-        xdots: tuple[Any, ...],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> tuple[Any, Any]:
-        jax = jax_module()
-        diff = differentiable_argnums(args, self.nondiff_argnums, structured=True)
-        with self._scope(args) as x64:
-            jargs = self._to_jax(args, x64)
-            primals = tuple(jargs[i] for i in diff)
-            tangents = tuple(tangent_in(xdots[i], jargs[i]) for i in diff)
-            out, tout = jax.jvp(partial_in(fn, jargs, diff, kwargs), primals, tangents)
-            return to_numpy(out), tangent_tree_out(tout, out)
-
-
-# --------------------------------------------------------------------------------------------
 # The adapters
 # --------------------------------------------------------------------------------------------
 
 
-class JaxFunction(_JaxAdapter):
+class JaxFunction(JaxAdapter):
     """Any jax-differentiable function: ``jax.vjp`` and ``jax.jvp``. Built by ``from_function``."""
 
     mode = "jax.vjp/jax.jvp"
+
+    def no_rule_argnums(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], *, forward: bool = False
+    ) -> dict[int, str]:
+        return self._probe_no_rule(self.wrapped, args, kwargs, forward)
 
     def _rrule(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Pullback]:
         return self._vjp_rrule(self.wrapped, args, kwargs)
@@ -232,10 +93,14 @@ class JaxFunction(_JaxAdapter):
         return self._jvp_frule(self.wrapped, xdots, args, kwargs)
 
 
-class JaxCustomVJP(_JaxAdapter):
+class JaxCustomVJP(JaxAdapter):
     """A ``jax.custom_vjp`` function whose ``fwd``/``bwd`` are called directly (raw)."""
 
     mode = "raw custom_vjp"
+
+    @property
+    def has_frule(self) -> bool:
+        return False
 
     def __init__(self, fn: Any, **options: Any) -> None:
         super().__init__(fn, **options)
@@ -286,16 +151,21 @@ class JaxCustomVJP(_JaxAdapter):
     def _frule(
         self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[Any, Any]:
-        raise InteropError(
+        raise MissingRuleError(
             f"{self.__qualname__} is a jax.custom_vjp function, which jax cannot differentiate "
             f"in forward mode; test its rrule, or give it a jax.custom_jvp rule"
         )
 
 
-class JaxCustomJVP(_JaxAdapter):
+class JaxCustomJVP(JaxAdapter):
     """A ``jax.custom_jvp`` function: its ``jvp`` rule called directly, ``jax.vjp`` for rrules."""
 
     mode = "raw custom_jvp"
+
+    def no_rule_argnums(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], *, forward: bool = False
+    ) -> dict[int, str]:
+        return self._probe_no_rule(self.wrapped, args, kwargs, forward)
 
     def __init__(self, fn: Any, **options: Any) -> None:
         super().__init__(fn, **options)
@@ -317,12 +187,16 @@ class JaxCustomJVP(_JaxAdapter):
         self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[Any, Any]:
         custom = self.custom
-        if kwargs or custom.symbolic_zeros:
+        full = None if custom.symbolic_zeros else all_positional(custom.fun, args, kwargs)
+        if full is None:
             return self._jvp_frule(self.wrapped, xdots, args, kwargs)
+        # Defaults and keyword arguments filled in, as jax does before calling the rule: they
+        # have zero tangents (jax's own default arguments are never differentiated).
+        xdots = xdots + (None,) * (len(full) - len(args))
         nd = tuple(custom.nondiff_argnums)
-        skip = set(self.nondiff_argnums)
-        with self._scope(args) as x64:
-            jargs = self._to_jax(args, x64)
+        skip = set(self.nondiff_argnums) | set(range(len(args), len(full)))
+        with self._scope(full) as x64:
+            jargs = self._to_jax(full, x64)
             primals, tangents = [], []
             for i, (a, xd) in enumerate(zip(jargs, xdots, strict=True)):
                 if i in nd:
@@ -345,15 +219,20 @@ def from_custom_vjp(
     nondiff_argnums: Iterable[int] = (),
     name: str | None = None,
     elementwise: bool = False,
+    domain: DomainLike = None,
+    examples: Sequence[Any] = (),
 ) -> JaxCustomVJP:
     """Adapt a ``jax.custom_vjp`` function; its ``fwd``/``bwd`` are called directly.
 
     Args:
         f: the ``custom_vjp`` function (a ``jax.jit`` around it is looked through).
-        x64: 64-bit mode; None picks it from the arguments (see the module docstring).
+        x64: 64-bit mode; None turns it on when an argument needs it (see the module docstring).
         nondiff_argnums: further float arguments not to differentiate (the rule's own
-            ``nondiff_argnums`` never are).
+            ``nondiff_argnums`` never are, and the adapter's ``test_rrule`` tells the tester).
         name: the name failure messages use.
+        elementwise: each output element depends only on the matching input elements.
+        domain: where the inputs are valid (``rruletest.domains.Domain.of`` forms).
+        examples: argument tuples for the gate (``rruletest.interop.register``).
 
     Raises:
         FrameworkNotInstalledError: jax is not installed.
@@ -361,7 +240,13 @@ def from_custom_vjp(
     """
     jax_module()
     return JaxCustomVJP(
-        f, x64=x64, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise
+        f,
+        x64=x64,
+        nondiff_argnums=nondiff_argnums,
+        name=name,
+        elementwise=elementwise,
+        domain=domain,
+        examples=examples,
     )
 
 
@@ -372,11 +257,20 @@ def from_custom_jvp(
     nondiff_argnums: Iterable[int] = (),
     name: str | None = None,
     elementwise: bool = False,
+    domain: DomainLike = None,
+    examples: Sequence[Any] = (),
 ) -> JaxCustomJVP:
-    """Adapt a ``jax.custom_jvp`` function; its ``jvp`` rule gives the frule directly."""
+    """Adapt a ``jax.custom_jvp`` function; its ``jvp`` rule gives the frule directly (with
+    default arguments filled in, as jax does); options as for ``from_custom_vjp``."""
     jax_module()
     return JaxCustomJVP(
-        f, x64=x64, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise
+        f,
+        x64=x64,
+        nondiff_argnums=nondiff_argnums,
+        name=name,
+        elementwise=elementwise,
+        domain=domain,
+        examples=examples,
     )
 
 
@@ -387,31 +281,28 @@ def from_function(
     nondiff_argnums: Iterable[int] = (),
     name: str | None = None,
     elementwise: bool = False,
+    domain: DomainLike = None,
+    examples: Sequence[Any] = (),
 ) -> JaxFunction:
-    """Adapt any jax-differentiable function (``jax.vjp`` for the rrule, ``jax.jvp`` frule)."""
+    """Adapt any jax-differentiable function (``jax.vjp`` for the rrule, ``jax.jvp`` frule);
+    options as for ``from_custom_vjp``."""
     if not callable(f):
         raise InteropError(f"from_function takes a function, got f={f!r}")
     jax_module()
     return JaxFunction(
-        f, x64=x64, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise
+        f,
+        x64=x64,
+        nondiff_argnums=nondiff_argnums,
+        name=name,
+        elementwise=elementwise,
+        domain=domain,
+        examples=examples,
     )
 
 
-def wrap(
-    f: Any,
-    *,
-    x64: bool | None = None,
-    nondiff_argnums: Iterable[int] = (),
-    name: str | None = None,
-    elementwise: bool = False,
-) -> JaxCustomVJP | JaxCustomJVP | JaxFunction:
-    """The raw adapter for a ``custom_vjp``/``custom_jvp`` function, else ``from_function``."""
-    options: dict[str, Any] = {
-        "x64": x64,
-        "nondiff_argnums": nondiff_argnums,
-        "name": name,
-        "elementwise": elementwise,
-    }
+def wrap(f: Any, **options: Any) -> JaxCustomVJP | JaxCustomJVP | JaxFunction:
+    """The raw adapter for a ``custom_vjp``/``custom_jvp`` function, else ``from_function``
+    (``options`` as theirs)."""
     if find_custom(f, "custom_vjp") is not None:
         return from_custom_vjp(f, **options)
     if find_custom(f, "custom_jvp") is not None:

@@ -37,19 +37,17 @@ and complex tensors require grad; ``nondiff_argnums`` switches that off for chos
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from rruletest.interop._base import (
-    Adapted,
-    InteropError,
-    Pullback,
+from rruletest.domains import DomainLike
+from rruletest.interop._base import Adapted, InteropError, MissingRuleError, Pullback
+from rruletest.interop._convert import (
     as_cotangent,
     cotangent_leaves,
     differentiable_argnums,
-    scatter_cotangents,
 )
 from rruletest.interop._torch_context import (
     FunctionContext,
@@ -57,13 +55,12 @@ from rruletest.interop._torch_context import (
     is_diff_tensor,
     output_to_numpy,
     outputs,
-    quiet_torch_internals,
-    tangent_leaf,
     tangent_out,
     to_numpy,
     to_tensor,
     torch_module,
 )
+from rruletest.interop._torch_engine import TorchCallable
 from rruletest.tangents import NO_TANGENT, AbstractZero
 
 __all__ = [
@@ -91,14 +88,7 @@ class TorchFunction(Adapted):
     framework = "torch"
     mode = "raw autograd.Function"
 
-    def __init__(
-        self,
-        cls: Any,
-        *,
-        nondiff_argnums: Iterable[int] = (),
-        name: str | None = None,
-        elementwise: bool = False,
-    ) -> None:
+    def __init__(self, cls: Any, **options: Any) -> None:
         torch = torch_module()
         base = torch.autograd.Function
         if not (isinstance(cls, type) and issubclass(cls, base)):
@@ -106,16 +96,21 @@ class TorchFunction(Adapted):
                 f"from_function takes a torch.autograd.Function subclass, got cls={cls!r}; "
                 f"for any other torch function use from_callable"
             )
-        super().__init__(cls, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
-        cls = self.wrapped  # typed Any again
-        self._uses_setup_context = cls.setup_context is not base.setup_context
-        if cls.vjp is not base.vjp:
-            self._backward = cls.vjp
-        elif cls.backward is not base.backward:
-            self._backward = cls.backward
+        klass: Any = cls  # its methods are torch's, untyped here
+        self._uses_setup_context = klass.setup_context is not base.setup_context
+        self._backward: Any
+        if klass.vjp is not base.vjp:
+            self._backward = klass.vjp
+        elif klass.backward is not base.backward:
+            self._backward = klass.backward
         else:
             self._backward = None
-        self._jvp = cls.jvp if cls.jvp is not base.jvp else None
+        self._jvp = klass.jvp if klass.jvp is not base.jvp else None
+        super().__init__(cls, **options)
+
+    @property
+    def has_frule(self) -> bool:
+        return self._jvp is not None
 
     def _forward(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, list[int]]:
         torch = torch_module()
@@ -139,7 +134,7 @@ class TorchFunction(Adapted):
         torch = torch_module()
         backward = self._backward
         if backward is None:
-            raise InteropError(f"{self.__qualname__} defines neither backward nor vjp")
+            raise MissingRuleError(f"{self.__qualname__} defines neither backward nor vjp")
         ctx, out, _ = self._forward(args, kwargs)
         outs, n = outputs(out)
         nargs = len(args)
@@ -182,7 +177,7 @@ class TorchFunction(Adapted):
     ) -> tuple[Any, Any]:
         torch = torch_module()
         if self._jvp is None:
-            raise InteropError(
+            raise MissingRuleError(
                 f"{self.__qualname__} defines no jvp staticmethod, so torch's forward mode cannot "
                 f"differentiate it; test its rrule, or add jvp(ctx, *input_tangents)"
             )
@@ -203,98 +198,6 @@ class TorchFunction(Adapted):
 
 
 # --------------------------------------------------------------------------------------------
-# Any differentiable torch callable, through the engine
-# --------------------------------------------------------------------------------------------
-
-
-class TorchCallable(Adapted):
-    """Any torch function, differentiated by torch's engine. Built by ``from_callable``."""
-
-    framework = "torch"
-    mode = "engine"
-
-    def _tensors(self, args: tuple[Any, ...], diff: list[int], grad: bool) -> tuple[Any, ...]:
-        """Arrays, numpy scalars and differentiable Python floats/complexes as tensors (torch
-        functions take no Python float where they take a tensor); other values as they are."""
-        torch = torch_module()
-        out = []
-        for i, a in enumerate(args):
-            if i in diff and isinstance(a, float | complex) and not isinstance(a, np.generic):
-                a = np.float64(a) if isinstance(a, float) else np.complex128(a)
-            out.append(to_tensor(torch, a, requires_grad=grad and i in diff))
-        return tuple(out)
-
-    def _prepare(self, args: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...], list[int]]:
-        diff = differentiable_argnums(args, self.nondiff_argnums)
-        return torch_module(), self._tensors(args, diff, grad=True), diff
-
-    def _primal(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        torch = torch_module()
-        targs = self._tensors(args, differentiable_argnums(args, self.nondiff_argnums), False)
-        with torch.no_grad():
-            out = self.wrapped(*targs, **kwargs)
-        return output_to_numpy(torch, out)
-
-    def _rrule(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Pullback]:
-        torch, targs, diff = self._prepare(args)
-        with torch.enable_grad():
-            out = self.wrapped(*targs, **kwargs)
-        outs, n = outputs(out)
-        inputs = [targs[i] for i in diff]
-
-        def pullback(ybar: Any) -> tuple[Any, ...]:
-            pairs = [
-                (o, to_tensor(torch, g, dtype=o.dtype))
-                for g, o in zip(cotangent_leaves(ybar, n), outs, strict=True)
-                if g is not None and isinstance(o, torch.Tensor) and o.requires_grad
-            ]
-            if pairs and inputs:
-                grads = torch.autograd.grad(
-                    [o for o, _ in pairs],
-                    inputs,
-                    grad_outputs=[g for _, g in pairs],
-                    retain_graph=True,
-                    allow_unused=True,
-                    materialize_grads=True,
-                )
-            else:
-                grads = tuple(torch.zeros_like(t) for t in inputs)
-            return scatter_cotangents(
-                args, diff, grads, lambda g, a: as_cotangent(to_numpy(torch, g), a)
-            )
-
-        return output_to_numpy(torch, out), pullback
-
-    def _frule(
-        self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> tuple[Any, Any]:
-        torch = torch_module()
-        fwad = torch.autograd.forward_ad
-        diff = differentiable_argnums(args, self.nondiff_argnums)
-        plain = self._tensors(args, diff, grad=False)
-        with quiet_torch_internals(), fwad.dual_level(), torch.no_grad():
-            targs = []
-            for i, (ta, xd) in enumerate(zip(plain, xdots, strict=True)):
-                if i in diff and xd is not None and not isinstance(xd, AbstractZero):
-                    ta = fwad.make_dual(ta, to_tensor(torch, xd, dtype=ta.dtype))
-                targs.append(ta)
-            out = self.wrapped(*targs, **kwargs)
-            outs, _ = outputs(out)
-            pairs = [
-                fwad.unpack_dual(o) if isinstance(o, torch.Tensor) else (o, None) for o in outs
-            ]
-            primal = [p for p, _ in pairs]
-            tang = [t for _, t in pairs]
-        if isinstance(out, tuple | list):
-            y = output_to_numpy(torch, type(out)(primal))
-            ydot = type(out)(tangent_leaf(torch, t, p) for t, p in zip(tang, primal, strict=True))
-        else:
-            y = output_to_numpy(torch, primal[0])
-            ydot = tangent_leaf(torch, tang[0], primal[0])
-        return y, ydot
-
-
-# --------------------------------------------------------------------------------------------
 # Constructors
 # --------------------------------------------------------------------------------------------
 
@@ -305,6 +208,8 @@ def from_function(
     nondiff_argnums: Iterable[int] = (),
     name: str | None = None,
     elementwise: bool = False,
+    domain: DomainLike = None,
+    examples: Sequence[Any] = (),
 ) -> TorchFunction:
     """Adapt a ``torch.autograd.Function`` subclass; its rules are called directly (raw).
 
@@ -312,15 +217,25 @@ def from_function(
         cls: the Function subclass (``forward(ctx, ...)`` or ``forward(...)`` plus
             ``setup_context``; ``backward`` or ``vjp``; optionally ``jvp``).
         nondiff_argnums: positions of float arguments to pass as tensors that do not require
-            grad (``ctx.needs_input_grad`` is False there; mark them
-            ``with_tangent(x, NoTangent())`` in the test).
+            grad (``ctx.needs_input_grad`` is False there; the adapter's ``test_rrule`` tells
+            the tester).
         name: the name failure messages use (default: the class's).
+        elementwise: each output element depends only on the matching input elements.
+        domain: where the inputs are valid (``rruletest.domains.Domain.of`` forms).
+        examples: argument tuples for the gate (``rruletest.interop.register``).
 
     Raises:
         FrameworkNotInstalledError: torch is not installed.
         InteropError: ``cls`` is not a Function subclass.
     """
-    return TorchFunction(cls, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
+    return TorchFunction(
+        cls,
+        nondiff_argnums=nondiff_argnums,
+        name=name,
+        elementwise=elementwise,
+        domain=domain,
+        examples=examples,
+    )
 
 
 def from_callable(
@@ -329,8 +244,11 @@ def from_callable(
     nondiff_argnums: Iterable[int] = (),
     name: str | None = None,
     elementwise: bool = False,
+    domain: DomainLike = None,
+    examples: Sequence[Any] = (),
 ) -> TorchCallable:
-    """Adapt any differentiable torch function; torch's engine differentiates it.
+    """Adapt any differentiable torch function; torch's engine differentiates it (options as
+    for ``from_function``).
 
     Use it for functions built from torch operations, or for ``MyFunction.apply`` to test
     what the engine makes of a Function's rules (compare with ``from_function``).
@@ -338,20 +256,20 @@ def from_callable(
     if not callable(fn):
         raise InteropError(f"from_callable takes a function, got fn={fn!r}")
     torch_module()
-    return TorchCallable(fn, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
+    return TorchCallable(
+        fn,
+        nondiff_argnums=nondiff_argnums,
+        name=name,
+        elementwise=elementwise,
+        domain=domain,
+        examples=examples,
+    )
 
 
-def wrap(
-    obj: Any,
-    *,
-    nondiff_argnums: Iterable[int] = (),
-    name: str | None = None,
-    elementwise: bool = False,
-) -> TorchFunction | TorchCallable:
-    """``from_function`` for a Function subclass, ``from_callable`` for anything else."""
+def wrap(obj: Any, **options: Any) -> TorchFunction | TorchCallable:
+    """``from_function`` for a Function subclass, ``from_callable`` for anything else
+    (``options`` as theirs)."""
     torch = torch_module()
     if isinstance(obj, type) and issubclass(obj, torch.autograd.Function):
-        return from_function(
-            obj, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise
-        )
-    return from_callable(obj, nondiff_argnums=nondiff_argnums, name=name, elementwise=elementwise)
+        return from_function(obj, **options)
+    return from_callable(obj, **options)

@@ -32,6 +32,7 @@ from rruletest.rules.info import (
     KINDS,
     Key,
     RuleInfo,
+    Signature,
     check_key,
     describe,
     examples_of,
@@ -163,12 +164,14 @@ class RuleSet:
         fs: Sequence[Any],
         domain: DomainLike,
         examples: Sequence[Any],
+        signature: str | Signature | Callable[..., Any] | None = None,
         spaces: Any = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         call = f"register_{kind}"
         key = check_key(fs, call)
         dom = None if domain is None else Domain.of(domain)
         exs = examples_of(examples)
+        sig = signature if signature is None or callable(signature) else Signature.parse(signature)
         sps = spaces_of(spaces, f"{call}({key_name(key)})", exs, key[1:])
 
         def decorate(rule: Callable[..., Any]) -> Callable[..., Any]:
@@ -188,6 +191,7 @@ class RuleSet:
                 frule=rule if kind == "frule" else None,
                 domain=dom,
                 examples=exs,
+                signature=sig,
                 spaces=sps,
             )
             self._store([self._rrules if kind == "rrule" else self._frules], info)
@@ -200,6 +204,7 @@ class RuleSet:
         *fs: Any,
         domain: DomainLike = None,
         examples: Sequence[Any] = (),
+        signature: str | Signature | Callable[..., Any] | None = None,
         spaces: Any = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator registering an rrule for ``fs`` (a function, or a tuple key such as
@@ -210,6 +215,11 @@ class RuleSet:
             fs: the function, or the functions of a tuple key.
             domain: valid inputs (see ``rruletest.domains.Domain.of``), for generated tests.
             examples: argument tuples (or single arguments) to test the rule at.
+            signature: a gufunc core signature such as ``"(n)->(n)"``: the function acts
+                independently on every member of the leading batch dimensions, so the
+                numerical reference perturbs one core coordinate in all members at once
+                (exact per element at a cost set by the core size). Or a function of the
+                call's arguments returning one, or None where the call has no such structure.
             spaces: the space (``rruletest.spaces``) of each positional argument the rule is
                 right on, None for an unconstrained one (a sequence, or a dict from positions):
                 the testers check such an argument along its space (as with
@@ -218,21 +228,24 @@ class RuleSet:
         Raises:
             TypeError: a key that is not callable or not hashable, a rule that is not
                 callable, or ``spaces`` that are not spaces.
+            ValueError: a malformed ``signature``; NotInSpaceError: an example outside its
+                space.
         """
-        return self._register("rrule", fs, domain, examples, spaces)
+        return self._register("rrule", fs, domain, examples, signature, spaces)
 
     def register_frule(
         self,
         *fs: Any,
         domain: DomainLike = None,
         examples: Sequence[Any] = (),
+        signature: str | Signature | Callable[..., Any] | None = None,
         spaces: Any = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator registering an frule for ``fs``; the rule takes the tangents
         ``(fdot, xdot_1, ..., xdot_n)`` first, then the call's arguments, and returns
         ``(y, ydot)``. Arguments as for ``register_rrule``.
         """
-        return self._register("frule", fs, domain, examples, spaces)
+        return self._register("frule", fs, domain, examples, signature, spaces)
 
     def scalar_rule(
         self,
@@ -415,17 +428,29 @@ def frule(tangents: Sequence[Any], f: Any, *args: Any, **kwargs: Any) -> tuple[A
 
 
 def register_rrule(
-    *fs: Any, domain: DomainLike = None, examples: Sequence[Any] = (), spaces: Any = None
+    *fs: Any,
+    domain: DomainLike = None,
+    examples: Sequence[Any] = (),
+    signature: str | Signature | Callable[..., Any] | None = None,
+    spaces: Any = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering an rrule in the default RuleSet (see ``RuleSet.register_rrule``)."""
-    return default_ruleset.register_rrule(*fs, domain=domain, examples=examples, spaces=spaces)
+    return default_ruleset.register_rrule(
+        *fs, domain=domain, examples=examples, signature=signature, spaces=spaces
+    )
 
 
 def register_frule(
-    *fs: Any, domain: DomainLike = None, examples: Sequence[Any] = (), spaces: Any = None
+    *fs: Any,
+    domain: DomainLike = None,
+    examples: Sequence[Any] = (),
+    signature: str | Signature | Callable[..., Any] | None = None,
+    spaces: Any = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering an frule in the default RuleSet (see ``RuleSet.register_frule``)."""
-    return default_ruleset.register_frule(*fs, domain=domain, examples=examples, spaces=spaces)
+    return default_ruleset.register_frule(
+        *fs, domain=domain, examples=examples, signature=signature, spaces=spaces
+    )
 
 
 def scalar_rule(

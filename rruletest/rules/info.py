@@ -7,9 +7,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
 
 from rruletest.domains import Domain
 
@@ -21,6 +24,7 @@ __all__ = [
     "Key",
     "RuleInfo",
     "RuleKind",
+    "Signature",
     "check_key",
     "describe",
     "examples_of",
@@ -50,6 +54,67 @@ def key_name(key: Key) -> str:
     return f"{name_of(head)}({', '.join(name_of(r) for r in rest)})"
 
 
+_DIMS = r"\(\s*(?:\w+\s*(?:,\s*\w+\s*)*)?\)"
+_LIST = rf"{_DIMS}(?:\s*,\s*{_DIMS})*"
+_SIGNATURE = re.compile(rf"^\s*({_LIST})\s*->\s*({_LIST})\s*$")
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A gufunc-style core signature: the core dimension names of each input and output.
+
+    >>> Signature.parse("(m,k),(k,n)->(m,n)")
+    Signature('(m,k),(k,n)->(m,n)')
+    >>> Signature.parse("(n)->()").inputs
+    (('n',),)
+    """
+
+    inputs: tuple[tuple[str, ...], ...]
+    outputs: tuple[tuple[str, ...], ...]
+
+    @classmethod
+    def parse(cls, text: Any) -> Signature:
+        """Parse ``"(n)->(n)"``; raises ``ValueError`` naming the text when it is malformed."""
+        if isinstance(text, Signature):
+            return text
+        if not isinstance(text, str):
+            raise TypeError(f"a core signature is a string such as '(n)->(n)', got {text!r}")
+        m = _SIGNATURE.match(text)
+        if m is None:
+            raise ValueError(
+                f"signature={text!r} is not a gufunc core signature such as '(n)->(n)', "
+                "'(m,k),(k,n)->(m,n)' or '(n)->()'"
+            )
+        return cls(_groups(m.group(1)), _groups(m.group(2)))
+
+    def __repr__(self) -> str:
+        return f"Signature({str(self)!r})"
+
+    def __str__(self) -> str:
+        def side(groups: tuple[tuple[str, ...], ...]) -> str:
+            return ",".join("(" + ",".join(g) + ")" for g in groups)
+
+        return f"{side(self.inputs)}->{side(self.outputs)}"
+
+    def batch_shape(self, j: int, x: Any) -> tuple[int, ...]:
+        """The batch (leading) dimensions of argument ``j``."""
+        shape = np.shape(x)
+        core = len(self.inputs[j])
+        if len(shape) < core:
+            raise ValueError(
+                f"signature {self}: argument {j} needs at least {core} dimensions, got shape "
+                f"{shape}"
+            )
+        return tuple(shape[: len(shape) - core])
+
+
+def _groups(text: str) -> tuple[tuple[str, ...], ...]:
+    return tuple(
+        tuple(d.strip() for d in g.split(",") if d.strip())
+        for g in re.findall(r"\(([^)]*)\)", text)
+    )
+
+
 @dataclass(frozen=True)
 class RuleInfo:
     """One registered rule: what it is for, what kind, where it was defined, its domain.
@@ -58,7 +123,10 @@ class RuleInfo:
     ``frule`` and ``partials`` are all set) or ``"non_differentiable"``. ``module`` is the
     module that defined the rule (the function's ``__module__``, else the registering module).
     ``examples`` are argument tuples the rule should be tested at (used by the pytest plugin
-    and ``rruletest check`` in addition to generated inputs).
+    and ``rruletest check`` in addition to generated inputs). ``signature`` is the gufunc core
+    signature the rule declared (``"(n)->(n)"``), or a function of the call's arguments giving
+    one or None (for a rule whose core depends on an ``axis``): the function acts independently
+    on each member of the leading batch dimensions, and the testers' reference uses that.
     """
 
     key: Key
@@ -70,8 +138,18 @@ class RuleInfo:
     partials: Callable[..., Any] | None = None
     domain: Domain | None = None
     examples: tuple[tuple[Any, ...], ...] = field(default=())
+    signature: Signature | Callable[..., Any] | None = None
     #: the space of each positional argument (None: unconstrained), from ``spaces=``
     spaces: tuple[Space | None, ...] = field(default=())
+
+    def signature_for(self, *args: Any, **kwargs: Any) -> Signature | None:
+        """The core signature at this call: the declared one, or what a declared function of
+        the call's arguments returns (None: no batch structure at this call)."""
+        sig = self.signature
+        if sig is None or isinstance(sig, Signature):
+            return sig
+        found = sig(*args, **kwargs)
+        return None if found is None else Signature.parse(found)
 
     @property
     def function(self) -> Any:

@@ -23,6 +23,8 @@ from rruletest.domains import Domain
 from rruletest.finite_differences import FiniteDifferenceMethod, to_vec
 from rruletest.tangents import AbstractZero
 from rruletest.testers._args import Arg
+from rruletest.testers._check import Check
+from rruletest.testers._report import Report
 from rruletest.testers._snapshot import copyable, snapshot
 from rruletest.walk import leaves, map_leaves
 
@@ -198,4 +200,26 @@ def _with_max_range(fdm: Any, max_range: float) -> Any:
         condition=fdm.condition,
         factor=fdm.factor,
         max_range=max_range,
+    )
+
+
+def fd_failure(report: Report, exc: BaseException, register: str, g: Any = None) -> None:
+    """Record an exception raised while computing the numerical reference: by ``f`` at a
+    perturbed input (``g`` recorded it: a domain problem, usually) or inside the engine itself
+    (a bug to report)."""
+    if g is not None and not raised_by_f(exc, g):
+        report.exception(
+            Check.NUMERIC,
+            "the finite-difference engine",
+            exc,
+            hint="this is a bug in rruletest's finite differences (not in the rule): please "
+            "report it with the reproduce line; check_fd=False runs the other checks meanwhile",
+        )
+        return
+    report.exception(
+        Check.NUMERIC,
+        "f at inputs perturbed by the finite differences",
+        exc,
+        hint=f"if f is defined only on part of its inputs, declare the rule's domain "
+        f"({register}(..., domain=...)) or pass an fdm with a smaller max_range",
     )

@@ -33,24 +33,33 @@ from rruletest.finite_differences import (
     jvp_estimate,
     to_vec,
 )
+from rruletest.finite_differences.batched import batched_jvp, batched_vjp
+from rruletest.finite_differences.dense import dense_jvp as engine_jvp
+from rruletest.finite_differences.dense import dense_vjp as engine_vjp
 from rruletest.finite_differences.half import half_broadcast_jvp, half_broadcast_vjp, has_half
+from rruletest.finite_differences.scalar import (
+    number_jvp,
+    number_partials,
+    number_vjp,
+    takes_a_number,
+)
 from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
 from rruletest.testers import _constrained
+from rruletest.testers._adjoint import check_adjoint
 from rruletest.testers._checks import compare
 from rruletest.testers._fd_inputs import (
     coordinate_count,
+    fd_failure,
     fdm_for_domain,
     of_live,
-    raised_by_f,
     recorded,
     unchecked,
     widen,
 )
 from rruletest.testers._findings import kinks_jvp, kinks_vjp, noise_note
-from rruletest.testers._rand_tangent import rand_tangent
 from rruletest.testers._report import Check, Report
 from rruletest.testers._setup import Setup, domain_for, ruleset_of
-from rruletest.testers._snapshot import abs_inner, inner, nonzero, short
+from rruletest.testers._snapshot import nonzero, short
 
 __all__ = [
     "ADJOINT_DIRECTIONS",
@@ -65,33 +74,22 @@ __all__ = [
 ]
 
 
+def core_signature(info: Any, s: Setup) -> Any:
+    """The core signature the rule declared for this call (``RuleInfo.signature_for``), or
+    None; a declaration that fails on these arguments counts as none."""
+    if info is None or getattr(info, "signature", None) is None:
+        return None
+    try:
+        return info.signature_for(*s.primals, **s.fkwargs)
+    except Exception:
+        return None
+
+
 def closed_over(
     f: Callable[..., Any], fkwargs: dict[str, Any], primals: Sequence[Any], live: Sequence[int]
 ) -> Callable[..., Any]:
     """``f`` as a function of the arguments at positions ``live`` only (others fixed)."""
     return of_live(f, fkwargs, primals, live)
-
-
-def fd_failure(report: Report, exc: BaseException, register: str, g: Any = None) -> None:
-    """Record an exception raised while computing the numerical reference: by ``f`` at a
-    perturbed input (``g`` recorded it: a domain problem, usually) or inside the engine itself
-    (a bug to report)."""
-    if g is not None and not raised_by_f(exc, g):
-        report.exception(
-            Check.NUMERIC,
-            "the finite-difference engine",
-            exc,
-            hint="this is a bug in rruletest's finite differences (not in the rule): please "
-            "report it with the reproduce line; check_fd=False runs the other checks meanwhile",
-        )
-        return
-    report.exception(
-        Check.NUMERIC,
-        "f at inputs perturbed by the finite differences",
-        exc,
-        hint=f"if f is defined only on part of its inputs, declare the rule's domain "
-        f"({register}(..., domain=...)) or pass an fdm with a smaller max_range",
-    )
 
 
 def _note_unchecked_elements(report: Report, path: str, error: Any) -> None:
@@ -158,6 +156,15 @@ def check_vjp(
                 ests = broadcast_vjp(fdm, g, ybar, *s.primals[1:], y=y_ref)
             est_of = {a.index: ests[a.index - 1] for a in live}
             mode = "structured broadcast vjp"
+        elif (sig := core_signature(ruleset_of(rrule_f).rrule_info(s.f, *s.primals), s)) and (
+            vjp_mode != "full"
+        ):
+            fdm = fdm_for_domain(s.fdm, domain, s.primals)
+            g = functools.partial(s.f, **s.kwargs())
+            which = [a.index for a in live]
+            ests = batched_vjp(fdm, sig, g, ybar, *s.primals, which=which)
+            est_of = dict(zip(which, ests, strict=True))
+            mode = f"batched vjp over the core signature {sig} (declared by the rule)"
         else:
             fdm = fdm_for_domain(s.fdm, domain, s.primals)
             ncoord = coordinate_count(s.args)
@@ -167,12 +174,7 @@ def check_vjp(
                     if vjp_mode == "adjoint"
                     else f"{ncoord} input coordinates > {DENSE_LIMIT}; vjp_mode='full' forces dense"
                 )
-                report.reference(
-                    f"adjoint identity <xbar, v> == <ybar, J v> along "
-                    f"{ADJOINT_DIRECTIONS} random directions v ({why})",
-                    fdm,
-                )
-                check_adjoint(s, out, good, ybar, fdm, rtol, atol)
+                check_adjoint(s, out, good, ybar, fdm, rtol, atol, why)
                 return
             g = closed_over(s.f, s.fkwargs, s.primals, [a.index for a in live])
             ests = dense_vjp(fdm, g, [a.primal for a in live], ybar, y_ref, s.cache)
@@ -260,6 +262,11 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
             else:
                 est = broadcast_jvp(fdm, g, *pairs, y=y_ref)
             mode = "structured broadcast jvp"
+        elif sig := core_signature(ruleset_of(frule_f).frule_info(s.f, *s.primals), s):
+            fdm = fdm_for_domain(s.fdm, domain, s.primals)
+            g = functools.partial(s.f, **s.kwargs())
+            est = batched_jvp(fdm, sig, g, s.primals, dots, which=[a.index for a in live])
+            mode = f"batched jvp over the core signature {sig} (declared by the rule)"
         else:
             fdm = fdm_for_domain(s.fdm, domain, s.primals)
             g = closed_over(s.f, s.fkwargs, s.primals, [a.index for a in live])
@@ -298,43 +305,6 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
     _note_unchecked_elements(report, "ydot", est.error)
 
 
-def check_adjoint(
-    s: Setup, out: tuple[Any, ...], good: set[int], ybar: Any, fdm: Any, rtol: float, atol: float
-) -> None:
-    report = s.report
-    live = [a for a in s.args if a.numeric]
-    if any(a.index + 1 not in good for a in live):
-        return
-    g = closed_over(s.f, s.fkwargs, s.primals, [a.index for a in live])
-    for k in range(ADJOINT_DIRECTIONS):
-        vs = [rand_tangent(s.gen, a.primal) for a in live]
-        try:
-            est = jvp_estimate(fdm, g, *zip((a.primal for a in live), vs, strict=True))
-        except Exception as exc:
-            fd_failure(report, exc, "register_rrule", g)
-            return
-        lhs = sum((inner(out[a.index + 1], v) for a, v in zip(live, vs, strict=True)), 0.0)
-        rhs = inner(ybar, est.value)
-        scale = sum(
-            (abs_inner(out[a.index + 1], v) for a, v in zip(live, vs, strict=True)), 0.0
-        ) + abs_inner(ybar, est.value)
-        err = abs_inner(ybar, est.error)
-        tol = atol + rtol * scale + ERROR_FACTOR * err
-        report.measured(lhs, rhs, scale=scale)
-        if not abs(lhs - rhs) <= tol:
-            report.problem(
-                Check.NUMERIC,
-                "args",
-                f"adjoint identity fails along random direction "
-                f"{k}: <xbar, v> = {lhs!r} but <ybar, J v> = {rhs!r} (difference "
-                f"{abs(lhs - rhs):.3g} > tolerance {tol:.3g}); some cotangent is wrong "
-                f"(use vjp_mode='full' on a smaller input to locate it)",
-                actual=lhs,
-                expected=rhs,
-            )
-            return
-
-
 def _jacobians(
     fdm: Any, g: Callable[..., Any], xs: Sequence[Any], cache: dict[Any, Any] | None
 ) -> tuple[Any, ...]:
@@ -351,65 +321,19 @@ def _jacobians(
     return tuple(found)
 
 
-def _scalar_fast_path(xs: Sequence[Any], y: Any) -> bool:
-    """One scalar input and a numeric output: the engine's scalar estimate applies directly."""
-    if len(xs) != 1 or not isinstance(xs[0], float | complex | np.floating | np.complexfloating):
-        return False
-    if isinstance(y, np.ndarray):
-        return y.dtype.kind in "fc"
-    return isinstance(y, float | complex | np.floating | np.complexfloating)
-
-
 def _scalar_partials(
     fdm: Any, g: Callable[..., Any], x: Any, cache: dict[Any, Any] | None
 ) -> list[Any]:
-    """``dy/d(Re x)`` (and ``dy/d(Im x)`` for complex ``x``) as ``Estimate``s, shared through
-    ``cache``; each is one scalar finite difference (cheaper than a 1-column Jacobian).
-    """
+    """The engine's scalar partials of ``g`` at the number ``x`` (``number_partials``), shared
+    through ``cache`` by ``test_scalar``'s two testers."""
     key = ("scalar", fdm, type(x), np.asarray(x).dtype.str, np.asarray(x).tobytes())
     found = None if cache is None else cache.get(key)
     if found is not None:
         return list(found)
-    out = [fdm.estimate(lambda t: g(_like(x, t, None)), np.asarray(x).real[()])]
-    if isinstance(x, complex | np.complexfloating):
-        re = np.asarray(x).real[()]
-        out.append(fdm.estimate(lambda t: g(_like(x, re, t)), np.asarray(x).imag[()]))
+    out = number_partials(fdm, g, x)
     if cache is not None:
         cache[key] = tuple(out)
     return out
-
-
-def _like(x: Any, re: Any, im: Any) -> Any:
-    """A number of ``x``'s type with real part ``re`` (and imaginary part ``im``)."""
-    if isinstance(x, complex | np.complexfloating):
-        z = complex(float(re), float(np.asarray(x).imag if im is None else im))
-        return type(x)(z)
-    return type(x)(re)
-
-
-def _scalar_jvp(fdm: Any, g: Callable[..., Any], x: Any, dot: Any, cache: Any) -> Any:
-
-    dot = unthunk(dot)
-    parts = _scalar_partials(fdm, g, x, cache)
-    numeric = isinstance(dot, int | float | complex | np.number) and not isinstance(dot, bool)
-    comps = [np.real(dot), np.imag(dot)] if numeric else [0.0, 0.0]
-    value: Any = 0.0
-    error: Any = 0.0
-    for est, c in zip(parts, comps, strict=False):
-        value = value + np.asarray(est.value) * c
-        error = error + np.abs(np.asarray(est.error)) * abs(c)
-    return Estimate(value, error, None)
-
-
-def _scalar_vjp(fdm: Any, g: Callable[..., Any], x: Any, ybar: Any, cache: Any) -> Any:
-
-    parts = _scalar_partials(fdm, g, x, cache)
-    yb = np.asarray(ybar)
-    comps = [float(np.sum((np.conj(yb) * np.asarray(e.value)).real)) for e in parts]
-    errs = [float(np.sum(np.abs(yb) * np.abs(np.asarray(e.error)))) for e in parts]
-    if len(comps) == 2:
-        return Estimate(complex(comps[0], comps[1]), float(np.hypot(errs[0], errs[1])), None)
-    return Estimate(comps[0], errs[0], None)
 
 
 def dense_jvp(
@@ -422,9 +346,11 @@ def dense_jvp(
 ) -> Any:
     """``J @ xdot`` from the numerical Jacobian of ``g`` at ``xs``, as an ``Estimate``."""
 
-    if _scalar_fast_path(xs, y):
-        return _scalar_jvp(fdm, g, xs[0], dots[0], cache)
+    if takes_a_number(xs, y):
+        return number_jvp(fdm, g, xs[0], unthunk(dots[0]), _scalar_partials(fdm, g, xs[0], cache))
 
+    if cache is None:  # blockwise, skipping coordinates whose tangent is zero
+        return engine_jvp(fdm, g, xs, dots)
     yv, yback = to_vec(y, path="output")
     total = np.zeros(yv.size)
     error = np.zeros(yv.size)
@@ -449,9 +375,11 @@ def dense_vjp(
     """``J^T ybar`` per argument from the numerical Jacobian, as ``Estimate``s."""
 
     ybar = unthunk(ybar)
-    if _scalar_fast_path(xs, y) and not isinstance(ybar, AbstractZero):
-        return [_scalar_vjp(fdm, g, xs[0], ybar, cache)]
+    if takes_a_number(xs, y) and not isinstance(ybar, AbstractZero):
+        return [number_vjp(fdm, g, xs[0], ybar, _scalar_partials(fdm, g, xs[0], cache))]
 
+    if cache is None:  # blockwise: the Jacobian is never held
+        return [Estimate(e.value, e.error, None) for e in engine_vjp(fdm, g, ybar, *xs)]
     _, yback = to_vec(y, path="output")
     yb = yback.tangent_vec(ybar, "ybar")
     weight = np.abs(yb)

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from rruletest import NoTangent, ZeroTangent
-from rruletest.interop import InteropError
+from rruletest import NoTangent, ZeroTangent, with_tangent
+from rruletest.interop import InteropError, NoRuleError
 from rruletest.interop import autograd as rautograd
 
 from ._numeric import (
@@ -86,16 +86,18 @@ def test_vjp_is_called_on_every_pullback_call() -> None:
     np.testing.assert_allclose(second, 2 * first)
 
 
-def test_argument_without_a_vjp_maker_gets_notangent() -> None:
+def test_argument_without_a_vjp_maker_is_no_rule_not_notangent(testers: Any) -> None:
     @extend.primitive
     def shift(x: Any, s: Any) -> Any:
         return x + s
 
     extend.defvjp(shift, lambda ans, x, s: lambda g: g)
     f = rautograd.from_primitive(shift)
-    _, xbar, sbar = f.rrule(f, X, 0.5)[1](np.ones_like(X))
-    np.testing.assert_array_equal(xbar, np.ones_like(X))
-    assert sbar == NoTangent()
+    with pytest.raises(NoRuleError, match=r"^no rule for args\[1\]: .* of shift") as info:
+        f.rrule(f, X, 0.5)[1](np.ones_like(X))
+    assert (info.value.path, info.value.function) == ("args[1]", "shift")
+    with pytest.raises(AssertionError, match=r"raised NoRuleError: no rule for args\[1\]"):
+        testers.test_rrule(f, X, 0.5, rrule_f=f.rrule, rng=0)
     with pytest.raises(InteropError, match="has no JVP"):
         f.frule((NoTangent(), X, 0.1), f, X, 0.5)
 
@@ -231,3 +233,159 @@ def test_tuple_arguments_are_differentiated() -> None:
     np.testing.assert_allclose(xbar, np.full(4, 2.0))
     _, ydot = f.frule((NoTangent(), (1.0, ZeroTangent()), None), f, p, x)
     np.testing.assert_allclose(ydot, x)
+
+
+# -- what autograd gives users, reported as the framework's -------------------------------------
+
+
+def test_sparse_cotangents_of_indexing_are_made_dense() -> None:
+    """autograd's indexing VJP returns a ``SparseObject``; it reaches the tester as the dense
+    array it stands for, repeated indices summed."""
+    getitem = rautograd.from_primitive(anp.numpy_boxes.ArrayBox.__getitem__, name="getitem")
+    x = np.linspace(0.5, 2.0, 4)
+    idx = np.array([0, 2, 0])
+    _, pullback = getitem.rrule(getitem, x, idx)
+    (_, xbar, ibar) = pullback(np.array([1.0, 2.0, 3.0]))
+    assert (type(xbar), xbar.dtype, ibar) == (np.ndarray, np.float64, NoTangent())
+    np.testing.assert_array_equal(xbar, [4.0, 0.0, 2.0, 0.0])
+    assert getitem.test_rrule(x, idx, rng=0).worst_rel_err < 1e-9
+    assert getitem.test_rrule(x, slice(1, 3), rng=0).worst_rel_err < 1e-9
+
+
+def test_float32_promoted_by_autograds_mean_is_shown_not_hidden(testers: Any) -> None:
+    """``autograd.grad(np.mean)`` gives a float64 gradient for a float32 input: the user gets
+    it, so the tester sees it (one ``make_vjp`` per argument, as ``autograd.grad`` runs)."""
+    x = np.array([0.3, 0.7, 1.2], np.float32)
+    vjp, _ = autograd.make_vjp(anp.mean)(x)
+    assert vjp(np.float32(1.0)).dtype == np.float64  # what a user gets
+    for fn in (anp.mean, anp.var):
+        f = rautograd.from_function(fn)
+        with pytest.raises(AssertionError) as info:
+            f.test_rrule(x, rng=0)
+        assert "[type] args[0]: dtype float64 for a float32 primal" in str(info.value)
+        assert "[numeric]" not in str(info.value)
+
+
+def test_a_wrong_shape_is_reported_as_the_rules_not_raised() -> None:
+    """Differentiating all arguments at once made autograd add a (3, 2) cotangent into a
+    (1, 2) slot and raise; one argument at a time, the wrong shape comes back as it is."""
+    f = rautograd.from_function(make_scaled_sin(vjp_w=lambda ans, x, w: lambda g: g * np.sin(x)))
+    _, _, wbar = f.rrule(f, X, W)[1](np.ones_like(X))
+    assert wbar.shape == (3, 2)
+    with pytest.raises(AssertionError, match=r"\[type\] args\[1\]: shape \(3, 2\)"):
+        f.test_rrule(X, W, rng=0)
+
+
+def test_no_vjp_for_an_argument_is_reported_as_no_rule(testers: Any) -> None:
+    """``np.clip`` has a VJP for ``x`` only: the pullback says "no rule for args[1]" (it read
+    ``NoTangent()`` before, so the report compared that with the derivative)."""
+    x = np.array([-0.5, 0.2, 0.9, 1.7])
+    for f in (rautograd.from_primitive(anp.clip), rautograd.from_function(anp.clip)):
+        with pytest.raises(AssertionError) as info:
+            testers.test_rrule(f, x, 0.0, 1.0, rrule_f=f.rrule, rng=0)
+        message = str(info.value)
+        assert "raised NoRuleError: no rule for args[1]: the framework has no derivative of " in (
+            message
+        )
+        assert "NoTangent()" in message  # the way out is named
+        assert "actual" not in message
+
+
+def test_the_rules_own_nondiff_arguments_reach_the_tester() -> None:
+    """The adapter's ``test_rrule`` passes ``a_min``, ``a_max`` (no VJP) as not differentiated
+    and says why; ``with_tangent(x, NoTangent())`` there reaches autograd too."""
+    x = np.array([-0.5, 0.2, 0.9, 1.7])
+    for f in (rautograd.from_primitive(anp.clip), rautograd.from_function(anp.clip)):
+        report = f.test_rrule(x, 0.0, 1.0, rng=0)
+        assert report.not_checked == ("args[1]", "args[2]")
+        assert any(
+            n.startswith("args[1]: not differentiated by the rule (the framework has no")
+            for n in report.notes
+        )
+    g = rautograd.from_function(lambda x, s: anp.sin(x) * s)
+    report = g.test_rrule(x, with_tangent(2.0, NoTangent()), rng=0)
+    assert report.not_checked == ("args[1]",)
+
+
+def test_a_function_with_no_rule_at_all_fails() -> None:
+    x = np.array([0.3, 0.7], np.float64)
+    with pytest.raises(AssertionError, match=r"no rule for args\[0\].*cbrt"):
+        rautograd.from_function(anp.cbrt).test_rrule(x, rng=0)
+    with pytest.raises(AssertionError, match=r"no rule for args\[0\]"):
+        rautograd.from_function(anp.linalg.eigh).test_frule(np.eye(2) * 2.0, rng=0)
+
+
+def test_domain_keeps_the_finite_differences_inside(testers: Any) -> None:
+    x = np.array([1e-7, 2.0])
+    inside = rautograd.from_primitive(anp.log, domain="(0, inf)")
+    for report in (
+        inside.test_rrule(x, rng=0),
+        testers.test_rrule(inside, x, rrule_f=inside.rrule),
+    ):
+        assert any("max_range=9e-08" in n for n in report.notes)
+    plain = rautograd.from_primitive(anp.log)
+    assert any("max_range=inf" in n for n in plain.test_rrule(x, rng=0).notes)
+
+
+def test_test_rrule_returns_the_report(testers: Any) -> None:
+    f = rautograd.from_primitive(make_scaled_sin())
+    report = f.test_rrule(X, W, rng=0)
+    same = testers.test_rrule(f, X, W, rrule_f=f.rrule, rng=0)
+    assert (report.tester, report.function, report.pullback_calls) == (
+        "test_rrule",
+        "scaled_sin",
+        4,
+    )
+    assert (report.worst_rel_err, report.seed) == (same.worst_rel_err, same.seed)
+    assert f.test_frule(X, W, rng=0).tester == "test_frule"
+
+
+# -- the two wrong rules found in autograd's numpy VJPs -----------------------------------------
+
+
+def _worst(actual: Any, expected: Any) -> str:
+    """How the report names the worst element: ``max abs diff 4.6 at [1, 0]``."""
+    diff = np.abs(actual - expected)
+    at = np.unravel_index(int(np.argmax(diff)), diff.shape)
+    return f"max abs diff {float(diff[at]):.3g} at [{', '.join(str(int(i)) for i in at)}]"
+
+
+@pytest.mark.parametrize(
+    ("fn", "args", "kwargs", "right"),
+    [
+        pytest.param(
+            anp.repeat,
+            (2,),
+            {"axis": -1},
+            lambda g: g.reshape(2, 3, 2).sum(-1),
+            id="repeat-axis-1",
+        ),
+        pytest.param(anp.tile, (2,), {}, lambda g: g.reshape(2, 2, 3).sum(1), id="tile"),
+    ],
+)
+def test_autograds_wrong_repeat_and_tile_rules_are_caught(
+    fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], right: Any
+) -> None:
+    x = np.arange(1.0, 7.0).reshape(2, 3) / 4
+    f = rautograd.from_primitive(fn)
+    y = f(x, *args, **kwargs)
+    ybar = np.random.default_rng(3).uniform(-2, 2, y.shape).round(2)
+    actual = f.rrule(f, x, *args, **kwargs)[1](ybar)[1]
+    with pytest.raises(AssertionError) as info:
+        f.test_rrule(x, *args, fkwargs=kwargs, output_tangent=ybar, rng=0)
+    message = str(info.value)
+    call = ", ".join(
+        ["float64[2, 3]", *map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())]
+    )
+    assert message.startswith(f"test_rrule({fn.__name__}, {call}) failed")
+    assert "[numeric] args[0]: the cotangent differs from the numerical vjp" in message
+    assert _worst(actual, right(ybar)) in message
+    assert "[numeric] args[1]" not in message
+
+
+def test_no_jvp_for_an_argument_is_no_rule_in_forward_mode_too(testers: Any) -> None:
+    x = np.array([-0.5, 0.2, 0.9, 1.7])
+    for f in (rautograd.from_primitive(anp.clip), rautograd.from_function(anp.clip)):
+        with pytest.raises(AssertionError, match=r"raised NoRuleError: no rule for args\[1\]"):
+            testers.test_frule(f, x, 0.0, 1.0, frule_f=f.frule, rng=0)
+        assert f.test_frule(x, 0.0, 1.0, rng=0).not_checked == ("args[1]", "args[2]")

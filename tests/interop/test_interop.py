@@ -12,7 +12,8 @@ import pytest
 import rruletest.interop as interop
 from rruletest import NoTangent, Tangent, Thunk, ZeroTangent
 from rruletest.interop import FrameworkNotInstalledError, InteropError
-from rruletest.interop._base import Adapted, as_cotangent, conj_leaf, cotangent_leaves, leaf_out
+from rruletest.interop._base import Adapted
+from rruletest.interop._convert import as_cotangent, conj_leaf, cotangent_leaves, leaf_out
 
 
 def test_importing_the_adapters_imports_no_framework() -> None:

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import functools
+import os
+import subprocess
+import sys
+import textwrap
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from rruletest import NoTangent, Tangent, ZeroTangent
+from rruletest import NoTangent, Tangent, ZeroTangent, with_tangent
 from rruletest.interop import InteropError
 from rruletest.interop import jax as rjax
 
@@ -129,30 +134,72 @@ def test_custom_vjp_has_no_frule() -> None:
 # -- 64-bit mode -------------------------------------------------------------------------------
 
 
-def test_float64_is_never_downcast_and_the_mode_is_scoped() -> None:
-    before = jax.config.jax_enable_x64
+def test_float64_is_never_downcast_and_the_mode_is_set_once() -> None:
     f = rjax.from_function(lambda x: jnp.sin(x) * 2.0)
+    assert jax.config.jax_enable_x64
     assert f(X).dtype == np.float64
     assert f(X.astype(np.float32)).dtype == np.float32
     assert f(np.complex128(1j)).dtype == np.complex128
-    assert jax.config.jax_enable_x64 == before
     (xbar,) = f.rrule(f, X)[1](np.ones_like(X))[1:]
     assert xbar.dtype == np.float64
     close(xbar, 2 * np.cos(X))
-
-
-def test_x64_false_refuses_float64() -> None:
-    f = rjax.from_function(jnp.sin, x64=False)
-    with pytest.raises(rjax.PrecisionError, match=r"args\[0\] from float64 into float32"):
-        f(X)
-    assert f(X.astype(np.float32)).dtype == np.float32
+    assert jax.config.jax_enable_x64
     with pytest.raises(InteropError, match="x64='yes'"):
         rjax.from_function(jnp.sin, x64="yes")  # type: ignore[arg-type]
 
 
-def test_x64_true_keeps_float32_inputs_float32() -> None:
-    f = rjax.from_function(jnp.sin, x64=True)
-    assert f(X.astype(np.float32)).dtype == np.float32
+def run_fresh(code: str) -> str:
+    """``code`` run in a new interpreter (jax's mode is the process's), its standard output."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_x64_false_leaves_the_mode_alone_and_refuses_to_downcast() -> None:
+    out = run_fresh(
+        """
+        import numpy as np, jax.numpy as jnp, jax
+        from rruletest.interop import jax as rjax
+        f = rjax.from_function(jnp.sin, x64=False)
+        print(f(np.ones(2, np.float32)).dtype, jax.config.jax_enable_x64)
+        for args in [(np.ones(2),), (np.arange(4.0, dtype=np.float32), np.array([2**40]))]:
+            g = f if len(args) == 1 else rjax.from_function(lambda x, i: x[i], x64=False)
+            try:
+                g(*args)
+            except rjax.PrecisionError as exc:
+                print(exc)
+        """
+    )
+    assert out.splitlines()[0] == "float32 False"
+    assert "jax would turn args[0] from float64 into float32 with jax's 64-bit mode off" in out
+    assert "args[1] from int64 into int32" in out
+
+
+def test_results_do_not_depend_on_test_order() -> None:
+    """A float32 ``owens_t`` failed after a float64 one when the mode was switched per call."""
+    code = """
+        import numpy as np
+        from jax.scipy.special import owens_t
+        from rruletest.interop import jax as rjax
+        f = rjax.from_function(owens_t)
+        h, a = np.array([0.3, 1.2]), np.array([0.5, 2.0])
+        for dtype in {order}:
+            r = f.test_rrule(h.astype(dtype), a.astype(dtype), rng=0)
+            print(dtype, r.worst_rel_err < 1e-2)
+        """
+    first = run_fresh(code.format(order="('float64', 'float32')"))
+    second = run_fresh(code.format(order="('float32', 'float64')"))
+    assert sorted(first.splitlines()) == sorted(second.splitlines())
+    assert sorted(first.splitlines()) == ["float32 True", "float64 True"]
 
 
 # -- complex numbers ---------------------------------------------------------------------------
@@ -349,13 +396,6 @@ def test_wrong_custom_jvp_fails_test_frule(testers: Any) -> None:
         rjax.from_custom_jvp(make_softplus(wrong_sign=True)).test_frule(X, rng=0)
 
 
-def test_integer_arguments_may_narrow_only_without_changing_values() -> None:
-    f = rjax.from_function(lambda x, i: x[i], x64=False)
-    np.testing.assert_array_equal(f(np.arange(4.0, dtype=np.float32), np.array([3, 1])), [3, 1])
-    with pytest.raises(rjax.PrecisionError, match=r"args\[1\] from int64 into int32"):
-        f(np.arange(4.0, dtype=np.float32), np.array([2**40]))
-
-
 def test_tuple_and_dict_arguments_are_differentiated_as_pytrees() -> None:
     def affine(p: Any, x: Any) -> Any:
         return p["a"] * x + p["b"][0]
@@ -372,3 +412,75 @@ def test_tuple_and_dict_arguments_are_differentiated_as_pytrees() -> None:
     dp = Tangent(dict, {"a": np.float64(1.0)})  # b's tangent missing: zero
     _, ydot = f.frule((NoTangent(), dp, ZeroTangent()), f, p, x)
     np.testing.assert_allclose(ydot, x)
+
+
+# -- the framework's rule, reported as the framework's -----------------------------------------
+
+
+def test_custom_jvp_rules_get_default_arguments_filled_in() -> None:
+    """``log_ndtr(x, series_order=3)`` is a ``custom_jvp`` with ``nondiff_argnums=(1,)``: its
+    rule needs the default too (it raised IndexError before)."""
+    f = rjax.from_custom_jvp(jax.scipy.special.log_ndtr)
+    x = np.array([-3.0, -0.5, 0.7, 4.0])
+    assert f.test_frule(x, rng=0).worst_rel_err < 1e-8
+    assert f.test_frule(x, 5, rng=0).not_checked == ("args[1]",)
+    assert f.test_frule(x, fkwargs={"series_order": 5}, rng=0).worst_rel_err < 1e-8
+    _, ydot = f.frule((NoTangent(), np.ones(4)), f, x)
+    close(ydot, numeric_jvp(f, (x,), (np.ones(4),)))
+    assert rjax.all_positional(lambda a, b=2, c=None: a, (1,), {"c": 3}) == (1, 2, 3)
+    assert rjax.all_positional(lambda *a: a, (1,), {}) is None
+
+
+def make_scale() -> Any:
+    """``x * s`` with a custom_vjp that does not differentiate the float ``s``."""
+
+    @partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def scale(x: Any, s: Any) -> Any:
+        return x * s
+
+    scale.defvjp(lambda x, s: (x * s, None), lambda s, res, g: (g * s,))
+    return scale
+
+
+def test_custom_vjp_nondiff_argnums_reach_the_tester(testers: Any) -> None:
+    f = rjax.from_custom_vjp(make_scale())
+    with pytest.raises(AssertionError, match=r"\[numeric\] args\[1\]"):
+        testers.test_rrule(f, X, 2.0, rrule_f=f.rrule, rng=0)
+    report = f.test_rrule(X, 2.0, rng=0)
+    assert report.not_checked == ("args[1]",)
+    assert "args[1]: not differentiated by the rule (in the adapter's nondiff_argnums)" in (
+        report.notes
+    )
+    assert f.test_rrule(X, with_tangent(2.0, NoTangent()), rng=0).not_checked == ("args[1]",)
+
+
+def test_a_gradient_jax_does_not_support_is_no_rule(testers: Any) -> None:
+    """jax differentiates ``betainc(a, b, x)`` in ``x`` only ("not supported" for a and b)."""
+    f = rjax.from_function(jax.scipy.special.betainc)
+    a, b, x = np.array([2.0, 3.0]), np.array([3.0, 1.5]), np.array([0.4, 0.7])
+    with pytest.raises(AssertionError) as info:
+        testers.test_rrule(f, a, b, x, rrule_f=f.rrule, rng=0)
+    assert (
+        "raised NoRuleError: no rule for args[0]: the framework has no derivative of betainc"
+        in (str(info.value))
+    )
+    assert "not supported" in str(info.value)
+    report = f.test_rrule(a, b, x, rng=0)
+    assert report.not_checked == ("args[0]", "args[1]")
+    report = f.test_rrule(with_tangent(a, NoTangent()), with_tangent(b, NoTangent()), x, rng=0)
+    assert report.notes == tuple(n for n in report.notes if "not differentiated by" not in n)
+
+
+def test_test_rrule_returns_the_report(testers: Any) -> None:
+    f = rjax.from_custom_vjp(make_scaled_sin())
+    report = f.test_rrule(X, W, rng=0)
+    assert (report.tester, report.function) == ("test_rrule", "scaled_sin")
+    assert report.worst_rel_err == testers.test_rrule(f, X, W, rrule_f=f.rrule, rng=0).worst_rel_err
+
+
+def test_a_forward_derivative_jax_does_not_support_is_no_rule(testers: Any) -> None:
+    f = rjax.from_function(jax.scipy.special.betainc)
+    a, b, x = np.array([2.0, 3.0]), np.array([3.0, 1.5]), np.array([0.4, 0.7])
+    with pytest.raises(AssertionError, match=r"raised NoRuleError: no rule for args\[0\]"):
+        testers.test_frule(f, a, b, x, frule_f=f.frule, rng=0)
+    assert f.test_frule(a, b, x, rng=0).not_checked == ("args[0]", "args[1]")

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from rruletest import NoTangent, Tangent, Thunk, ZeroTangent
-from rruletest.interop import InteropError
+from rruletest import NoTangent, Tangent, Thunk, ZeroTangent, with_tangent
+from rruletest.interop import InteropError, MissingRuleError
 from rruletest.interop import torch as rtorch
 
 from ._numeric import (
@@ -471,3 +471,106 @@ def test_gradients_for_tensors_that_do_not_require_grad_are_discarded() -> None:
     assert nbar == NoTangent()
     g = rtorch.from_function(IgnoresNeedsInputGrad, nondiff_argnums=[1])
     assert g.rrule(g, np.ones(2), np.array([2.0, 3.0]))[1](np.ones(2))[2] == NoTangent()
+
+
+# -- the framework's rule, reported as the framework's -----------------------------------------
+
+
+class NeedsGrad(ScaledSin):
+    """``ScaledSin`` that computes only the gradients ``ctx.needs_input_grad`` asks for."""
+
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        x, w = ctx.saved_tensors
+        NeedsGrad.asked = ctx.needs_input_grad
+        gx = g * torch.cos(x) * w if ctx.needs_input_grad[0] else None
+        gw = (g * torch.sin(x)).sum(0, keepdim=True) if ctx.needs_input_grad[1] else None
+        return gx, gw
+
+
+def test_with_tangent_notangent_reaches_the_function(testers: Any) -> None:
+    """Marked once in the test, ``w`` does not require grad in the rule either."""
+    f = rtorch.from_function(ScaledSin)
+    with pytest.raises(AssertionError, match=r"\[notangent\] args\[1\]"):
+        testers.test_rrule(f, X, with_tangent(W, NoTangent()), rrule_f=f.rrule, rng=0)
+    report = rtorch.from_function(NeedsGrad).test_rrule(X, with_tangent(W, NoTangent()), rng=0)
+    assert NeedsGrad.asked == (True, False)
+    assert report.not_checked == ("args[1]",)
+
+
+def test_nondiff_argnums_reach_the_tester(testers: Any) -> None:
+    """Declared once on the adapter, ``w`` is not compared with its derivative."""
+    f = rtorch.from_function(ScaledSin, nondiff_argnums=[1])
+    with pytest.raises(AssertionError, match=r"\[numeric\] args\[1\]"):
+        testers.test_rrule(f, X, W, rrule_f=f.rrule, rng=0)
+    report = f.test_rrule(X, W, rng=0)
+    assert report.not_checked == ("args[1]",)
+    assert "args[1]: not differentiated by the rule (in the adapter's nondiff_argnums)" in (
+        report.notes
+    )
+    with pytest.raises(InteropError, match=r"args\[1\] is given a tangent, but the rule does not"):
+        f.test_frule(X, with_tangent(W, np.ones_like(W)), rng=0)
+
+
+def test_the_engines_missing_derivative_is_no_rule(testers: Any) -> None:
+    """torch has no derivative of ``zeta`` in its first argument."""
+    f = rtorch.from_callable(torch.special.zeta)
+    x, q = np.array([2.5, 3.0]), np.array([1.5, 2.0])
+    with pytest.raises(AssertionError) as info:
+        testers.test_rrule(f, x, q, rrule_f=f.rrule, rng=0)
+    assert (
+        "raised NoRuleError: no rule for args[0]: the framework has no derivative of special_zeta "
+        "with respect to args[0] (NotImplementedError: the derivative for 'zeta' is not "
+        "implemented.)"
+    ) in str(info.value)
+    report = f.test_rrule(x, q, rng=0)
+    assert report.not_checked == ("args[0]",)
+    assert report.worst_rel_err < 1e-6
+
+
+def test_test_rrule_returns_the_report(testers: Any) -> None:
+    f = rtorch.from_function(ScaledSin)
+    report = f.test_rrule(X, W, rng=0)
+    assert (report.tester, report.function) == ("test_rrule", "ScaledSin")
+    assert report.worst_rel_err == testers.test_rrule(f, X, W, rrule_f=f.rrule, rng=0).worst_rel_err
+    assert f.test_frule(X, W, rng=0).tester == "test_frule"
+
+
+def test_a_missing_forward_derivative_is_no_rule(testers: Any) -> None:
+    """torch's forward mode has no rule for ``zeta`` at all: a failure, never a pass."""
+    f = rtorch.from_callable(torch.special.zeta)
+    x, q = np.array([2.5, 3.0]), np.array([1.5, 2.0])
+    for run in (
+        lambda: testers.test_frule(f, x, q, frule_f=f.frule, rng=0),
+        lambda: f.test_frule(x, q, rng=0),
+    ):
+        with pytest.raises(AssertionError) as info:
+            run()
+        assert "raised NoRuleError: no rule for args[0]" in str(info.value)
+        assert "Trying to use forward AD with special_zeta" in str(info.value)
+
+
+class SinNoJvp(Function):
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return torch.sin(x)
+
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        (x,) = ctx.saved_tensors
+        return g * torch.cos(x)
+
+
+def test_a_function_without_jvp_has_no_frule_for_the_cross_check() -> None:
+    """No ``jvp``: the frule raises ``MissingRuleError``, an ``InteropError`` that is also a
+    ``NotImplementedError``, so the frule/rrule cross-check reads "no frule", not a failure."""
+    f = rtorch.from_function(SinNoJvp)
+    x = np.array([0.1, 0.2])
+    with pytest.raises(MissingRuleError, match="defines no jvp staticmethod") as info:
+        f.frule((NoTangent(), x), f, x)
+    assert isinstance(info.value, InteropError)
+    assert isinstance(info.value, NotImplementedError)
+    assert not f.has_frule
+    report = f.test_rrule(x, rng=0)
+    assert "frule/rrule cross-check: not run (there is no frule for f)" in report.notes

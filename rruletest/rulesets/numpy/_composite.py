@@ -31,6 +31,7 @@ from rruletest.rulesets.numpy._common import (
     reduction_axes,
     sample,
 )
+from rruletest.rulesets.numpy._signatures import along_last_axis
 
 __all__ = ["logsumexp", "softmax"]
 
@@ -97,9 +98,14 @@ def _examples(*, with_keepdims: bool) -> list[tuple[Any, ...]]:
 
 _LSE = ("axis", "keepdims")
 _SOFTMAX = ("axis",)
+#: Along the last axis these act on every row independently (see ``_signatures``).
+_LSE_SIG = along_last_axis("(n)->()", axis_at=1, keepdims_at=2)
+_SOFTMAX_SIG = along_last_axis("(n)->(n)", axis_at=1, axis_default=-1)
 
 
-@register_rrule(logsumexp, domain=_DOMAIN, examples=_examples(with_keepdims=True))
+@register_rrule(
+    logsumexp, domain=_DOMAIN, examples=_examples(with_keepdims=True), signature=_LSE_SIG
+)
 def _logsumexp_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     """``xbar = ybar * softmax(x)`` over the reduced axes (``exp(x - y)``)."""
     res = evaluate(logsumexp, x, rest, kwargs, _LSE, {"keepdims": False})
@@ -115,7 +121,9 @@ def _logsumexp_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | Non
     return y, first_arg_pullback((x, *rest), xbar_of)
 
 
-@register_frule(logsumexp, domain=_DOMAIN, examples=_examples(with_keepdims=True))
+@register_frule(
+    logsumexp, domain=_DOMAIN, examples=_examples(with_keepdims=True), signature=_LSE_SIG
+)
 def _logsumexp_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -> Any:
     """``ydot = sum(softmax(x) * xdot)`` over the reduced axes."""
     res = evaluate(logsumexp, x, rest, kwargs, _LSE, {"keepdims": False})
@@ -131,7 +139,9 @@ def _logsumexp_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any)
     return y, pushforward(y, x, tangents[1], ydot_of)
 
 
-@register_rrule(softmax, domain=_DOMAIN, examples=_examples(with_keepdims=False))
+@register_rrule(
+    softmax, domain=_DOMAIN, examples=_examples(with_keepdims=False), signature=_SOFTMAX_SIG
+)
 def _softmax_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     """``xbar = y * (ybar - sum(ybar * y))`` along ``axis``."""
     res = evaluate(softmax, x, rest, kwargs, _SOFTMAX, {"axis": -1})
@@ -147,7 +157,9 @@ def _softmax_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     return y, first_arg_pullback((x, *rest), xbar_of)
 
 
-@register_frule(softmax, domain=_DOMAIN, examples=_examples(with_keepdims=False))
+@register_frule(
+    softmax, domain=_DOMAIN, examples=_examples(with_keepdims=False), signature=_SOFTMAX_SIG
+)
 def _softmax_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -> Any:
     """``ydot = y * (xdot - sum(y * xdot))`` along ``axis``."""
     res = evaluate(softmax, x, rest, kwargs, _SOFTMAX, {"axis": -1})

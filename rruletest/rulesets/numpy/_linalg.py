@@ -46,6 +46,7 @@ from rruletest.rulesets.numpy._common import (
     sample,
     whole_call_predicate,
 )
+from rruletest.rulesets.numpy._signatures import on_trailing_matrices
 from rruletest.tangents import NO_TANGENT, ZERO_TANGENT
 
 __all__: list[str] = []
@@ -71,6 +72,9 @@ def _avoid_ill_conditioned(a: Any, *rest: Any, **kwargs: Any) -> bool:
 
 _DOMAIN = Domain((REALS,), complex=True)
 _SQUARE_DOMAIN = Domain((REALS,), complex=True, avoid=_avoid_ill_conditioned)
+#: Stacks of matrices: each on its own.
+_DET_SIG = on_trailing_matrices("(n,n)->()")
+_INV_SIG = on_trailing_matrices("(n,n)->(n,n)")
 
 
 def _h(a: Any) -> Any:
@@ -100,7 +104,9 @@ def _square_examples() -> list[tuple[Any, ...]]:
 # -- inv ----------------------------------------------------------------------------------
 
 
-@register_rrule(np.linalg.inv, domain=_SQUARE_DOMAIN, examples=_square_examples())
+@register_rrule(
+    np.linalg.inv, domain=_SQUARE_DOMAIN, examples=_square_examples(), signature=_INV_SIG
+)
 def _inv_rrule(a: Any) -> tuple[Any, Any] | None:
     """``Abar = -Y^H @ Ybar @ Y^H``."""
     y = np.linalg.inv(a)
@@ -114,7 +120,9 @@ def _inv_rrule(a: Any) -> tuple[Any, Any] | None:
     return y, first_arg_pullback((a,), xbar_of)
 
 
-@register_frule(np.linalg.inv, domain=_SQUARE_DOMAIN, examples=_square_examples())
+@register_frule(
+    np.linalg.inv, domain=_SQUARE_DOMAIN, examples=_square_examples(), signature=_INV_SIG
+)
 def _inv_frule(tangents: Sequence[Any], a: Any) -> Any:
     """``Ydot = -Y @ Adot @ Y``."""
     y = np.linalg.inv(a)
@@ -126,7 +134,9 @@ def _inv_frule(tangents: Sequence[Any], a: Any) -> Any:
 # -- det ----------------------------------------------------------------------------------
 
 
-@register_rrule(np.linalg.det, domain=_SQUARE_DOMAIN, examples=_square_examples())
+@register_rrule(
+    np.linalg.det, domain=_SQUARE_DOMAIN, examples=_square_examples(), signature=_DET_SIG
+)
 def _det_rrule(a: Any) -> tuple[Any, Any] | None:
     """``Abar = ybar * conj(det(A)) * inv(A)^H``."""
     y = np.linalg.det(a)
@@ -140,7 +150,9 @@ def _det_rrule(a: Any) -> tuple[Any, Any] | None:
     return y, first_arg_pullback((a,), xbar_of)
 
 
-@register_frule(np.linalg.det, domain=_SQUARE_DOMAIN, examples=_square_examples())
+@register_frule(
+    np.linalg.det, domain=_SQUARE_DOMAIN, examples=_square_examples(), signature=_DET_SIG
+)
 def _det_frule(tangents: Sequence[Any], a: Any) -> Any:
     """``ydot = det(A) * trace(inv(A) @ Adot)``."""
     y = np.linalg.det(a)

@@ -54,6 +54,7 @@ from rruletest.rulesets.numpy._common import (
     sample_avoiding,
     whole_call_predicate,
 )
+from rruletest.rulesets.numpy._signatures import along_last_axis
 
 __all__: list[str] = []
 
@@ -187,6 +188,14 @@ def _avoid_kinks(x: Any, *rest: Any, **kwargs: Any) -> bool:
 _DOMAIN = Domain((REALS,), complex=True, avoid=_avoid_kinks)
 
 
+#: The vector 2-norm along the last axis acts on every row independently.
+def _two_norm(x: Any, *rest: Any, **kwargs: Any) -> bool:
+    return (rest[0] if rest else kwargs.get("ord")) is None
+
+
+_SIG = along_last_axis("(n)->()", axis_at=2, keepdims_at=3, only_if=_two_norm)
+
+
 def _examples() -> list[tuple[Any, ...]]:
     rng = examples_rng()
     return [
@@ -214,7 +223,7 @@ def _examples() -> list[tuple[Any, ...]]:
     ]
 
 
-@register_rrule(np.linalg.norm, domain=_DOMAIN, examples=_examples())
+@register_rrule(np.linalg.norm, domain=_DOMAIN, examples=_examples(), signature=_SIG)
 def _norm_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     """``xbar = ybar * G`` (see the module docstring for ``G``)."""
     res = evaluate(np.linalg.norm, x, rest, kwargs, _NAMES, {"keepdims": False})
@@ -231,7 +240,7 @@ def _norm_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     return y, first_arg_pullback((x, *rest), xbar_of)
 
 
-@register_frule(np.linalg.norm, domain=_DOMAIN, examples=_examples())
+@register_frule(np.linalg.norm, domain=_DOMAIN, examples=_examples(), signature=_SIG)
 def _norm_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -> Any:
     """``ydot = sum(Re(conj(G) * xdot))`` over the reduced axes."""
     res = evaluate(np.linalg.norm, x, rest, kwargs, _NAMES, {"keepdims": False})

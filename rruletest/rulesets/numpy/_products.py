@@ -34,11 +34,14 @@ from rruletest.rulesets.numpy._common import (
     pullback_over,
     sample,
 )
+from rruletest.rulesets.numpy._signatures import on_trailing_matrices
 from rruletest.tangents import NO_TANGENT, ZERO_TANGENT
 
 __all__: list[str] = []
 
 _DOMAIN = Domain((REALS,), complex=True)
+#: matmul is a gufunc: each matrix of a stack on its own.
+_MATMUL_SIG = on_trailing_matrices("(m,k),(k,n)->(m,n)")
 
 
 def _evaluate(product: Any, a: Any, b: Any, kwargs: dict[str, Any]) -> Any:
@@ -81,7 +84,7 @@ def _matmul_examples() -> list[tuple[Any, ...]]:
     ]
 
 
-@register_rrule(np.matmul, domain=_DOMAIN, examples=_matmul_examples())
+@register_rrule(np.matmul, domain=_DOMAIN, examples=_matmul_examples(), signature=_MATMUL_SIG)
 def _matmul_rrule(a: Any, b: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     """``abar = ybar @ conj(b)^T``, ``bbar = conj(a)^T @ ybar``, batch dims unbroadcast."""
     y = _evaluate(np.matmul, a, b, kwargs)
@@ -107,7 +110,7 @@ def _matmul_rrule(a: Any, b: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     return y, pullback_over((a, b), cotangents_of)
 
 
-@register_frule(np.matmul, domain=_DOMAIN, examples=_matmul_examples())
+@register_frule(np.matmul, domain=_DOMAIN, examples=_matmul_examples(), signature=_MATMUL_SIG)
 def _matmul_frule(tangents: Sequence[Any], a: Any, b: Any, **kwargs: Any) -> Any:
     """``ydot = adot @ b + a @ bdot``."""
     y = _evaluate(np.matmul, a, b, kwargs)

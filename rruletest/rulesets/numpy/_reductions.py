@@ -35,12 +35,16 @@ from rruletest.rulesets.numpy._common import (
     reduction_axes,
     sample,
 )
+from rruletest.rulesets.numpy._signatures import along_last_axis
 
 __all__: list[str] = []
 
 _DOMAIN = Domain((REALS,), complex=True)
 _REDUCE = ("axis", "dtype", "out", "keepdims")
 _SCAN = ("axis", "dtype", "out")
+#: Along the last axis these act on every row independently (see ``_signatures``).
+_REDUCE_SIG = along_last_axis("(n)->()", axis_at=1, keepdims_at=4)
+_SCAN_SIG = along_last_axis("(n)->(n)", axis_at=1)
 
 
 def _examples(*, scan: bool = False) -> list[tuple[Any, ...]]:
@@ -69,7 +73,7 @@ def _spread(ybar: Any, x: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
 # -- sum ----------------------------------------------------------------------------------
 
 
-@register_rrule(np.sum, domain=_DOMAIN, examples=_examples())
+@register_rrule(np.sum, domain=_DOMAIN, examples=_examples(), signature=_REDUCE_SIG)
 def _sum_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     """``xbar = ybar`` repeated over the summed axes."""
     res = evaluate(np.sum, x, rest, kwargs, _REDUCE, {"keepdims": False})
@@ -80,7 +84,7 @@ def _sum_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     return y, first_arg_pullback((x, *rest), lambda ybar: _spread(ybar, x, axes, keepdims))
 
 
-@register_frule(np.sum, domain=_DOMAIN, examples=_examples())
+@register_frule(np.sum, domain=_DOMAIN, examples=_examples(), signature=_REDUCE_SIG)
 def _sum_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -> Any:
     """``ydot = sum(xdot)`` over the same axes."""
     res = evaluate(np.sum, x, rest, kwargs, _REDUCE, {})
@@ -93,7 +97,7 @@ def _sum_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -> An
 # -- mean ---------------------------------------------------------------------------------
 
 
-@register_rrule(np.mean, domain=_DOMAIN, examples=_examples())
+@register_rrule(np.mean, domain=_DOMAIN, examples=_examples(), signature=_REDUCE_SIG)
 def _mean_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     """``xbar = ybar / n`` repeated over the averaged axes (``n`` elements averaged)."""
     res = evaluate(np.mean, x, rest, kwargs, _REDUCE, {"keepdims": False})
@@ -105,7 +109,7 @@ def _mean_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     return y, first_arg_pullback((x, *rest), lambda ybar: _spread(ybar, x, axes, keepdims) / n)
 
 
-@register_frule(np.mean, domain=_DOMAIN, examples=_examples())
+@register_frule(np.mean, domain=_DOMAIN, examples=_examples(), signature=_REDUCE_SIG)
 def _mean_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -> Any:
     """``ydot = mean(xdot)`` over the same axes."""
     res = evaluate(np.mean, x, rest, kwargs, _REDUCE, {})
@@ -137,7 +141,7 @@ def _prod_of_others(x: Any, axes: tuple[int, ...]) -> Any:
     return np.moveaxis(others, tuple(range(x.ndim - k, x.ndim)), axes)
 
 
-@register_rrule(np.prod, domain=_DOMAIN, examples=_examples())
+@register_rrule(np.prod, domain=_DOMAIN, examples=_examples(), signature=_REDUCE_SIG)
 def _prod_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     """``xbar = ybar * conj(product of the other elements)``."""
     res = evaluate(np.prod, x, rest, kwargs, _REDUCE, {"keepdims": False})
@@ -153,7 +157,7 @@ def _prod_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     return y, first_arg_pullback((x, *rest), xbar_of)
 
 
-@register_frule(np.prod, domain=_DOMAIN, examples=_examples())
+@register_frule(np.prod, domain=_DOMAIN, examples=_examples(), signature=_REDUCE_SIG)
 def _prod_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -> Any:
     """``ydot = sum(xdot * product of the other elements)`` per group."""
     res = evaluate(np.prod, x, rest, kwargs, _REDUCE, {"keepdims": False})
@@ -172,7 +176,7 @@ def _prod_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -> A
 # -- cumsum -------------------------------------------------------------------------------
 
 
-@register_rrule(np.cumsum, domain=_DOMAIN, examples=_examples(scan=True))
+@register_rrule(np.cumsum, domain=_DOMAIN, examples=_examples(scan=True), signature=_SCAN_SIG)
 def _cumsum_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     """``xbar`` = reversed cumulative sum of ``ybar`` (of the flattened input if ``axis=None``)."""
     res = evaluate(np.cumsum, x, rest, kwargs, _SCAN, {})
@@ -190,7 +194,7 @@ def _cumsum_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     return y, first_arg_pullback((x, *rest), xbar_of)
 
 
-@register_frule(np.cumsum, domain=_DOMAIN, examples=_examples(scan=True))
+@register_frule(np.cumsum, domain=_DOMAIN, examples=_examples(scan=True), signature=_SCAN_SIG)
 def _cumsum_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -> Any:
     """``ydot = cumsum(xdot)`` along the same axis."""
     res = evaluate(np.cumsum, x, rest, kwargs, _SCAN, {})

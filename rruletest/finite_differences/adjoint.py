@@ -1,0 +1,349 @@
+"""The adjoint identity ``<xbar, v> == <ybar, J v>``, vectorised, sharp, and localised.
+
+For inputs too large for a dense vjp a rule's cotangent ``xbar`` is checked along random
+directions ``v``. Each direction's *gap* ``<ybar, J v> - <xbar, v>`` is estimated by the engine
+as the derivative at ``t = 0`` of
+
+    psi(t) = <ybar, f(z(t))> - <xbar, z(t)>,    z(t) = x + t * v  (rounded to x's dtype),
+
+so the gap of a correct rule is 0 up to the engine's error estimate: the points really used
+(``z(t)``, rounding included) enter both terms alike, and every direction gets its own adapted
+step in one vectorised engine run. The tolerance is statistical, not a worst-case sum: the
+engine's error estimate of the gap, plus ``ROUND_Z`` standard deviations of the rounding a
+correct ``xbar`` carries (``rel * ||xbar * v||_2``). Directions are random signs (``|v_i| = 1``:
+no element hides behind a small weight); their number grows as the size falls (``directions``).
+
+When a gap fails, ``localise`` finds the wrong coordinates by group testing: the direction is
+restricted to halves of its support, recursively, the gap of one half giving the other's by
+difference, which costs ``O(k log n)`` gap estimates for ``k`` wrong coordinates. A coordinate
+found alone gets its numerical value ``(J^T ybar)_i`` and error, as the dense vjp would give.
+
+>>> x = np.linspace(-1.0, 1.0, 1000)
+>>> ybar = np.ones(1000)
+>>> good = ybar * np.cos(x)
+>>> chk = AdjointCheck(None, np.sin, (x,), good, ybar, rng=np.random.default_rng(0))
+>>> bool(chk.run().ok)
+True
+>>> bad = good.copy(); bad[700] *= 1.001
+>>> chk = AdjointCheck(None, np.sin, (x,), bad, ybar, rng=np.random.default_rng(0))
+>>> res = chk.run(); bool(res.ok)
+False
+>>> [int(i) for i in chk.localise(res).coords]
+[700]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from rruletest.finite_differences.dense import check_fdm, working_dtype
+from rruletest.finite_differences.estimation import run
+from rruletest.finite_differences.problem import Problem, eps
+from rruletest.finite_differences.to_vec import to_vec
+
+__all__ = [
+    "ERROR_FACTOR",
+    "ROUND_ULPS",
+    "ROUND_Z",
+    "AdjointCheck",
+    "Gaps",
+    "Located",
+    "directions",
+]
+
+F64 = npt.NDArray[np.float64]
+Arr = npt.NDArray[Any]
+Index = npt.NDArray[np.intp]
+
+#: Multiples of the engine's error estimate allowed in a gap (as the dense comparison allows).
+ERROR_FACTOR = 10.0
+#: Standard deviations of a correct cotangent's rounding allowed in a gap.
+ROUND_Z = 6.0
+#: Rounding of a correct cotangent's elements, in units of its dtype's epsilon.
+ROUND_ULPS = 2.0
+#: The round-off model of ``psi`` (a sum over every output) is scaled up by this much: its
+#: rounding grows with the number of terms, not only with ``|psi|``.
+ROUND_OFF_SCALE = 32.0
+#: psi is offset by this many times ``||ybar * f(x)||_2`` (see ``AdjointCheck``).
+OFFSET = 8.0
+#: Groups followed at once while localising (more wrong regions are reported as one).
+MAX_GROUPS = 16
+
+
+def directions(n: int) -> int:
+    """How many random directions ``n`` input coordinates get: 2 at a million, more below
+    (each costs one adapted directional derivative, about 15 primal calls).
+
+    >>> [directions(n) for n in (10, 10**4, 10**6)]
+    [7, 4, 2]
+    """
+    return max(2, min(8, 8 - int(math.log10(max(n, 1)))))
+
+
+class Gaps(NamedTuple):
+    """Gaps ``<ybar, J v> - <xbar, v>`` with their engine error estimates and tolerances."""
+
+    gap: F64
+    error: F64
+    tolerance: F64
+    lhs: F64  # <xbar, v>
+
+    @property
+    def ok(self) -> bool:
+        return bool(np.all(np.abs(self.gap) <= self.tolerance))
+
+
+class Located(NamedTuple):
+    """Coordinates found wrong alone (``coords``), their numerical ``(J^T ybar)_i`` and error;
+    ``regions`` are groups (index arrays) whose gap fails without one half failing alone."""
+
+    coords: Index
+    value: F64
+    error: F64
+    regions: list[Index]
+
+
+class AdjointCheck:
+    """The adjoint identity for ``f`` at ``xs`` with the rule's ``xbar`` and the ``ybar`` it
+    was given (coordinate vectors in ``to_vec`` layout, or values structured like ``xs``/``y``).
+
+    ``rel`` is the relative rounding allowed per element of ``xbar`` (default ``ROUND_ULPS``
+    epsilons of the least precise input dtype); ``atol`` an absolute allowance per gap.
+    """
+
+    def __init__(
+        self,
+        fdm: Any,
+        f: Callable[..., Any],
+        xs: Sequence[Any],
+        xbar: Any,
+        ybar: Any,
+        *,
+        rng: np.random.Generator,
+        rel: float | None = None,
+        atol: float = 0.0,
+        count: int | None = None,
+        promote: bool = True,
+    ) -> None:
+        self.fdm = check_fdm(fdm)
+        self.f = f
+        self.calls = 1
+        self.xs = tuple(xs)
+        self.v, self.back = to_vec(self.xs, path="args")
+        self.n = self.v.size
+        self.xbar = _coords(xbar, self.n, lambda t: self.back.tangent_vec(t, "xbar"))
+        y = f(*self.xs)
+        yv, yback = to_vec(y, path="output")
+        self.ybar = _coords(ybar, yv.size, lambda t: yback.tangent_vec(t, "ybar"))
+        dt = working_dtype(self.back.coord_dtypes)
+        self.dtype = dt
+        self.out_dtype = working_dtype(yback.coord_dtypes)
+        self.rel = ROUND_ULPS * eps(dt) if rel is None else rel
+        self.atol = atol
+        self.count = directions(self.n) if count is None else count
+        self.signs = rng.integers(0, 2, size=(self.count, self.n), dtype=np.int8) * 2 - 1
+        # One real float array: points are built in its dtype, without rebuilding structures.
+        x0 = self.xs[0] if len(self.xs) == 1 else None
+        self.array = x0 if isinstance(x0, np.ndarray) and x0.dtype.kind == "f" else None
+        self.promoted = False
+        if promote and self.array is not None and self.array.dtype.itemsize < 8:
+            self._promote(y)
+        self._buffer: Arr | None = None
+        # psi's rounding comes from every term of <ybar, f>, however much they cancel: its
+        # values carry an offset of that size, so the engine's round-off model sees it.
+        self.offset = 0.0
+        self.offset = OFFSET * _norm(self.ybar * to_vec(y, path="output")[0])
+        self._directions: dict[int, Arr] = {}
+
+    def _promote(self, y: Any) -> None:
+        """Evaluate a float32 (or float16) ``f`` in float64 when it accepts float64 inputs and
+        gives float64 outputs close to its own: the rounding of a million float32 values would
+        hide one wrong element in the gaps. The cotangent keeps its own rounding allowance."""
+        assert self.array is not None
+        x64 = self.array.astype(np.float64)
+        try:
+            y64 = self.f(x64)
+        except Exception:
+            return
+        self.calls += 1
+        ok = (
+            isinstance(y64, np.ndarray)
+            and y64.dtype == np.float64
+            and isinstance(y, np.ndarray)
+            and y64.shape == y.shape
+        )
+        if not ok:
+            return
+        lo = working_dtype([np.dtype(y.dtype)]) if y.dtype.kind == "f" else np.dtype(np.float64)
+        close = np.allclose(y64, y, rtol=1e3 * eps(lo), atol=1e3 * eps(lo), equal_nan=True)
+        if close:
+            self.array, self.dtype, self.out_dtype = x64, np.dtype(np.float64), y64.dtype
+            self.promoted = True
+
+    # -- gaps -------------------------------------------------------------------------------
+
+    def gaps(self, groups: Sequence[tuple[int, Index | None]]) -> Gaps:
+        """The gaps of direction ``k`` restricted to ``index`` (all coordinates for None), one
+        per ``(k, index)``, in one engine run."""
+        parts = [(self.direction(k), idx) for k, idx in groups]
+
+        def psi_of(sel: Sequence[tuple[F64, Index | None]]) -> Callable[[Arr], F64]:
+            def psi(t: Arr) -> F64:
+                out = np.empty(len(sel))
+                for r, (d, idx) in enumerate(sel):
+                    out[r] = self._psi(float(t[r]), d, idx)
+                return out
+
+            return psi
+
+        def restrict(index: Index) -> tuple[Callable[[Arr], Any], Arr, Arr]:
+            sel = [parts[i] for i in index.tolist()]
+            return psi_of(sel), np.zeros(index.size, dtype=self.dtype), centre[index]
+
+        base = self._psi(0.0, None, None)
+        centre = np.full(len(parts), base)
+        prob = Problem(
+            psi_of(parts),
+            np.zeros(len(parts), dtype=self.dtype),
+            centre=centre,
+            out_dtype=self.out_dtype,
+            restrict=restrict,
+        )
+        est = run(self.fdm, prob, check_all=True, c1_scale=ROUND_OFF_SCALE)
+        scale = np.array([_norm(self._xb(idx)) for _, idx in groups])
+        tol = ERROR_FACTOR * est.error + ROUND_Z * self.rel * scale + self.atol
+        lhs = np.array([self._lhs(k, idx) for k, idx in groups])
+        return Gaps(np.asarray(est.value, dtype=np.float64) - lhs, est.error, tol, lhs)
+
+    def direction(self, k: int) -> Arr:
+        """Direction ``k`` (random signs) in the dtype of the points, made once."""
+        found = self._directions.get(k)
+        if found is None:
+            dt = self.array.dtype if self.array is not None else np.float64
+            found = self._directions[k] = self.signs[k].astype(dt)
+        return found
+
+    def _lhs(self, k: int, idx: Index | None) -> float:
+        """``<xbar, v>`` for direction ``k`` restricted to ``idx``."""
+        sel = slice(None) if idx is None else idx
+        return _dot(self.xbar[sel], self.direction(k)[sel])
+
+    def _xb(self, idx: Index | None) -> F64:
+        return self.xbar if idx is None else self.xbar[idx]
+
+    def _psi(self, t: float, d: Arr | None, idx: Index | None) -> float:
+        """``<ybar, f(z)>`` at ``z = x + t * d`` on ``idx`` (rounded to x's dtype), less
+        ``<xbar, z - x - t * d>``: the rounding of the point, so that the derivative at 0 is
+        ``<ybar, J d>`` along the displacement really made."""
+        self.calls += 1
+        moved = d is not None and t != 0.0
+        d = np.zeros(0) if d is None else d
+        rounding = 0.0
+        if self.array is not None:
+            x = self.array
+            # One buffer for the points (fresh memory of that size costs more than filling it).
+            z = self._buffer if self._buffer is not None else np.empty_like(x, order="C")
+            self._buffer = z
+            flat = z.reshape(-1)
+            if moved and idx is None:
+                np.multiply(d, x.dtype.type(t), out=flat)
+                flat += x.reshape(-1)
+            else:
+                flat[...] = x.reshape(-1)
+                if moved:
+                    flat[idx] += x.dtype.type(t) * d[idx]
+            if moved and x.dtype != np.float64:  # float64 rounding is far below tolerances
+                sel = slice(None) if idx is None else idx
+                dz = flat[sel].astype(np.float64) - self.v[sel] - t * d[sel].astype(np.float64)
+                rounding = _dot(self.xbar[sel], dz)
+            y = self.f(z)
+        else:
+            zw = self.v.copy()
+            if moved:
+                step = t * np.asarray(d, dtype=np.float64)
+                if idx is None:
+                    zw += step
+                else:
+                    zw[idx] += step[idx]
+            args = self.back(zw)
+            if moved:
+                zv = to_vec(args, path="args")[0]  # the point really used (rounded per leaf)
+                rounding = _dot(self.xbar, zv - zw)
+            y = self.f(*args)
+        if isinstance(y, np.ndarray) and y.dtype.kind == "f":
+            yv: Arr = y.reshape(-1)
+        else:
+            yv = to_vec(y, path="output")[0]
+        if yv.size != self.ybar.size:
+            raise ValueError(
+                f"the function's output changed size under perturbation: {self.ybar.size} "
+                f"coordinates at the primal point, {yv.size} at a perturbed one"
+            )
+        return _dot(self.ybar, yv) - rounding + self.offset
+
+    # -- the check and the localisation -------------------------------------------------------
+
+    def run(self) -> Gaps:
+        """The gaps of all directions on all coordinates."""
+        return self.gaps([(k, None) for k in range(self.count)])
+
+    def localise(self, found: Gaps) -> Located:
+        """Group testing along the first failing direction of ``found``."""
+        bad = np.flatnonzero(np.abs(found.gap) > found.tolerance)
+        if bad.size == 0:
+            return Located(np.zeros(0, np.intp), np.zeros(0), np.zeros(0), [])
+        k = int(bad[0])
+        active = [(np.arange(self.n), float(found.gap[k]), float(found.error[k]))]
+        singles: list[tuple[int, float, float]] = []
+        regions: list[Index] = []
+        while active:
+            halves = [(idx[: idx.size // 2], idx[idx.size // 2 :]) for idx, _, _ in active]
+            left = self.gaps([(k, lo) for lo, _ in halves])
+            nxt = []
+            for (lo, hi), (_, g, e), gl, el, tl in zip(
+                halves, active, left.gap, left.error, left.tolerance, strict=True
+            ):
+                gh, eh = g - gl, e + el
+                th = ERROR_FACTOR * eh + ROUND_Z * self.rel * _norm(self.xbar[hi]) + self.atol
+                kids = [(lo, gl, el, tl), (hi, gh, eh, th)]
+                failing = [(i, gg, ee) for i, gg, ee, tt in kids if abs(gg) > tt]
+                if not failing:
+                    regions.append(np.concatenate([lo, hi]))
+                for i, gg, ee in failing:
+                    if i.size == 1:
+                        singles.append((int(i[0]), gg, ee))
+                    else:
+                        nxt.append((i, gg, ee))
+            if len(nxt) > MAX_GROUPS:
+                regions.extend(i for i, _, _ in nxt[MAX_GROUPS:])
+                nxt = nxt[:MAX_GROUPS]
+            active = nxt
+        singles.sort()
+        index = np.array([i for i, _, _ in singles], dtype=np.intp)
+        sign = self.signs[k][index].astype(np.float64)
+        gaps = np.array([g for _, g, _ in singles])
+        value = self.xbar[index] + gaps * sign if index.size else np.zeros(0)
+        error = np.array([e for _, _, e in singles])
+        return Located(index, value, error, regions)
+
+
+def _dot(a: Arr, b: Arr) -> float:
+    """``sum(a * b)`` (``einsum``: no temporary, and unlike BLAS ``dot`` it does not contend
+    for threads on a loaded machine)."""
+    return float(np.einsum("i,i->", a, b))
+
+
+def _norm(a: F64) -> float:
+    return math.sqrt(_dot(a, a))
+
+
+def _coords(value: Any, size: int, convert: Callable[[Any], F64]) -> F64:
+    """A coordinate vector as it is (a real array of ``size``), else ``convert(value)``."""
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.size == size:
+        return value.astype(np.float64).reshape(-1)
+    return convert(value)

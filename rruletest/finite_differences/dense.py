@@ -1,0 +1,346 @@
+"""The dense numerical Jacobian, block by block: ``J^T ybar`` and ``J xdot`` in O(n + m) memory.
+
+One finite difference per real input coordinate, as ``jacobian`` does, organised so its cost
+stays near the floor of a few primal calls per coordinate:
+
+- an evaluation changes one coordinate of a *working copy* of the arguments in place, calls
+  ``f`` and restores it (no rebuilding of the input from its flat vector per call);
+- coordinates are estimated in blocks of rows (``BLOCK_ELEMENTS`` output values per block), and
+  ``J^T ybar`` and ``J xdot`` are accumulated block by block: the ``n x m`` Jacobian is never
+  held (unless asked for);
+- within a block, every primal value is remembered by (coordinate, input value): the engine's
+  checks and retries re-evaluate the same points for all coordinates but only change them for
+  the flagged ones, so only those cost primal calls.
+
+Each block is the engine's ``run`` on the same problem as for the whole Jacobian: values, errors
+and steps are those of ``jacobian_estimate``, row by row.
+
+>>> import numpy as np
+>>> x = np.array([1.0, 2.0, 3.0])
+>>> (est,) = dense_vjp(None, np.cumsum, np.array([1.0, 0.0, 1.0]), x)
+>>> est.value.round(10)
+array([2., 1., 1.])
+>>> dense_jvp(None, np.cumsum, (x,), (np.array([1.0, 1.0, 0.0]),)).value.round(10)
+array([1., 2., 2.])
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from rruletest.finite_differences.estimation import run
+from rruletest.finite_differences.methods import FiniteDifferenceMethod, default_fdm
+from rruletest.finite_differences.problem import Estimate, OutputError, Problem, eps
+from rruletest.finite_differences.to_vec import FromVec, to_vec
+from rruletest.tangents import NO_TANGENT
+
+__all__ = [
+    "BLOCK_ELEMENTS",
+    "Block",
+    "DenseJacobian",
+    "dense_jvp",
+    "dense_vjp",
+]
+
+F64 = npt.NDArray[np.float64]
+Arr = npt.NDArray[Any]
+
+#: Rows x output coordinates per block: the engine's working arrays stay in cache (128 kB each).
+BLOCK_ELEMENTS = 1 << 14
+#: Output values remembered per block (8 bytes each) for the engine's re-evaluations.
+MEMO_ELEMENTS = 1 << 20
+
+
+def check_fdm(fdm: Any) -> FiniteDifferenceMethod:
+    """``fdm``, or the default method for ``None``; it must estimate first derivatives."""
+    if fdm is None:
+        return default_fdm()
+    if not isinstance(fdm, FiniteDifferenceMethod):
+        raise TypeError(f"fdm must be a FiniteDifferenceMethod or None, got fdm={fdm!r}")
+    if fdm.q != 1:
+        raise ValueError(f"jvp/vjp/jacobian need a first-derivative method, got fdm={fdm!r}")
+    return fdm
+
+
+def working_dtype(dtypes: Sequence[np.dtype[Any]]) -> np.dtype[Any]:
+    """The least precise of ``dtypes`` (float64 if empty): steps must suit it."""
+    if not dtypes:
+        return np.dtype(np.float64)
+    return max(set(dtypes), key=lambda d: eps(d))
+
+
+class Block(NamedTuple):
+    """Rows ``rows`` (global coordinates) of the Jacobian: ``value``/``error`` are
+    ``(len(index), m)``, ``step`` is ``(len(index),)``."""
+
+    rows: npt.NDArray[np.intp]
+    value: F64
+    error: F64
+    step: F64
+
+
+#: Calls after which ``f`` is checked for changing its (working copies of the) arguments; a
+#: block's end checks again.
+WATCHED_CALLS = 32
+
+
+class _Mutated(Exception):
+    """``f`` changed an argument in place: working copies cannot be reused."""
+
+
+class _Working:
+    """The arguments as working copies; ``call(f, i, t)`` sets coordinate ``i`` to ``t``.
+
+    Float and complex arrays are changed in place (a complex array through its real view, whose
+    layout is ``to_vec``'s: real, imaginary, per element); other values are rebuilt from a
+    working flat vector. ``intact()`` says whether ``f`` left the copies as they were.
+    """
+
+    def __init__(self, xs: Sequence[Any], v: F64, back: FromVec, *, in_place: bool) -> None:
+        self.back = back
+        self.v = v.copy()
+        self.calls = 0
+        self.watch = WATCHED_CALLS
+        self.fast = in_place and all(type(x) is np.ndarray and x.dtype.kind in "fc" for x in xs)
+        self.args: list[Arr] = []
+        self.flats: list[Arr] = []
+        self.starts: list[int] = []
+        if self.fast:
+            start = 0
+            for x in xs:
+                w = np.array(x, order="C", copy=True)
+                self.args.append(w)
+                flat = w.reshape(-1)
+                self.flats.append(flat.view(flat.real.dtype) if w.dtype.kind == "c" else flat)
+                self.starts.append(start)
+                start += self.flats[-1].size
+            self.originals = [a.copy() for a in self.args]
+
+    def caller(self, f: Callable[..., Any], i: int, m: int) -> Callable[[float], F64]:
+        """``t -> `` the ``m`` output coordinates of ``f`` with coordinate ``i`` set to ``t``."""
+        if not self.fast:
+            v, back = self.v, self.back
+
+            def rebuilt(t: float) -> F64:
+                self.calls += 1
+                old = v[i]
+                v[i] = t
+                try:
+                    return _row(f(*back(v)), m)
+                finally:
+                    v[i] = old
+
+            return rebuilt
+        k = bisect.bisect_right(self.starts, i) - 1
+        flat, j, args = self.flats[k], i - self.starts[k], self.args
+        old = flat[j].item()
+
+        def in_place(t: float) -> F64:
+            self.calls += 1
+            flat[j] = t
+            try:
+                y = f(*args)
+                if type(y) is np.ndarray and y.base is None and y.dtype.kind == "f":
+                    if y.size == m:
+                        return y.reshape(-1)  # a new float array: the common case
+                elif isinstance(y, np.ndarray):
+                    y = y.copy()  # perhaps a view of an argument: keep it as it is now
+                return _row(y, m)
+            finally:
+                flat[j] = old
+                if self.watch > 0:  # the first calls check that f leaves its arguments alone
+                    self.watch -= 1
+                    if not self.intact():
+                        raise _Mutated
+
+        return in_place
+
+    def intact(self) -> bool:
+        if not self.fast:
+            return True
+        return all(
+            np.array_equal(a, o, equal_nan=True)
+            for a, o in zip(self.args, self.originals, strict=True)
+        )
+
+
+def _row(y: Any, m: int) -> F64:
+    """The output's coordinates as float64 (a float array is only viewed, not copied)."""
+    if isinstance(y, np.ndarray) and y.dtype.kind == "f":
+        yv: F64 = y.reshape(-1)
+    elif isinstance(y, float | np.floating):
+        yv = np.array([y], dtype=np.float64)
+    else:
+        yv = to_vec(y, path="output")[0]
+    if yv.shape != (m,):
+        raise OutputError(
+            f"the function's output changed size under perturbation: {m} coordinates at the "
+            f"primal point, {yv.size} at a perturbed one"
+        )
+    return yv
+
+
+class DenseJacobian:
+    """The numerical Jacobian of ``f`` at ``xs`` on real coordinates, produced in ``blocks()``.
+
+    ``n`` input and ``m`` output coordinates; ``backs`` rebuild each argument, ``yback`` the
+    output; ``calls`` counts primal calls (the primal point included).
+    """
+
+    def __init__(self, fdm: Any, f: Callable[..., Any], xs: Sequence[Any]) -> None:
+        self.fdm = check_fdm(fdm)
+        self.f = f
+        self.backs: list[FromVec] = []
+        vecs = []
+        for i, x in enumerate(xs):
+            vi, bi = to_vec(x, path=f"args[{i}]")
+            vecs.append(vi)
+            self.backs.append(bi)
+        self.v = np.concatenate(vecs) if vecs else np.zeros(0)
+        _, self.back = to_vec(tuple(xs), path="args")
+        self.xs = tuple(xs)
+        self.work = _Working(self.xs, self.v, self.back, in_place=True)
+        y0 = f(*self.back(self.v))
+        self.yv0, self.yback = to_vec(y0, path="output")
+        self.n, self.m = self.v.size, self.yv0.size
+        self.sizes = [b.size for b in self.backs]
+        self.calls = 1
+
+    def blocks(self, only: npt.NDArray[np.bool_] | None = None) -> Iterator[Block]:
+        """The Jacobian's rows, block by block, grouped by the coordinates' dtypes (only the
+        rows where ``only`` is true, if given)."""
+        if self.m == 0:
+            return
+        dtypes = self.back.coord_dtypes
+        out_dtype = working_dtype(self.yback.coord_dtypes)
+        rows = max(1, BLOCK_ELEMENTS // self.m)
+        for dt in sorted(set(dtypes), key=str):
+            mask = np.array([d == dt for d in dtypes], dtype=bool)
+            group = np.flatnonzero(mask if only is None else mask & only)
+            for start in range(0, group.size, rows):
+                yield self._block(group[start : start + rows], dt, out_dtype)
+
+    def _block(self, idx: npt.NDArray[np.intp], dt: np.dtype[Any], out_dtype: Any) -> Block:
+        before = self.work.calls
+        try:
+            est = self._estimate(idx, dt, out_dtype, self.work)
+            mutated = not self.work.intact()
+        except _Mutated:
+            mutated = True
+        spent = self.work.calls - before
+        if mutated:  # f changes its arguments: give it fresh copies each call
+            self.work = _Working(self.xs, self.v, self.back, in_place=False)
+            est = self._estimate(idx, dt, out_dtype, self.work)
+            spent += self.work.calls
+        self.calls += spent
+        return Block(idx, est.value.real, est.error, est.step[:, 0])
+
+    def _estimate(
+        self, idx: npt.NDArray[np.intp], dt: np.dtype[Any], out_dtype: Any, work: _Working
+    ) -> Estimate:
+        f, m, v, yv0 = self.f, self.m, self.v, self.yv0
+        callers = [work.caller(f, i, m) for i in idx.tolist()]
+        centres = v[idx].tolist()
+        memo: list[dict[float, F64]] = [{} for _ in callers]
+        budget = [MEMO_ELEMENTS // m]
+
+        def phi(t: Arr) -> F64:
+            out = np.empty((idx.size, m))
+            for r, ti in enumerate(t[:, 0].tolist()):
+                found = memo[r].get(ti)
+                if found is not None:
+                    out[r] = found
+                    continue
+                if ti == centres[r]:
+                    out[r] = yv0
+                    continue
+                try:
+                    out[r] = callers[r](ti)
+                except OutputError:
+                    raise
+                except (ArithmeticError, ValueError):
+                    out[r] = np.nan
+                if budget[0] > 0:
+                    memo[r][ti] = out[r].copy()
+                    budget[0] -= 1
+            return out
+
+        prob = Problem(
+            phi,
+            v[idx].astype(dt).reshape(-1, 1),
+            centre=np.broadcast_to(self.yv0, (idx.size, m)),
+            out_dtype=out_dtype,
+        )
+        return run(self.fdm, prob, check_all=True)
+
+    def split(self, arr: Arr) -> list[Arr]:
+        """``arr`` (over input coordinates) cut into one piece per argument."""
+        return np.split(arr, np.cumsum(self.sizes)[:-1]) if self.sizes else []
+
+
+def dense_vjp(fdm: Any, f: Callable[..., Any], ybar: Any, *xs: Any) -> tuple[Estimate, ...]:
+    """``J^T ybar`` per argument as ``Estimate``s (cotangents structured like each ``x``).
+
+    ``error`` is ``sum_k |J_ik error| * |ybar_k|`` per coordinate; ``step`` the step of each.
+    """
+    jac = DenseJacobian(fdm, f, xs)
+    return vjp_of(jac, jac.yback.tangent_vec(ybar, "ybar"))
+
+
+def vjp_of(jac: DenseJacobian, ybar_vec: F64) -> tuple[Estimate, ...]:
+    """``J^T ybar`` from the blocks of ``jac`` for the output cotangent coordinates ``ybar_vec``."""
+    weight = np.abs(ybar_vec)
+    used = weight > 0
+    value, error, step = np.zeros(jac.n), np.zeros(jac.n), np.zeros(jac.n)
+    for b in jac.blocks():
+        with np.errstate(all="ignore"):
+            value[b.rows] = np.where(used, b.value * ybar_vec, 0.0).sum(axis=1)
+            error[b.rows] = np.where(used, b.error * weight, 0.0).sum(axis=1)
+        step[b.rows] = b.step
+    out = []
+    for back, val, err, st in zip(
+        jac.backs, jac.split(value), jac.split(error), jac.split(step), strict=True
+    ):
+        if back.size == 0:
+            out.append(Estimate(back.tangent(val), back.tangent(val), NO_TANGENT))
+        else:
+            out.append(Estimate(back.tangent(val), back.error(err), back.error(st)))
+    return tuple(out)
+
+
+def dense_jvp(fdm: Any, f: Callable[..., Any], xs: Sequence[Any], dots: Sequence[Any]) -> Estimate:
+    """``J xdot`` (``xdot`` one tangent per argument) as an ``Estimate`` of the output tangent.
+
+    ``error`` is ``sum_i |error_ki| * |xdot_i|``; coordinates with a zero tangent cost nothing.
+    """
+    jac = DenseJacobian(fdm, f, xs)
+    parts = [
+        b.tangent_vec(d, f"tangents[{i}]")
+        for i, (b, d) in enumerate(zip(jac.backs, dots, strict=True))
+    ]
+    return jvp_of(jac, np.concatenate(parts) if parts else np.zeros(0))
+
+
+def jvp_of(jac: DenseJacobian, dot: F64) -> Estimate:
+    """``J xdot`` from the blocks of ``jac`` for the input tangent coordinates ``dot``.
+
+    Sums run argument by argument and, within a block, over contiguous rows, in the order the
+    whole Jacobian would be summed (identical results whenever an argument fits in one block).
+    """
+    total, error = np.zeros(jac.m), np.zeros(jac.m)
+    owner = np.repeat(np.arange(len(jac.sizes)), jac.sizes)
+    for k in range(len(jac.sizes)):
+        part, part_err = np.zeros(jac.m), np.zeros(jac.m)
+        for b in jac.blocks((dot != 0) & (owner == k)):
+            dv = dot[b.rows]
+            with np.errstate(all="ignore"):
+                part += np.ascontiguousarray((b.value * dv[:, None]).T).sum(axis=1)
+                part_err += np.ascontiguousarray((b.error * np.abs(dv)[:, None]).T).sum(axis=1)
+        total += part
+        error += part_err
+    return Estimate(jac.yback.tangent(total), jac.yback.error(error), None)

@@ -1,0 +1,113 @@
+"""The adjoint identity as the numerical reference for large inputs, with localisation.
+
+Beyond ``DENSE_LIMIT`` input coordinates a dense vjp is too slow; the identity
+``<xbar, v> == <ybar, J v>`` along random sign directions (``finite_differences.adjoint``) then
+checks every cotangent at once. When it fails, group testing finds the wrong elements, and the
+report reads like a dense mismatch (``1 of 1000000 elements differ ... at [500000]``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from rruletest.defaults import ERROR_FACTOR
+from rruletest.finite_differences.adjoint import AdjointCheck
+from rruletest.tangents import unthunk
+from rruletest.testers._check import Check
+from rruletest.testers._checks import compare
+from rruletest.testers._fd_inputs import coordinate_count, fd_failure, of_live
+from rruletest.testers._setup import Setup
+
+__all__ = ["check_adjoint"]
+
+
+def check_adjoint(
+    s: Setup,
+    out: tuple[Any, ...],
+    good: set[int],
+    ybar: Any,
+    fdm: Any,
+    rtol: float,
+    atol: float,
+    why: str = "vjp_mode='adjoint'",
+) -> None:
+    """The adjoint identity along random sign directions (``finite_differences.adjoint``);
+    when it fails, the wrong elements are found by group testing and reported like a dense
+    mismatch (``1 of 1000000 elements differ ... at [500000]``)."""
+    report = s.report
+    live = [a for a in s.args if a.numeric]
+    if any(a.index + 1 not in good for a in live):
+        return
+    g = of_live(s.f, s.fkwargs, s.primals, [a.index for a in live])
+    xbar = tuple(unthunk(out[a.index + 1]) for a in live)
+    try:
+        chk = AdjointCheck(
+            fdm,
+            g,
+            [a.primal for a in live],
+            xbar,
+            ybar,
+            rng=s.gen,
+            rel=s.rtol,
+            atol=0.0 if s.atol is None else s.atol * math.sqrt(max(1, coordinate_count(live))),
+        )
+        found = chk.run()
+        located = None if found.ok else chk.localise(found)
+    except Exception as exc:
+        fd_failure(report, exc, "register_rrule", g)
+        return
+    promoted = " (evaluated in float64)" if chk.promoted else ""
+    report.reference(
+        f"adjoint identity <xbar, v> == <ybar, J v> along {chk.count} random sign "
+        f"directions v{promoted} ({why})",
+        fdm,
+    )
+    for lhs, gap in zip(found.lhs, found.gap, strict=True):
+        report.measured(float(lhs), float(lhs + gap), scale=max(abs(float(lhs)), 1.0))
+    if located is None:
+        return
+    k = int(np.flatnonzero(np.abs(found.gap) > found.tolerance)[0])
+    lhs, rhs = float(found.lhs[k]), float(found.lhs[k] + found.gap[k])
+    where = (
+        "the wrong elements, found by group testing, follow"
+        if located.coords.size
+        else "no element is wrong alone: the difference is spread over "
+        + ", ".join(_span(r) for r in located.regions[:4])
+        + " of the input coordinates"
+    )
+    report.problem(
+        Check.NUMERIC,
+        "args",
+        f"adjoint identity fails along random direction {k}: <xbar, v> = {lhs!r} but "
+        f"<ybar, J v> = {rhs!r} (difference {abs(found.gap[k]):.3g} > tolerance "
+        f"{found.tolerance[k]:.3g}); {where}",
+        actual=lhs,
+        expected=rhs,
+    )
+    if not located.coords.size:
+        return
+    vec = chk.xbar.copy()
+    vec[located.coords] = located.value
+    tol = np.full(vec.size, np.inf)
+    tol[located.coords] = atol + ERROR_FACTOR * located.error
+    expected, tols = chk.back.tangent(vec), chk.back.error(tol)
+    for i, a in enumerate(live):
+        compare(
+            report,
+            Check.NUMERIC,
+            f"{a.path}: the cotangent differs from the numerical vjp (adjoint identity, "
+            "elements located by group testing)",
+            out[a.index + 1],
+            expected[i],
+            a.path,
+            rtol,
+            tols[i],
+        )
+
+
+def _span(index: Any) -> str:
+    lo, hi = int(index.min()), int(index.max())
+    return f"[{lo}]" if lo == hi else f"[{lo}..{hi}]"

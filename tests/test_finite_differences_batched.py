@@ -1,0 +1,124 @@
+"""The batched reference for rules with a gufunc core signature: exact per element, its calls
+set by the core size, not the batch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rruletest import NoTangent, RuleSet, ZeroTangent, test_frule, test_rrule
+from rruletest.finite_differences.batched import batched_jvp, batched_vjp
+from rruletest.rules.info import Signature
+
+
+def _softmax(x: Any) -> Any:
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _softmax_vjp(x: Any, ybar: Any) -> Any:
+    y = _softmax(x)
+    return y * (ybar - (y * ybar).sum(axis=-1, keepdims=True))
+
+
+def test_signatures_parse_and_print() -> None:
+    sig = Signature.parse(" (m, k),(k,n) -> (m,n)")
+    assert sig.inputs == (("m", "k"), ("k", "n"))
+    assert sig.outputs == (("m", "n"),)
+    assert str(sig) == "(m,k),(k,n)->(m,n)"
+    assert Signature.parse("(n)->()").outputs == ((),)
+
+
+@pytest.mark.parametrize("text", ["(n)", "n->n", "(n)->(n", "(n-1)->()"])
+def test_malformed_signatures_are_rejected(text: str) -> None:
+    with pytest.raises(ValueError, match="is not a gufunc core signature") as info:
+        Signature.parse(text)
+    assert str(info.value).startswith(f"signature={text!r} is not")
+
+
+def test_softmax_rows_exact_per_element() -> None:
+    rng = np.random.default_rng(0)
+    x, ybar = rng.standard_normal((50, 6)), rng.standard_normal((50, 6))
+    (est,) = batched_vjp(None, "(n)->(n)", _softmax, ybar, x)
+    assert np.all(np.abs(est.value - _softmax_vjp(x, ybar)) <= 10 * est.error + 1e-12)
+    assert np.max(est.error) < 1e-10
+
+
+def _calls(rows: int) -> int:
+    calls = [0]
+
+    def f(x: Any) -> Any:
+        calls[0] += 1
+        return _softmax(x)
+
+    x = np.random.default_rng(rows).standard_normal((rows, 8))
+    batched_vjp(None, "(n)->(n)", f, np.ones((rows, 8)), x)
+    return calls[0]
+
+
+def test_calls_do_not_grow_with_the_batch() -> None:
+    small, large = _calls(10), _calls(3000)
+    assert small <= 8 * 16 + 8
+    assert large <= 1.5 * small  # retry stages, not rows, make the difference
+
+
+def test_matmul_with_a_shared_operand() -> None:
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((5, 3, 4)), rng.standard_normal((4, 2))
+    ybar = rng.standard_normal((5, 3, 2))
+    ea, eb = batched_vjp(None, "(m,k),(k,n)->(m,n)", np.matmul, ybar, a, b)
+    np.testing.assert_allclose(ea.value, ybar @ b.T, atol=1e-10)
+    np.testing.assert_allclose(eb.value, np.einsum("bmk,bmn->kn", a, ybar), atol=1e-10)
+    da, db = rng.standard_normal(a.shape), rng.standard_normal(b.shape)
+    est = batched_jvp(None, "(m,k),(k,n)->(m,n)", np.matmul, (a, b), (da, db))
+    np.testing.assert_allclose(est.value, da @ b + a @ db, atol=1e-10)
+
+
+def test_complex_inputs_and_a_reduction() -> None:
+    rng = np.random.default_rng(2)
+    z = rng.standard_normal((6, 3)) + 1j * rng.standard_normal((6, 3))
+    ybar = rng.standard_normal(6)
+    (est,) = batched_vjp(None, "(n)->()", lambda z: np.sum(np.abs(z) ** 2, axis=-1), ybar, z)
+    np.testing.assert_allclose(est.value, 2 * ybar[:, None] * z, atol=1e-9)
+
+
+def _softmax_rules(off: float) -> RuleSet:
+    rules = RuleSet()
+
+    @rules.register_rrule(_softmax, signature="(n)->(n)")
+    def _rrule(x: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            if isinstance(ybar, ZeroTangent):
+                return NoTangent(), np.zeros_like(x)
+            g = _softmax_vjp(x, ybar)
+            g[len(g) // 2, 3] *= 1 + off
+            return NoTangent(), g
+
+        return _softmax(x), pullback
+
+    @rules.register_frule(_softmax, signature="(n)->(n)")
+    def _frule(tangents: Any, x: Any) -> Any:
+        y = _softmax(x)
+        xdot = tangents[1]
+        return y, y * (xdot - (y * xdot).sum(axis=-1, keepdims=True)) * (1 + off)
+
+    return rules
+
+
+def test_the_testers_use_the_declared_signature() -> None:
+    x = np.random.default_rng(3).standard_normal((400, 6))
+    report = test_rrule(_softmax, x, rrule_f=_softmax_rules(0.0).rrule, rng=0)
+    assert report.numerical == "batched vjp over the core signature (n)->(n) (declared by the rule)"
+    report = test_frule(_softmax, x, frule_f=_softmax_rules(0.0).frule, rng=0)
+    assert report.numerical == "batched jvp over the core signature (n)->(n) (declared by the rule)"
+
+
+def test_one_wrong_element_of_a_batch_is_named() -> None:
+    x = np.random.default_rng(4).standard_normal((400, 6))
+    with pytest.raises(AssertionError) as info:
+        test_rrule(_softmax, x, rrule_f=_softmax_rules(1e-3).rrule, rng=0)
+    text = str(info.value)
+    assert "args[0]: 1 of 2400 elements differ" in text
+    assert "at [200, 3]" in text

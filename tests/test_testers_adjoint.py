@@ -1,0 +1,69 @@
+"""``test_rrule`` beyond the dense limit: the adjoint identity names the wrong elements."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rruletest import NoTangent, RuleSet, ZeroTangent, test_rrule
+
+N = 50_000
+
+
+def _sin(x: Any) -> Any:
+    return np.sin(x)
+
+
+def _rules(off: float) -> RuleSet:
+    rules = RuleSet()
+
+    @rules.register_rrule(_sin)
+    def _rrule(x: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            if isinstance(ybar, ZeroTangent):
+                return NoTangent(), np.zeros_like(x)
+            g = ybar * np.cos(x)
+            g[N // 2] *= 1 + off
+            return NoTangent(), g
+
+        return np.sin(x), pullback
+
+    return rules
+
+
+def _x() -> Any:
+    x = np.random.default_rng(0).uniform(-3, 3, N)
+    x[N // 2] = 0.5
+    return x
+
+
+def test_a_correct_rule_passes_with_the_adjoint_reference() -> None:
+    report = test_rrule(_sin, _x(), rrule_f=_rules(0.0).rrule, rng=1)
+    assert (report.numerical or "").startswith(
+        "adjoint identity <xbar, v> == <ybar, J v> along 4 random sign directions v "
+        "(50000 input coordinates > 2000"
+    )
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_one_element_off_by_a_thousandth_is_named(seed: int) -> None:
+    with pytest.raises(AssertionError) as info:
+        test_rrule(_sin, _x(), rrule_f=_rules(1e-3).rrule, rng=seed)
+    text = str(info.value)
+    assert "[numeric] args: adjoint identity fails along random direction" in text
+    assert "the wrong elements, found by group testing, follow" in text
+    assert (
+        "[numeric] args[0]: the cotangent differs from the numerical vjp (adjoint identity, "
+        "elements located by group testing)"
+    ) in text
+    assert f"args[0]: 1 of {N} elements differ" in text
+    assert f"at [{N // 2}]" in text
+    assert "max rel diff 0.001 at" in text
+
+
+def test_float32_functions_are_noted_as_evaluated_in_float64() -> None:
+    x = _x().astype(np.float32)
+    report = test_rrule(_sin, x, rrule_f=_rules(0.0).rrule, rng=2)
+    assert "random sign directions v (evaluated in float64)" in (report.numerical or "")
