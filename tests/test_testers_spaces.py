@@ -299,3 +299,14 @@ def test_registered_examples_must_be_points_of_their_spaces() -> None:
         "register_rrule(cholesky): examples[1][0] is not in SymmetricPositiveDefinite(): "
     )
     rules.register_rrule(cholesky, spaces=[SPD], examples=[A])(cholesky_rules().rrule)
+
+
+def test_a_float32_point_is_stepped_in_float32() -> None:
+    a32 = A.astype(np.float32)
+    report = test_rrule(cholesky, with_tangent(a32, SPD), rrule_f=cholesky_rules().rrule, rng=0)
+    assert report.worst_rel_err is not None
+    assert report.worst_rel_err < 1e-4  # stepped in float64 ulps, every difference was zero
+    wrong = cholesky_rules(error=0.01).rrule
+    text = str(failure(lambda: test_rrule(cholesky, with_tangent(a32, SPD), rrule_f=wrong,
+                                          rng=0)))  # fmt: skip
+    assert "max rel diff 0.01 at [0, 1]" in text

@@ -122,6 +122,14 @@ class Chart:
             self.slices.append(slice(start, start + n))
             start += n
         self.size = start
+        # coordinates in the least precise real dtype of the arguments: the engine chooses
+        # its steps for that precision (a float32 matrix is not stepped in float64 ulps)
+        reals = [np.asarray(a.primal).real.dtype for a in self.live if _floating(a.primal)]
+        self.dtype = max(reals, key=lambda d: np.finfo(d).eps, default=np.dtype(np.float64))
+
+    def zeros(self) -> Any:
+        """The coordinates of the primals (the origin), in the chart's dtype."""
+        return np.zeros(self.size, dtype=self.dtype)
 
     def points(self, c: Any) -> list[Any]:
         """The arguments at coordinates ``c`` (``c = 0``: the primals themselves)."""
@@ -182,6 +190,10 @@ class Chart:
         return h
 
 
+def _floating(x: Any) -> bool:
+    return isinstance(x, np.ndarray | np.generic) and np.asarray(x).dtype.kind in "fc"
+
+
 def bounded(fdm: Any, room: float) -> Any:
     """``fdm`` whose stencils stay within ``ROOM_FRACTION * room`` (a plain method only)."""
     if not math.isfinite(room) or type(fdm) is not FiniteDifferenceMethod:
@@ -193,13 +205,16 @@ def bounded(fdm: Any, room: float) -> Any:
 def _along(fdm: Any, g: Callable[..., Any], chart: Chart, cdot: Any, y: Any) -> tuple[Any, Any]:
     """The jvp of ``g`` along coordinates ``cdot``, moving in the sets: one finite difference of
     ``t -> g(*chart.points(t * cdot))`` at 0; ``(value, error)`` shaped like the output ``y``."""
-    return derivative_at_zero(fdm, lambda t: g(*chart.points(t * cdot)), y)
+    return derivative_at_zero(fdm, lambda t: g(*chart.points(t * cdot)), y, chart.dtype)
 
 
-def derivative_at_zero(fdm: Any, path: Callable[[float], Any], y: Any) -> tuple[Any, Any]:
-    """``d/dt path(t)`` at 0 (one finite difference), as ``(value, error)`` shaped like ``y``."""
+def derivative_at_zero(
+    fdm: Any, path: Callable[[float], Any], y: Any, dtype: Any = np.float64
+) -> tuple[Any, Any]:
+    """``d/dt path(t)`` at 0 (one finite difference stepped for ``dtype``'s precision), as
+    ``(value, error)`` shaped like ``y``."""
     y0v, yback = to_vec(y, path="output")
-    est = fdm.estimate(lambda t: to_vec(path(float(t)))[0], 0.0)
+    est = fdm.estimate(lambda t: to_vec(path(float(t)))[0], np.dtype(dtype).type(0.0))
     value = np.broadcast_to(np.asarray(est.value, dtype=np.float64), y0v.shape)
     error = np.broadcast_to(np.asarray(est.error, dtype=np.float64), y0v.shape)
     return yback.tangent(np.array(value)), yback.error(np.array(error))
@@ -232,7 +247,7 @@ def check_vjp(
     fdm = bounded(fdm, chart.coordinate_room())
     mode = f"finite-difference vjp along the declared spaces ({chart.size} coordinates)"
     try:
-        (est,) = jacobian_estimate(fdm, lambda c: g(*chart.points(c)), np.zeros(chart.size))
+        (est,) = jacobian_estimate(fdm, lambda c: g(*chart.points(c)), chart.zeros())
         _, yback = to_vec(y_ref, path="output")
         yb = yback.tangent_vec(unthunk(ybar), "ybar")
     except Exception as exc:

@@ -268,6 +268,6 @@ def _jvp_in_spaces(
     fv, fback = to_vec(ff.values, path="f")
     fdv = fback.tangent_vec(_as_fields(ff, fdot), "fdot")
     value, error = derivative_at_zero(
-        fdm, lambda t: g(fback(fv + t * fdv), *chart.points(t * cdot)), y
+        fdm, lambda t: g(fback(fv + t * fdv), *chart.points(t * cdot)), y, chart.dtype
     )
     return value, error, fdm
