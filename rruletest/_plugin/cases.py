@@ -3,7 +3,9 @@
 A scalar rule gets numbers and broadcast arrays drawn inside its domain (in each configured dtype,
 complex too where the domain allows); an rrule or frule gets its registered examples, then
 inputs drawn near them, or numbers of the right count when it has none; a non-differentiable
-declaration gets numbers. Generated inputs whose output overflows are discarded.
+declaration gets numbers. Generated inputs whose output overflows are discarded. An argument
+the rule was registered with a space for (``spaces=``) is drawn with the space's ``points``,
+and an example is perturbed along its space only, so every generated input is a point of it.
 Imports hypothesis: loaded only when a rule item runs.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import operator
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -161,7 +164,9 @@ def _array_args(domain: Domain, n: int, dtype: str) -> st.SearchStrategy[tuple[A
     )
 
 
-def _perturbed(domain: Domain, example: tuple[Any, ...], skip: int) -> st.SearchStrategy[Any]:
+def _perturbed(
+    domain: Domain, example: tuple[Any, ...], skip: int, spaces: tuple[Any, ...] = ()
+) -> st.SearchStrategy[Any]:
     """Arguments near ``example``: each float or complex leaf moved by up to ``rel * max(1, |x|)``
     per element (``rel`` from ``PERTURBATIONS``, 0 included), staying inside the domain.
 
@@ -181,6 +186,10 @@ def _perturbed(domain: Domain, example: tuple[Any, ...], skip: int) -> st.Search
             unit = hnp.arrays(
                 np.float64, arr.shape, elements=st.floats(-1.0, 1.0, allow_subnormal=False)
             )
+            space = spaces[i - skip] if i - skip < len(spaces) else None
+            if space is not None:
+                out[i] = _along_space(space, arr, rel, draw(unit))
+                continue
             moved = arr + rel * np.maximum(1.0, np.abs(arr)) * draw(unit)
             if arr.dtype.kind == "c":
                 moved = moved + 1j * rel * np.maximum(1.0, np.abs(arr)) * draw(unit)
@@ -191,6 +200,33 @@ def _perturbed(domain: Domain, example: tuple[Any, ...], skip: int) -> st.Search
         return tuple(out)
 
     return near()
+
+
+def _along_space(space: Any, x: Any, rel: float, noise: Any) -> Any:
+    """``x`` moved by up to ``rel * max(1, |x|)`` along its space, and kept in the set."""
+    t = np.asarray(space.project(x, noise.astype(x.dtype)))
+    size = float(np.max(np.abs(t))) if t.size else 0.0
+    if size == 0.0:
+        return x
+    h = min(rel * max(1.0, float(np.max(np.abs(x)))), 0.5 * space.max_step(x, t / size))
+    moved = space.retract(x, (h / size) * t)
+    _assume(space.contains(moved))
+    return moved
+
+
+def _space_args(
+    domain: Domain, spaces: tuple[Any, ...], n: int, dtype: str
+) -> st.SearchStrategy[tuple[Any, ...]]:
+    """Arguments of a rule registered with ``spaces``: points of each space, numbers else."""
+    real = dtype if np.dtype(dtype).kind == "f" else "float64"
+    numbers = _scalar_args(domain, n, dtype)
+    parts: list[st.SearchStrategy[Any]] = []
+    for i in range(n):
+        if i < len(spaces) and spaces[i] is not None:
+            parts.append(spaces[i].points(dtype=real))
+        else:
+            parts.append(numbers.map(operator.itemgetter(i)))
+    return st.tuples(*parts)
 
 
 def _inside(domain: Domain, args: list[Any]) -> bool:
@@ -254,7 +290,10 @@ def generated_cases(info: RuleInfo, config: RuleTestConfig) -> st.SearchStrategy
         ]
         return st.one_of(*scal, *arrs)
     if info.examples:
-        near = [_perturbed(domain, _with_prefix(prefix, e), len(prefix)) for e in info.examples]
+        near = [
+            _perturbed(domain, _with_prefix(prefix, e), len(prefix), info.spaces)
+            for e in info.examples
+        ]
         return st.one_of(*near).map(lambda xs: Case(testers, info.key[0], tuple(xs), domain))
     if info.key[0] is broadcasted and len(prefix) >= 1:
         n = rule_arity(info, prefix[0])
@@ -268,7 +307,11 @@ def generated_cases(info: RuleInfo, config: RuleTestConfig) -> st.SearchStrategy
                 f"cannot tell how many arguments {info.name} takes; register the rule with "
                 "examples=[(x, ...)] or a domain with one interval per argument"
             )
-        strategies = [_scalar_args(domain, n, d) for d in _dtypes(config, domain)]
+        make = _space_args if info.spaces else None
+        strategies = [
+            _scalar_args(domain, n, d) if make is None else make(domain, info.spaces, n, d)
+            for d in _dtypes(config, domain)
+        ]
     return st.one_of(*strategies).map(lambda xs: Case(testers, info.key[0], (*prefix, *xs), domain))
 
 

@@ -39,6 +39,7 @@ from rruletest.rules.info import (
     key_name,
     name_of,
     rule_label,
+    spaces_of,
 )
 from rruletest.rules.scalar import (
     ScalarFRule,
@@ -164,12 +165,14 @@ class RuleSet:
         domain: DomainLike,
         examples: Sequence[Any],
         signature: str | Signature | Callable[..., Any] | None = None,
+        spaces: Any = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         call = f"register_{kind}"
         key = check_key(fs, call)
         dom = None if domain is None else Domain.of(domain)
         exs = examples_of(examples)
         sig = signature if signature is None or callable(signature) else Signature.parse(signature)
+        sps = spaces_of(spaces, f"{call}({key_name(key)})", exs, key[1:])
 
         def decorate(rule: Callable[..., Any]) -> Callable[..., Any]:
             if not callable(rule):
@@ -189,6 +192,7 @@ class RuleSet:
                 domain=dom,
                 examples=exs,
                 signature=sig,
+                spaces=sps,
             )
             self._store([self._rrules if kind == "rrule" else self._frules], info)
             return rule
@@ -201,6 +205,7 @@ class RuleSet:
         domain: DomainLike = None,
         examples: Sequence[Any] = (),
         signature: str | Signature | Callable[..., Any] | None = None,
+        spaces: Any = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator registering an rrule for ``fs`` (a function, or a tuple key such as
         ``broadcasted, np.sin``). The rule gets the call's arguments (for a tuple key, all but
@@ -215,13 +220,18 @@ class RuleSet:
                 numerical reference perturbs one core coordinate in all members at once
                 (exact per element at a cost set by the core size). Or a function of the
                 call's arguments returning one, or None where the call has no such structure.
+            spaces: the space (``rruletest.spaces``) of each positional argument the rule is
+                right on, None for an unconstrained one (a sequence, or a dict from positions):
+                the testers check such an argument along its space (as with
+                ``with_tangent(x, S)``) and generated tests draw it with ``S.points``.
 
         Raises:
-            TypeError: a key that is not callable or not hashable, or a rule that is not
-                callable.
-            ValueError: a malformed ``signature``.
+            TypeError: a key that is not callable or not hashable, a rule that is not
+                callable, or ``spaces`` that are not spaces.
+            ValueError: a malformed ``signature``; NotInSpaceError: an example outside its
+                space.
         """
-        return self._register("rrule", fs, domain, examples, signature)
+        return self._register("rrule", fs, domain, examples, signature, spaces)
 
     def register_frule(
         self,
@@ -229,12 +239,13 @@ class RuleSet:
         domain: DomainLike = None,
         examples: Sequence[Any] = (),
         signature: str | Signature | Callable[..., Any] | None = None,
+        spaces: Any = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator registering an frule for ``fs``; the rule takes the tangents
         ``(fdot, xdot_1, ..., xdot_n)`` first, then the call's arguments, and returns
         ``(y, ydot)``. Arguments as for ``register_rrule``.
         """
-        return self._register("frule", fs, domain, examples, signature)
+        return self._register("frule", fs, domain, examples, signature, spaces)
 
     def scalar_rule(
         self,
@@ -421,10 +432,11 @@ def register_rrule(
     domain: DomainLike = None,
     examples: Sequence[Any] = (),
     signature: str | Signature | Callable[..., Any] | None = None,
+    spaces: Any = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering an rrule in the default RuleSet (see ``RuleSet.register_rrule``)."""
     return default_ruleset.register_rrule(
-        *fs, domain=domain, examples=examples, signature=signature
+        *fs, domain=domain, examples=examples, signature=signature, spaces=spaces
     )
 
 
@@ -433,10 +445,11 @@ def register_frule(
     domain: DomainLike = None,
     examples: Sequence[Any] = (),
     signature: str | Signature | Callable[..., Any] | None = None,
+    spaces: Any = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering an frule in the default RuleSet (see ``RuleSet.register_frule``)."""
     return default_ruleset.register_frule(
-        *fs, domain=domain, examples=examples, signature=signature
+        *fs, domain=domain, examples=examples, signature=signature, spaces=spaces
     )
 
 

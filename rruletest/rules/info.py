@@ -10,11 +10,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from rruletest.domains import Domain
+
+if TYPE_CHECKING:
+    from rruletest.spaces import Space
 
 __all__ = [
     "KINDS",
@@ -28,6 +31,7 @@ __all__ = [
     "key_name",
     "name_of",
     "rule_label",
+    "spaces_of",
 ]
 
 RuleKind = Literal["rrule", "frule", "scalar", "non_differentiable"]
@@ -135,6 +139,8 @@ class RuleInfo:
     domain: Domain | None = None
     examples: tuple[tuple[Any, ...], ...] = field(default=())
     signature: Signature | Callable[..., Any] | None = None
+    #: the space of each positional argument (None: unconstrained), from ``spaces=``
+    spaces: tuple[Space | None, ...] = field(default=())
 
     def signature_for(self, *args: Any, **kwargs: Any) -> Signature | None:
         """The core signature at this call: the declared one, or what a declared function of
@@ -187,3 +193,51 @@ def check_key(fs: Sequence[Any], call: str) -> Key:
 
 def examples_of(examples: Sequence[Any]) -> tuple[tuple[Any, ...], ...]:
     return tuple(e if isinstance(e, tuple) else (e,) for e in examples)
+
+
+def spaces_of(
+    spaces: Any, shown: str, examples: tuple[tuple[Any, ...], ...] = (), prefix: Key = ()
+) -> tuple[Space | None, ...]:
+    """The ``spaces=`` of a registration as one entry per positional argument: a sequence of
+    spaces (None for an unconstrained argument) or a dict from argument positions to spaces.
+    Positions count the tester's arguments (a tuple key's functions after the first come
+    first). Each registered example's arguments must be points of their spaces
+    (``NotInSpaceError`` naming ``examples[j][i]`` if not).
+
+    >>> from rruletest.spaces import Simplex, Symmetric
+    >>> spaces_of({1: Symmetric()}, "f"), spaces_of([Simplex()], "f"), spaces_of(None, "f")
+    ((None, Symmetric()), (Simplex(),), ())
+    >>> spaces_of(["symmetric"], "register_rrule(f)")
+    Traceback (most recent call last):
+    ...
+    TypeError: register_rrule(f): spaces[0] must be a space from rruletest.spaces or None, \
+got 'symmetric'
+    """
+    if spaces is None:
+        return ()
+    from rruletest.spaces import Space  # loaded only by a registration that declares spaces
+
+    if isinstance(spaces, dict):
+        bad = [k for k in spaces if not isinstance(k, int) or isinstance(k, bool) or k < 0]
+        if bad:
+            raise TypeError(
+                f"{shown}: the keys of spaces= are argument positions (ints >= 0), got {bad[0]!r}"
+            )
+        spaces = [spaces.get(i) for i in range(max(spaces, default=-1) + 1)]
+    if isinstance(spaces, Space | str) or not isinstance(spaces, Sequence):
+        raise TypeError(
+            f"{shown}: spaces= takes one space (or None) per positional argument, as a sequence "
+            f"or a dict from positions, got {spaces!r}"
+        )
+    for i, sp in enumerate(spaces):
+        if sp is not None and not isinstance(sp, Space):
+            raise TypeError(
+                f"{shown}: spaces[{i}] must be a space from rruletest.spaces or None, got {sp!r}"
+            )
+    for j, example in enumerate(examples):
+        given = tuple(example[: len(prefix)]) == prefix
+        args = example if given else (*prefix, *example)
+        for i, (x, sp) in enumerate(zip(args, spaces, strict=False)):
+            if sp is not None:
+                sp.check(x, f"{shown}: examples[{j}][{i - (0 if given else len(prefix))}]")
+    return tuple(spaces)

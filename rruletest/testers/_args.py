@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from rruletest._naming import function_name
+from rruletest.spaces import Space
 from rruletest.tangents import AbstractZero, NoTangent, Tangent, Thunk
 from rruletest.walk import Index, children
 
@@ -35,17 +36,26 @@ class WithTangent:
 
     primal: Any
     tangent: Any
+    space: Space | None = None
 
     def __repr__(self) -> str:
-        return f"with_tangent({describe(self.primal)}, {describe(self.tangent)})"
+        if self.tangent is None and self.space is not None:
+            return f"with_tangent({describe(self.primal)}, {self.space!r})"
+        extra = "" if self.space is None else f", space={self.space!r}"
+        return f"with_tangent({describe(self.primal)}, {describe(self.tangent)}{extra})"
 
 
-def with_tangent(x: Any, dx: Any) -> WithTangent:
-    """Pair the primal ``x`` with the tangent ``dx`` for a tester.
+def with_tangent(x: Any, dx: Any, space: Space | None = None) -> WithTangent:
+    """Pair the primal ``x`` with the tangent ``dx`` (or its space) for a tester.
 
     ``test_frule`` pushes ``dx`` forward; ``with_tangent(x, NoTangent())`` marks ``x`` as not
     differentiable, so ``test_rrule`` requires ``NoTangent()`` back for it and neither tester
     checks it numerically. Without ``with_tangent`` an argument gets ``rand_tangent``.
+
+    ``with_tangent(x, S)`` with a space ``S`` from ``rruletest.spaces`` declares ``x`` a point
+    of ``S`` (the testers check it is): its random tangents are drawn in ``S``, finite
+    differences move along ``S`` only, and a cotangent is compared after projection onto
+    ``S``. ``with_tangent(x, dx, space=S)`` gives the tangent too (projected onto ``S``).
 
     Raises:
         TypeError / ValueError: ``dx`` cannot be a tangent of ``x`` (wrong type, shape, dtype).
@@ -57,11 +67,23 @@ def with_tangent(x: Any, dx: Any) -> WithTangent:
     Traceback (most recent call last):
     ...
     ValueError: with_tangent(x, dx): dx does not fit x: shape (4,) for a primal of shape (3,)
+    >>> from rruletest.spaces import Symmetric
+    >>> with_tangent(np.eye(2), Symmetric())
+    with_tangent(float64[2, 2], Symmetric())
     """
     if isinstance(x, WithTangent) or isinstance(dx, WithTangent):
         raise TypeError(
             "with_tangent(x, dx) takes a primal and a tangent, not another with_tangent"
         )
+    if space is not None and not isinstance(space, Space):
+        raise TypeError(
+            f"with_tangent(x, dx, space): space must be a space from rruletest.spaces, "
+            f"got space={space!r}"
+        )
+    if isinstance(dx, Space):
+        if space is not None:
+            raise TypeError("with_tangent(x, S, space=...): give the space once")
+        return WithTangent(x, None, dx)
     if not isinstance(dx, AbstractZero | Thunk):
         from rruletest.testers._fit import fit_problems
 
@@ -69,7 +91,7 @@ def with_tangent(x: Any, dx: Any) -> WithTangent:
         if problems:
             first = problems[0].message.split("\n")[0].removeprefix("dx: ")
             raise ValueError(f"with_tangent(x, dx): dx does not fit x: {first}")
-    return WithTangent(x, dx)
+    return WithTangent(x, dx, space)
 
 
 def has_coordinates(x: Any) -> bool:
@@ -148,6 +170,7 @@ class Arg:
     numeric: bool
     strict: bool
     reason: str
+    space: Space | None = None  # the space declared with with_tangent(x, S), or None
 
     @property
     def path(self) -> str:
@@ -160,9 +183,18 @@ class Arg:
 
 
 def classify_args(args: tuple[Any, ...]) -> list[Arg]:
-    """Unwrap ``with_tangent`` pairs and decide which arguments are checked numerically."""
+    """Unwrap ``with_tangent`` pairs and decide which arguments are checked numerically.
+
+    Raises:
+        NotInSpaceError: an argument declared in a space is not a point of it.
+    """
     out: list[Arg] = []
     for i, a in enumerate(args):
+        if isinstance(a, WithTangent) and a.space is not None:
+            a.space.check(a.primal, f"args[{i}]")
+            tangent = a.tangent if a.tangent is None else a.space.project(a.primal, a.tangent)
+            out.append(Arg(i, a.primal, tangent, True, False, "", a.space))
+            continue
         if isinstance(a, WithTangent):
             primal, tangent = a.primal, a.tangent
             if isinstance(tangent, NoTangent):

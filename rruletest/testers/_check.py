@@ -26,6 +26,7 @@ class Check(enum.StrEnum):
     NUMERIC = "numeric"  #: the tangents match the numerical reference
     REPEAT = "repeat"  #: a second call of the pullback gives the same
     THUNK = "thunk"  #: ``pullback(Thunk(ybar))`` gives the same
+    INPLACE = "inplace"  #: an ``InplaceableThunk``'s ``add_fn(buffer)`` adds its value in place
     ZERO = "zero"  #: ``pullback(ZeroTangent())`` gives zeros
     MUTATION = "mutation"  #: neither inputs, keyword arguments, tangents nor ``ybar`` mutated
     EXCEPTION = "exception"  #: ``f``, the rule or the pullback raised

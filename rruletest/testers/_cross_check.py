@@ -19,6 +19,7 @@ import numpy as np
 from rruletest.rules import RuleSet, frule, rrule
 from rruletest.tangents import NO_TANGENT, AbstractZero, NoTangent
 from rruletest.testers._check import Check
+from rruletest.testers._constrained import draw_tangent
 from rruletest.testers._rand_tangent import rand_tangent
 from rruletest.testers._setup import Setup
 from rruletest.testers._snapshot import copyable, snapshot
@@ -159,9 +160,7 @@ def after_rrule(s: Setup, y: Any, ybar: Any, xbars: Sequence[Any], frule_f: Any,
     if s.fdot is not None and not isinstance(s.fdot, NoTangent):
         _skip(s, mode, "f has a tangent of its own")
         return
-    xdots = [
-        rand_tangent(s.gen, a.primal) if a.numeric and not a.strict else NO_TANGENT for a in s.args
-    ]
+    xdots = [draw_tangent(s.gen, a) if a.numeric and not a.strict else NO_TANGENT for a in s.args]
     try:
         res = frule_f((NO_TANGENT, *xdots), s.f, *_fresh(s.primals), **s.kwargs())
     except Exception as exc:

@@ -29,9 +29,10 @@ from rruletest.testers._checks import (
     check_unchanged,
     note_unchecked,
 )
+from rruletest.testers._constrained import declare_registered, draw_tangent
 from rruletest.testers._cross_check import after_frule, check_transpose_option, partner
+from rruletest.testers._f_tangent import check_jvp_with_f, f_tangent, random_fdot
 from rruletest.testers._fit import fit_problems
-from rruletest.testers._rand_tangent import rand_tangent
 from rruletest.testers._reference import check_jvp
 from rruletest.testers._report import Check, TesterReport
 from rruletest.testers._reproduce import given_options
@@ -97,6 +98,7 @@ def test_frule(
         check_fd=check_fd,
     )
     s.report.options = given
+    declare_registered(s, frule_f, "frule")
     guarded(s, run_frule_checks, frule_f, check_fd, rrule_f, check_transpose)
     report = s.report.result(tuple(a.path for a in s.args if not a.numeric))
     if order == 1:
@@ -116,6 +118,8 @@ def run_frule_checks(
     report = s.report
     inputs = Inputs(s)
     xdots = _tangents(s)
+    if s.fdot is None:  # f with float fields of its own moves too (the cross-check skips it)
+        s.fdot = random_fdot(s)
     fdot = NO_TANGENT if s.fdot is None else s.fdot
     dot_snap = snapshot(xdots)
     xdots_in = snapshot(xdots) if copyable(dot_snap) else xdots
@@ -140,8 +144,10 @@ def run_frule_checks(
     fits = check_ydot_type(s, y_ref, ydot)
 
     live = [a for a in s.args if a.numeric]
-    if check_fd and fits and live and y_f is not MISSING:
-        check_jvp(s, ydot, [xdots[a.index] for a in live], y_ref, frule_f)
+    if check_fd and fits and (live or f_tangent(s)) and y_f is not MISSING:
+        dots = [xdots[a.index] for a in live]
+        if not check_jvp_with_f(s, ydot, fdot, dots, y_ref, frule_f):
+            check_jvp(s, ydot, dots, y_ref, frule_f)
     elif not check_fd:
         report.note("numerical check: off (check_fd=False): structural checks only")
     if fits and y_f is not MISSING:
@@ -159,7 +165,7 @@ def _tangents(s: Setup) -> list[Any]:
         if a.tangent is not None:
             out.append(a.tangent)
         elif a.numeric:
-            out.append(rand_tangent(s.gen, a.primal))
+            out.append(draw_tangent(s.gen, a))
         else:
             out.append(NO_TANGENT)
     return out

@@ -44,6 +44,7 @@ from rruletest.finite_differences.scalar import (
     takes_a_number,
 )
 from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
+from rruletest.testers import _constrained
 from rruletest.testers._adjoint import check_adjoint
 from rruletest.testers._checks import compare
 from rruletest.testers._evidence import masked, record
@@ -128,6 +129,10 @@ def check_vjp(
         return
     domain, dom_primals = domain_for(s, rrule_f)
     rtol, atol = s.tolerances(y_ref)
+    if _constrained.declared(live):  # arguments in spaces: never the broadcast reference
+        fdm = fdm_for_domain(s.fdm, domain, s.primals)
+        _constrained.check_vjp(s, out, good, ybar, y_ref, fdm, vjp_mode, rtol, atol, fd_failure)
+        return
     g: Any = None
     try:
         if _is_broadcast(s):
@@ -229,6 +234,10 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
     live = [a for a in s.args if a.numeric]
     domain, dom_primals = domain_for(s, frule_f)
     rtol, atol = s.tolerances(y_ref)
+    if _constrained.declared(live):  # arguments in spaces: never the broadcast reference
+        fdm = fdm_for_domain(s.fdm, domain, s.primals)
+        _constrained.check_jvp(s, ydot, dots, y_ref, fdm, rtol, atol, fd_failure)
+        return
     g: Any = None
     try:
         if _is_broadcast(s):

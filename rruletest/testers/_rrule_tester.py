@@ -5,10 +5,13 @@
 3. ``pullback(ybar)`` returns a tuple ``(fbar, xbar_0, ..., xbar_n-1)`` (``call_pullback``);
 4. each cotangent fits its primal: type, shape, dtype, ``NoTangent()`` where it belongs
    (``check_cotangent_types``);
-5. each matches the numerical vjp (``_reference.check_vjp`` chooses it); when ``f`` has an
+5. each matches the numerical vjp (``_reference.check_vjp`` chooses it), ``fbar`` too when
+   ``f`` has float fields (``_f_tangent``); when ``f`` has an
    frule too, ``<ybar, frule(xdot)> == <pullback(ybar), xdot>`` (``_cross_check``);
 6. a second call gives the same (``check_repeat``), 7. so does ``Thunk(ybar)``
    (``check_thunked``), 8. ``ZeroTangent()`` gives zeros (``check_zero``);
+   and right after step 3, an ``InplaceableThunk``'s in-place path adds its value into a
+   buffer (``_inplace.check_inplace``);
 9. neither the inputs, the keyword arguments nor ``ybar`` were mutated (after each call).
 
 The pullback is called four times at most; the report says which calls were made.
@@ -43,8 +46,11 @@ from rruletest.testers._checks import (
     compare,
     note_unchecked,
 )
+from rruletest.testers._constrained import declare_registered
 from rruletest.testers._cross_check import after_rrule, check_transpose_option, partner
+from rruletest.testers._f_tangent import check_f_cotangent, f_tangent
 from rruletest.testers._fit import fit_problems
+from rruletest.testers._inplace import check_inplace
 from rruletest.testers._rand_tangent import rand_tangent
 from rruletest.testers._reference import check_vjp
 from rruletest.testers._report import Check, Report, TesterReport
@@ -95,7 +101,11 @@ def test_rrule(
     naming the call, chained to the original.
 
     Args:
-        f: the function; ``with_tangent(f, df)`` if it has a tangent of its own.
+        f: the function. A callable with float fields (a dataclass with ``__call__``, a
+            ``functools.partial`` over arrays, a bound method of an object holding arrays) has
+            a tangent of its own: ``fbar`` is checked against the numerical vjp over its
+            fields; ``with_tangent(f, df)`` marks a closure's cells as such fields too, and
+            ``with_tangent(f, NoTangent())`` turns the check off.
         *args: its positional arguments; ``with_tangent(x, NoTangent())`` marks one as not
             differentiable. Integers, booleans, strings, functions and other values without
             float coordinates are not differentiable automatically (the report lists them).
@@ -157,6 +167,7 @@ def test_rrule(
         check_fd=check_fd,
     )
     s.report.options = given
+    declare_registered(s, rrule_f, "rrule")
     guarded(s, run_rrule_checks, rrule_f, output_tangent, check_thunked_output_tangent, check_fd,
             vjp_mode, frule_f, check_transpose, check_zero_output_tangent)  # fmt: skip
     report = s.report.result(tuple(a.path for a in s.args if not a.numeric))
@@ -197,6 +208,7 @@ def run_rrule_checks(
     out = call_pullback(report, pullback, ybar_in, "pullback(ybar)", n)
     if out is None:
         report.raise_now()
+    check_inplace(report, out, s.gen, *s.tolerances(y_ref))
     out_snap = snapshot(out)  # later calls may write into buffers this result shares
     out = out_snap if copyable(out_snap) else out
     intact = check_unchanged(report, "ybar", ybar_snap, ybar_in, _ybar_mutated("pullback(ybar)"))
@@ -204,6 +216,8 @@ def run_rrule_checks(
 
     if check_fd and y_f is not MISSING:
         check_vjp(s, out, good, ybar, y_ref, vjp_mode, rrule_f)
+        if 0 in good:
+            check_f_cotangent(s, out[0], ybar, y_ref, rrule_f)
     elif not check_fd:
         report.note("numerical check: off (check_fd=False): structural checks only")
     if y_f is not MISSING and len(good) == n:
@@ -366,8 +380,8 @@ def check_cotangent_types(report: Report, s: Setup, out: tuple[Any, ...]) -> set
     differentiable). Returns the positions (in ``out``) that fit."""
     good: set[int] = set()
     fbar = out[0]
-    if s.fdot is not None and not isinstance(s.fdot, NoTangent):
-        good.add(0)  # f has a tangent of its own: a Tangent for f is fine, not checked further
+    if (s.fdot is not None and not isinstance(s.fdot, NoTangent)) or f_tangent(s) is not None:
+        good.add(0)  # f has a tangent of its own: checked numerically (_f_tangent)
     elif isinstance(fbar, ZeroTangent):
         report.problem(
             Check.NOTANGENT,
