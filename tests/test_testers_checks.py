@@ -337,12 +337,12 @@ def test_unexpected_values_become_failures_not_internal_errors() -> None:
 def test_internal_errors_are_reported_as_failures_with_the_cause(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from rruletest.testers import _rrule_tester
+    from rruletest.testers import _pullback_checks
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("internal bug")
 
-    monkeypatch.setattr(_rrule_tester, "fit_problems", broken)
+    monkeypatch.setattr(_pullback_checks, "fit_problems", broken)
     err = failure(lambda: test_rrule(np.sin, 0.5, rrule_f=sin_rules().rrule, rng=0))
     assert err.checks == ["internal"]
     assert "[internal] rruletest while checking the rule raised RuntimeError: internal bug" in str(

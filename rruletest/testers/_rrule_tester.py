@@ -27,13 +27,8 @@ from typing import Any
 
 from rruletest.rules import rrule
 from rruletest.tangents import (
-    NO_TANGENT,
-    ZERO_TANGENT,
     AbstractZero,
-    NoTangent,
-    Tangent,
     Thunk,
-    ZeroTangent,
 )
 from rruletest.testers._args import describe
 from rruletest.testers._checks import (
@@ -43,31 +38,31 @@ from rruletest.testers._checks import (
     check_mutation,
     check_primal,
     check_unchanged,
-    compare,
     note_unchecked,
 )
 from rruletest.testers._constrained import declare_registered
 from rruletest.testers._cross_check import after_rrule, check_transpose_option, partner
-from rruletest.testers._f_tangent import check_f_cotangent, f_tangent
+from rruletest.testers._f_tangent import check_f_cotangent
 from rruletest.testers._fit import fit_problems
 from rruletest.testers._inplace import check_inplace
+from rruletest.testers._pullback_checks import (
+    call_pullback,
+    check_cotangent_types,
+    check_repeat,
+    check_thunked_call,
+    check_zero,
+)
 from rruletest.testers._rand_tangent import rand_tangent
 from rruletest.testers._reference import check_vjp
-from rruletest.testers._report import Check, Report, TesterReport
+from rruletest.testers._report import Check, TesterReport
 from rruletest.testers._reproduce import given_options
 from rruletest.testers._second_order import check_order, register_tester, second_order
 from rruletest.testers._setup import BadArgumentError, Setup, guarded, setup
-from rruletest.testers._snapshot import copyable, nonzero, short, snapshot
-from rruletest.walk import Index, Path
+from rruletest.testers._snapshot import copyable, snapshot
 
 __all__ = ["check_cotangent_types", "run_rrule_checks", "test_rrule"]
 
 _VJP_MODES = ("auto", "full", "adjoint")
-
-NOTANGENT_HINT = (
-    "the pullback should use NoTangent() rather than ZeroTangent() for a non-differentiable "
-    "argument"
-)
 
 
 def test_rrule(
@@ -259,15 +254,6 @@ def _ybar_mutated(call: str) -> str:
     return f"{call} mutated the output cotangent"
 
 
-def _out_root(k: int) -> tuple[str, Path]:
-    """Where the ``k``-th entry of the pullback's output belongs: ``f``, then ``args[k-1]``."""
-    return ("f", ()) if k == 0 else ("args", (Index(k - 1),))
-
-
-def _out_path(k: int) -> str:
-    return "f" if k == 0 else f"args[{k - 1}]"
-
-
 def call_rule(s: Setup, rrule_f: Any, inputs: Inputs) -> tuple[Any, Any]:
     """Check: a rule exists and returns ``(y, pullback)``; stops the tester if not."""
     __tracebackhide__ = True
@@ -317,169 +303,6 @@ def _output_tangent(s: Setup, y_ref: Any, output_tangent: Any) -> Any:
             f"{problems[0].message.removeprefix('output_tangent: ')}"
         )
     return output_tangent
-
-
-def check_repeat(report: Report, again: tuple[Any, ...], out: tuple[Any, ...], rtol: float,
-                 atol: float) -> bool:  # fmt: skip
-    """Check: calling the pullback a second time gives the same; whether it did."""
-    same = True
-    for k in range(len(out)):
-        same &= not compare(
-            report,
-            Check.REPEAT,
-            f"{_out_path(k)}: calling the pullback a second time gave a "
-            "different result (rules must tolerate being called more than once)",
-            again[k],
-            out[k],
-            _out_path(k),
-            rtol,
-            atol,
-        )
-    return same
-
-
-def check_thunked_call(report: Report, pullback: Any, ybar: Any, out: tuple[Any, ...], n: int,
-                       rtol: float, atol: float) -> None:  # fmt: skip
-    """Check: ``pullback(Thunk(ybar))`` gives what ``pullback(ybar)`` gave."""
-    thunked = call_pullback(report, pullback, Thunk(lambda: ybar), "pullback(Thunk(ybar))", n)
-    if thunked is None:
-        return
-    for k in range(n):
-        compare(
-            report,
-            Check.THUNK,
-            f"{_out_path(k)}: pullback(Thunk(ybar)) differs from pullback(ybar)",
-            thunked[k],
-            out[k],
-            _out_path(k),
-            rtol,
-            atol,
-        )
-
-
-def check_zero(report: Report, pullback: Any, n: int) -> None:
-    """Check: ``pullback(ZeroTangent())`` gives zero cotangents."""
-    zero = call_pullback(report, pullback, ZERO_TANGENT, "pullback(ZeroTangent())", n)
-    if zero is None:
-        return
-    for k in range(n):
-        root, steps = _out_root(k)
-        for path, value in nonzero(zero[k]):
-            report.at(
-                Check.ZERO,
-                root,
-                (*steps, *path),
-                f"pullback(ZeroTangent()) gave a nonzero cotangent: {short(value)} (expected zero)",
-                actual=zero[k],
-                expected=ZERO_TANGENT,
-            )
-
-
-def check_cotangent_types(report: Report, s: Setup, out: tuple[Any, ...]) -> set[int]:
-    """Check: each cotangent fits its primal (``NoTangent()`` where the argument is not
-    differentiable). Returns the positions (in ``out``) that fit."""
-    good: set[int] = set()
-    fbar = out[0]
-    if (s.fdot is not None and not isinstance(s.fdot, NoTangent)) or f_tangent(s) is not None:
-        good.add(0)  # f has a tangent of its own: checked numerically (_f_tangent)
-    elif isinstance(fbar, ZeroTangent):
-        report.problem(
-            Check.NOTANGENT,
-            "f",
-            "ZeroTangent() for the function itself (expected NoTangent())",
-            actual=fbar,
-            expected=NO_TANGENT,
-            hint=NOTANGENT_HINT,
-        )
-    elif not isinstance(fbar, AbstractZero | Tangent):
-        report.problem(
-            Check.NOTANGENT,
-            "f",
-            f"{describe(fbar)} for the function itself (expected "
-            "NoTangent(): f has no tangent unless passed with_tangent(f, df))",
-            actual=fbar,
-            expected=NO_TANGENT,
-        )
-    else:
-        good.add(0)
-    for a in s.args:
-        t = out[a.index + 1]
-        if a.strict:
-            if isinstance(t, NoTangent):
-                good.add(a.index + 1)
-            elif isinstance(t, ZeroTangent):
-                report.problem(
-                    Check.NOTANGENT,
-                    a.path,
-                    f"ZeroTangent() for a non-differentiable argument ({a.reason})",
-                    actual=t,
-                    expected=NO_TANGENT,
-                    hint=NOTANGENT_HINT,
-                )
-            else:
-                report.problem(
-                    Check.NOTANGENT,
-                    a.path,
-                    f"{describe(t)} for a non-differentiable "
-                    f"argument ({a.reason}); expected NoTangent()",
-                    actual=t,
-                    expected=NO_TANGENT,
-                )
-            continue
-        problems = fit_problems(a.primal, t, "args", steps=(a.step,))
-        for m in problems:
-            report.add(m)
-        if not problems:
-            good.add(a.index + 1)
-    return good
-
-
-def call_pullback(report: Report, pullback: Any, ybar: Any, call: str, n: int) -> Any:
-    """Check: the pullback runs and returns ``(fbar, xbar_0, ...)``; a raise or a malformed
-    result is recorded (returns None then)."""
-    try:
-        out = pullback(ybar)
-    except Exception as exc:
-        hint = None
-        if isinstance(ybar, Thunk):
-            hint = "a pullback receives thunks too: start it with ybar = unthunk(ybar)"
-        elif isinstance(ybar, AbstractZero):
-            hint = "a pullback receives ZeroTangent() too: return zeros (or ZeroTangent()) for it"
-        report.exception(Check.EXCEPTION, call, exc, hint=hint)
-        return None
-    if isinstance(out, tuple) and len(out) == n:
-        return out
-    if isinstance(out, list) and len(out) == n:
-        report.problem(
-            Check.OUTPUT,
-            call,
-            f"returned a list of length {n}; return a "
-            f"tuple (fbar, xbar_0, ..., xbar_{n - 2}) instead",
-            actual=out,
-            expected="a tuple",
-        )
-        return tuple(out)
-    if isinstance(out, tuple | list):
-        report.problem(
-            Check.OUTPUT,
-            call,
-            f"returned a {type(out).__name__} of "
-            f"length {len(out)}; expected a tuple of length {n}: (fbar, xbar_0, ..., "
-            f"xbar_{n - 2}), one tangent for f then one per argument",
-            actual=len(out),
-            expected=n,
-        )
-        return None
-    report.problem(
-        Check.OUTPUT,
-        call,
-        f"returned {describe(out)}; expected a tuple of "
-        f"length {n}: (fbar, xbar_0, ..., xbar_{n - 2}), one tangent for f then one "
-        f"per argument",
-        actual=out,
-        expected=f"tuple of length {n}",
-    )
-    return None
 
 
 test_rrule.__test__ = False  # type: ignore[attr-defined]
