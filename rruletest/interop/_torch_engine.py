@@ -37,11 +37,49 @@ from rruletest.tangents import AbstractZero
 __all__ = ["TorchCallable"]
 
 
+def torch_pullback_of(fn: Any) -> Any:
+    """``(*x, ybar) -> cotangents``: torch's backward of ``fn`` with ``create_graph=True``, so
+    that torch's engine differentiates it again (double backward, what users of second
+    derivatives get). An input without a gradient gets zeros."""
+    torch = torch_module()
+
+    def g(*args: Any) -> Any:
+        *xs, ybar = args
+        xs = [
+            x.detach().requires_grad_(True)
+            if torch.is_tensor(x) and x.is_floating_point() and not x.requires_grad
+            else x
+            for x in xs
+        ]
+        with torch.enable_grad():  # the adapter evaluates its primal without grad
+            out = fn(*xs)
+            diff = [x for x in xs if torch.is_tensor(x) and x.requires_grad]
+            grads = iter(
+                torch.autograd.grad(
+                    out, diff, grad_outputs=ybar, create_graph=True, allow_unused=True
+                )
+            )
+        result = []
+        for x in xs:
+            if torch.is_tensor(x) and x.requires_grad:
+                grad = next(grads)
+                result.append(torch.zeros_like(x) if grad is None else grad)
+        return tuple(result)
+
+    return g
+
+
 class TorchCallable(Adapted):
     """Any torch function, differentiated by torch's engine. Built by ``from_callable``."""
 
     framework = "torch"
     mode = "engine"
+
+    def derived(self, key: Any) -> Adapted:
+        """The adapter of ``pullback_of(self)`` (``rruletest.rules.derived``) differentiated by
+        torch's engine: double backward, for ``order=2``. Forward-over-reverse is not offered
+        (``MissingRuleError`` for ``pushforward_of``)."""
+        return derived_torch(self.wrapped, key)
 
     def no_rule_argnums(
         self, args: tuple[Any, ...], kwargs: dict[str, Any], *, forward: bool = False
@@ -166,3 +204,27 @@ class TorchCallable(Adapted):
             y = output_to_numpy(torch, primal[0])
             ydot = tangent_leaf(torch, tang[0], primal[0])
         return y, ydot
+
+
+def derived_torch(fn: Any, key: Any) -> Adapted:
+    """The adapter of the function ``key`` names for ``fn`` (``TorchCallable.derived``)."""
+    from rruletest.interop._errors import MissingRuleError
+    from rruletest.rules.derived import PullbackOf
+
+    if not isinstance(key, PullbackOf):
+        raise MissingRuleError(
+            f"the torch adapters derive pullback_of(f) (double backward) only, not {key!r}"
+        )
+    return _DoubleBackward(torch_pullback_of(fn), name=repr(key))
+
+
+class _DoubleBackward(TorchCallable):
+    """``pullback_of(f)`` through torch's engine: reverse mode only (forward mode over a
+    backward graph is not what torch users differentiate with)."""
+
+    mode = "engine, double backward"
+
+    def _frule(self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        from rruletest.interop._errors import MissingRuleError
+
+        raise MissingRuleError(f"{self.__name__}: the torch adapters check double backward only")

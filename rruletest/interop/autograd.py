@@ -128,6 +128,10 @@ class AutogradPrimitive(Adapted):
     framework = "autograd"
     mode = "raw primitive"
 
+    def derived(self, key: Any) -> Adapted:
+        """For ``order=2``: the primitive's VJP/JVP differentiated by autograd (``_derived``)."""
+        return _derived(self, key)
+
     def __init__(self, fn: Any, **options: Any) -> None:
         core = _core()
         if not getattr(fn, "_is_autograd_primitive", False):
@@ -226,12 +230,43 @@ class AutogradPrimitive(Adapted):
         return _output(ans), _tangent_out(raw, ans)
 
 
+def _derived(adapter: Adapted, key: Any) -> Adapted:
+    """The adapter of the function ``key`` names (``pullback_of``/``pushforward_of`` of the
+    adapter, ``rruletest.rules.derived``), built with autograd's own ``make_vjp``/``make_jvp``
+    so that autograd differentiates it again: the rule of a rule, for ``order=2``."""
+    from rruletest.rules.derived import PullbackOf, PushforwardOf
+
+    autograd = require("autograd", "autograd")
+    fn = adapter.wrapped
+    if isinstance(key, PullbackOf):
+
+        def g(*args: Any) -> Any:
+            *xs, ybar = args
+            vjp, _ = autograd.make_vjp(fn, tuple(range(len(xs))))(*xs)
+            return vjp(ybar)  # autograd's own tuple container, which it differentiates
+
+    elif isinstance(key, PushforwardOf):
+
+        def g(*args: Any) -> Any:
+            n = len(args) // 2
+            jvp = autograd.make_jvp(fn, tuple(range(n)))(*args[:n])
+            return jvp(tuple(args[n:]))[1]
+
+    else:
+        raise InteropError(f"derived: {key!r} is not pullback_of(f) or pushforward_of(f)")
+    return from_function(g, name=repr(key))
+
+
 class AutogradFunction(Adapted):
     """Any function autograd differentiates: ``make_vjp`` and ``make_jvp``, one argument at a
     time, as ``autograd.grad(f, argnum=i)`` gives a user the gradient."""
 
     framework = "autograd"
     mode = "make_vjp/make_jvp"
+
+    def derived(self, key: Any) -> Adapted:
+        """For ``order=2``: see ``_derived``."""
+        return _derived(self, key)
 
     def _primal(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         return _output(self.wrapped(*args, **kwargs))

@@ -60,7 +60,7 @@ from rruletest.interop._torch_context import (
     to_tensor,
     torch_module,
 )
-from rruletest.interop._torch_engine import TorchCallable
+from rruletest.interop._torch_engine import TorchCallable, derived_torch
 from rruletest.tangents import NO_TANGENT, AbstractZero
 
 __all__ = [
@@ -111,6 +111,11 @@ class TorchFunction(Adapted):
     @property
     def has_frule(self) -> bool:
         return self._jvp is not None
+
+    def derived(self, key: Any) -> Adapted:
+        """``pullback_of(self)`` differentiated by torch's engine through ``apply`` (the
+        Function's ``backward`` run with ``create_graph=True``: its double backward)."""
+        return derived_torch(self.wrapped.apply, key)
 
     def _forward(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, list[int]]:
         torch = torch_module()

@@ -54,7 +54,10 @@ def _derived(f: Any, key: PullbackOf | PushforwardOf, rule_f: Any) -> tuple[Any,
     itself with the rule lookups of where ``rule_f`` comes from."""
     make = getattr(f, "derived", None)
     if callable(make):
-        g = make(key)
+        try:
+            g = make(key)
+        except NotImplementedError:  # the framework offers no such derivative
+            return key, None, None
         return g, getattr(g, "rrule", None), getattr(g, "frule", None)
     if isinstance(key, PullbackOf):
         rrule_f, frule_f = rule_f, partner(rule_f, "frule")

@@ -58,3 +58,53 @@ def test_a_correct_second_derivative_passes() -> None:
     report = test_rrule(f, X, rrule_f=f.rrule, order=2, rng=0)
     assert [p.function for p in report.parts] == ["pullback_of(sinc)", "pullback_of(sinc)"]
     test_scalar(f, 0.0, rrule_f=f.rrule, frule_f=f.frule, order=2, check_complex=False, rng=0)
+
+
+def test_torch_double_backward() -> None:
+    torch = pytest.importorskip("torch")
+    rt = pytest.importorskip("rruletest.interop.torch")
+
+    def cube(detach: bool) -> Any:
+        class Cube(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, x: Any) -> Any:
+                ctx.save_for_backward(x)
+                return x**3
+
+            @staticmethod
+            def backward(ctx: Any, g: Any) -> Any:
+                (x,) = ctx.saved_tensors
+                return g * 3 * (x.detach() if detach else x) ** 2  # detach: no double backward
+
+        return rt.from_function(Cube)
+
+    good, bad = cube(False), cube(True)
+    report = test_rrule(good, X + 0.5, rrule_f=good.rrule, order=2, rng=0)
+    assert [p.function for p in report.parts] == ["pullback_of(Cube)"]
+    test_rrule(bad, X + 0.5, rrule_f=bad.rrule, rng=0)  # first order: right
+    with pytest.raises(RuleTestFailure, match=r"the derivative of Cube's pullback"):
+        test_rrule(bad, X + 0.5, rrule_f=bad.rrule, order=2, rng=0)
+
+
+def test_autograd_rules_of_rules() -> None:
+    ra = pytest.importorskip("rruletest.interop.autograd")
+    anp = pytest.importorskip("autograd.numpy")
+    extend = pytest.importorskip("autograd.extend")
+
+    def cube(unbox: bool) -> Any:
+        @extend.primitive
+        def cube(x: Any) -> Any:
+            return x**3
+
+        def vjp(ans: Any, x: Any) -> Any:
+            base = getattr(x, "_value", x) if unbox else x  # unboxed: no second derivative
+            return lambda g: g * 3 * anp.square(base)
+
+        extend.defvjp(cube, vjp)
+        return ra.from_primitive(cube)
+
+    good, bad = cube(False), cube(True)
+    report = test_rrule(good, X + 0.5, rrule_f=good.rrule, order=2, rng=0)
+    assert report.parts[0].function == "pullback_of(cube)"
+    with pytest.raises(RuleTestFailure, match=r"the derivative of cube's pullback"):
+        test_rrule(bad, X + 0.5, rrule_f=bad.rrule, order=2, rng=0)
