@@ -118,3 +118,17 @@ def test_test_scalar_cross_checks_once() -> None:
 def test_misuse_of_the_option() -> None:
     with pytest.raises(TypeError, match="check_transpose must be None, True or False"):
         test_rrule(np.sin, X, rrule_f=_rules().rrule, check_transpose="yes")  # type: ignore[arg-type]
+
+
+def test_rules_from_one_scalar_rule_are_not_cross_checked() -> None:
+    rules = RuleSet()
+    rules.scalar_rule(np.sin, lambda x, y: (np.cos(x),))
+    note = (
+        "frule/rrule cross-check: not run (both rules come from one scalar_rule: transposes "
+        "by construction)"
+    )
+    assert note in test_rrule(np.sin, X, rrule_f=rules.rrule, rng=0).notes
+    assert note in test_rrule(broadcasted, np.sin, X, rrule_f=rules.rrule, rng=0).notes
+    # asked for explicitly, it runs (and passes)
+    report = test_rrule(np.sin, X, rrule_f=rules.rrule, check_transpose=True, rng=0)
+    assert any(n.startswith("frule/rrule cross-check with the frule: passed") for n in report.notes)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from rruletest.rules import RuleSet, frule, rrule
+from rruletest.rules import RuleSet, default_ruleset, frule, rrule
 from rruletest.tangents import NO_TANGENT, AbstractZero, NoTangent
 from rruletest.testers._check import Check
 from rruletest.testers._constrained import draw_tangent
@@ -148,6 +148,27 @@ def _guarded(run: Callable[..., None]) -> Callable[..., None]:
     return wrapper
 
 
+def one_scalar_rule(s: Setup, other_f: Any) -> bool:
+    """Whether both rules of ``f`` come from one ``scalar_rule`` (its partials give the frule
+    and the rrule alike, directly or through the generic broadcast rule): they are transposes
+    by construction, and the finite-difference check of either covers both."""
+    owner = s.rules
+    other = default_ruleset if other_f in (rrule, frule) else getattr(other_f, "__self__", None)
+    if owner is not other:
+        return False
+    from rruletest.broadcast import broadcasted
+
+    f, primals = s.f, s.primals
+    try:
+        if f is broadcasted and primals:
+            explicit = owner.rrule_info(f, *primals) or owner.frule_info(f, *primals)
+            return explicit is None and owner.scalar_info(primals[0]) is not None
+        infos = (owner.rrule_info(f, *primals), owner.frule_info(f, *primals))
+    except Exception:
+        return False
+    return all(i is not None and i.kind == "scalar" for i in infos)
+
+
 @_guarded
 def after_rrule(s: Setup, y: Any, ybar: Any, xbars: Sequence[Any], frule_f: Any,
                 mode: bool | None, check_fd: bool) -> None:  # fmt: skip
@@ -156,6 +177,9 @@ def after_rrule(s: Setup, y: Any, ybar: Any, xbars: Sequence[Any], frule_f: Any,
         return
     if frule_f is None:
         _skip(s, mode, "no frule was found (pass frule_f=)")
+        return
+    if mode is None and one_scalar_rule(s, frule_f):
+        _skip(s, mode, "both rules come from one scalar_rule: transposes by construction")
         return
     if s.fdot is not None and not isinstance(s.fdot, NoTangent):
         _skip(s, mode, "f has a tangent of its own")
@@ -189,6 +213,9 @@ def after_frule(s: Setup, y: Any, xdots: Sequence[Any], ydot: Any, rrule_f: Any,
         return
     if rrule_f is None:
         _skip(s, mode, "no rrule was found (pass rrule_f=)")
+        return
+    if mode is None and one_scalar_rule(s, rrule_f):
+        _skip(s, mode, "both rules come from one scalar_rule: transposes by construction")
         return
     if s.fdot is not None and not isinstance(s.fdot, AbstractZero):
         _skip(s, mode, "f has a tangent of its own")
