@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         forward_fdm,
     )
     from rruletest.rules import (
+        Example,
         RuleInfo,
         RuleSet,
         derivatives_given_output,
@@ -69,6 +70,7 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(["Mismatch", "RuleTestFailure"], "rruletest.errors"),
     **dict.fromkeys(
         [
+            "Example",
             "RuleInfo",
             "RuleSet",
             "derivatives_given_output",
@@ -117,6 +119,7 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "AbstractZero",
     "Domain",
+    "Example",
     "FiniteDifferenceMethod",
     "InplaceableThunk",
     "Interval",

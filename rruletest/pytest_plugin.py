@@ -100,6 +100,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="real dtypes rule items draw inputs in, comma separated "
         f"(default {','.join(opts.DEFAULT_DTYPES)})",
     )
+    group.addoption(
+        "--rruletest-strict",
+        dest="rruletest_strict",
+        action="store_true",
+        default=None,
+        help="fail rule items that could be tried at scalars only (rrules/frules without "
+        "examples= or shapes= whose function rejects arrays)",
+    )
     for which in ("rtol", "atol"):
         group.addoption(
             f"--rruletest-{which}",
@@ -120,6 +128,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("rruletest_check", "modules whose registered rules are test items", "args", [])
     parser.addini("rruletest_examples", "generated examples per rule item", "string", "")
     parser.addini("rruletest_dtypes", "real dtypes rule items draw inputs in", "args", [])
+    parser.addini("rruletest_strict", "fail rule items tried at scalars only", "bool", False)
     parser.addini("rruletest_rtol", "default rtol, [DTYPE=]VALUE entries", "args", [])
     parser.addini("rruletest_atol", "default atol, [DTYPE=]VALUE entries", "args", [])
     parser.addini("rruletest_fdm", "finite-difference method, KIND:POINTS", "string", "")
@@ -180,6 +189,9 @@ def _read_session(config: pytest.Config) -> Session:
     repro += [f"--rruletest-atol={shlex.quote(v)}" for v in o.rruletest_atol]
     if o.rruletest_fdm:
         repro.append(f"--rruletest-fdm={fdm[0]}:{fdm[1]}")  # type: ignore[index]
+    strict = bool(o.rruletest_strict or config.getini("rruletest_strict"))
+    if o.rruletest_strict:
+        repro.append("--rruletest-strict")
 
     plain, nodes = opts.split_node_args(config.args)
     if nodes:
@@ -189,7 +201,13 @@ def _read_session(config: pytest.Config) -> Session:
         modules += list(config.getini("rruletest_check"))
     modules = list(dict.fromkeys(m.strip() for m in modules if m.strip()))
     cfg = opts.RuleTestConfig(
-        seed=seed, examples=examples, rtol=rtol, atol=atol, fdm_spec=fdm, dtypes=dtypes
+        seed=seed,
+        examples=examples,
+        rtol=rtol,
+        atol=atol,
+        fdm_spec=fdm,
+        dtypes=dtypes,
+        strict=strict,
     )
     return Session(cfg, note, tuple(modules), tuple(nodes), tuple(repro))
 

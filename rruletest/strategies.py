@@ -8,7 +8,7 @@ to each bound, and large magnitudes. "Large" stays within what a rule test can c
 so ``exp`` or ``cosh`` of any drawn value stays finite. Pass ``magnitude`` to change it.
 
 Importing this module is light: hypothesis loads on first use of a strategy (``primals``,
-``scalars``, ``tangents``, ``broadcastable_args``, ``elements``), so ``import rruletest``, the
+``scalars``, ``tangents``, ``broadcastable_args``, ``shaped_args``, ``elements``), so ``import rruletest``, the
 pytest plugin and ``rruletest check`` start fast.
 
 >>> from hypothesis import find
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         elements,
         primals,
         scalars,
+        shaped_args,
         tangents,
     )
 
@@ -51,6 +52,7 @@ __all__ = [
     "near_avoided",
     "primals",
     "scalars",
+    "shaped_args",
     "tangents",
 ]
 
@@ -196,7 +198,7 @@ def near_avoided(avoid: Callable[..., Any] | None, *args: Any) -> Any:
     return bad if bad.ndim else bool(bad)
 
 
-_LAZY = ("broadcastable_args", "elements", "primals", "scalars", "tangents")
+_LAZY = ("broadcastable_args", "elements", "primals", "scalars", "shaped_args", "tangents")
 
 
 def __getattr__(name: str) -> Any:

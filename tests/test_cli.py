@@ -82,10 +82,19 @@ def test_passing_module_exits_0_with_a_row_per_rule(
     code, out, _ = _run(capsys, "check", mod, "--seed", "3", "--examples", "4")
     assert code == 0
     assert f"rruletest check: {mod} (from the command line)" in out
-    assert re.search(r"^  rule\s+kind\s+examples\s+status\s+worst rel err$", out, re.M)
-    # passing rules show their worst relative error too (what the testers return)
-    assert re.search(r"^  cube\s+rrule\s+4\s+passed\s+\d\.\de[+-]\d\d$", out, re.M)
-    assert re.search(r"^  triple\s+scalar\s+4\s+passed\s+\d\.\de[+-]\d\d$", out, re.M)
+    assert re.search(
+        r"^  rule\s+kind\s+examples\s+dtypes\s+shapes\s+status\s+worst rel err$", out, re.M
+    )
+    # passing rules show their worst relative error too (what the testers return), and what
+    # they were checked on: cube has no examples, so it gets numbers and same-shape arrays
+    assert re.search(
+        r"^  cube\s+rrule\s+4\s+float\S+\s+(scalars, )?arrays [\d-]+-d \(max \d+ el\.\)\s+"
+        r"passed\s+\d\.\de[+-]\d\d$",
+        out,
+        re.M,
+    )
+    assert re.search(r"^  triple\s+scalar\s+4\s+\S+\s+.+\s+passed\s+\d\.\de[+-]\d\d$", out, re.M)
+    assert "worst rel err: the largest max|rule - finite differences|" in out
     assert "rruletest check: 2 rules in 1 module: 2 passed (seed=3)" in out
 
 
@@ -95,8 +104,8 @@ def test_failing_module_exits_1_and_says_how_to_rerun(
     mod = _module(tmp_path, BAD, "bad")
     code, out, _ = _run(capsys, "check", mod, "--seed", "5")
     assert code == 1
-    assert re.search(r"^  half\s+scalar\s+\d+\s+FAILED\s+\d\.\de[+-]\d\d$", out, re.M)
-    assert re.search(r"^  triple\s+scalar\s+\d+\s+passed", out, re.M)
+    assert re.search(r"^  half\s+scalar\s+\d+\s+\S+\s+.+\s+FAILED\s+\d\.\de[+-]\d\d$", out, re.M)
+    assert re.search(r"^  triple\s+scalar\s+\d+\s+\S+\s+.+\s+passed", out, re.M)
     assert "2 rules in 1 module: 1 passed, 1 failed (seed=5)" in out
     assert f"reproduce: pytest --rruletest-seed=5 'rruletest::{mod}::half[scalar]'" in out
     assert f"rerun with: rruletest check {mod} --seed 5" in out
@@ -148,8 +157,12 @@ def test_n_without_xdist_is_a_usage_error(
 
 def test_no_module_checks_the_builtin_ruleset(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, "check", "--examples", "1", "--", "-k", "nothing_matches_this")
-    assert code == 0
+    assert code == cli.EXIT_NO_RULES == 3
     assert "rruletest check: rruletest.rulesets.numpy (from the built-in ruleset)" in out
+    assert re.search(
+        r"no rule was checked \(\d+ deselected: every rule was deselected or skipped\); exit code 3",
+        out,
+    )
 
 
 def test_module_without_rules_is_reported(
@@ -157,9 +170,10 @@ def test_module_without_rules_is_reported(
 ) -> None:
     mod = _module(tmp_path, EMPTY, "empty")
     code, out, _ = _run(capsys, "check", mod)
-    assert code == 0
-    assert f"rruletest check: {mod} registers no rules" in out
+    assert code == 3
+    assert f"rruletest check: {mod} registers no rules (looked for rules defined in {mod}" in out
     assert "0 rules in 1 module: nothing run" in out
+    assert "rruletest check: no rule was checked; exit code 3" in out
 
 
 def test_entry_points_name_the_modules_when_none_is_given(
@@ -185,7 +199,7 @@ def test_pytest_options_pass_through_and_junitxml(
         capsys, "check", mod, "--junitxml", str(xml), "--seed", "2", "--", "-k", "triple"
     )
     assert code == 0
-    assert re.search(r"^  half\s+scalar\s+-\s+deselected", out, re.M)
+    assert re.search(r"^  half\s+scalar\s+-\s+-\s+-\s+deselected", out, re.M)
     assert "1 passed, 1 deselected" in out
     names = [c.get("name") for c in ET.parse(xml).iter("testcase")]
     assert names == ["triple[scalar]"]
@@ -195,7 +209,7 @@ def test_x_stops_at_the_first_failure(tmp_path: Path, capsys: pytest.CaptureFixt
     mod = _module(tmp_path, BAD, "stop")
     code, out, _ = _run(capsys, "check", mod, "--", "-x")
     assert code == 1
-    assert re.search(r"^  triple\s+scalar\s+-\s+not run", out, re.M)
+    assert re.search(r"^  triple\s+scalar\s+-\s+-\s+-\s+not run", out, re.M)
 
 
 @pytest.mark.skipif("xdist" not in sys.modules and not cli._have_xdist(), reason="no xdist")
@@ -207,8 +221,8 @@ def test_n_runs_on_xdist_workers(
     mod = _module(tmp_path, BAD, "xdist")
     code, out, _ = _run(capsys, "check", mod, "-n", "2", "--seed", "8", "--examples", "3")
     assert code == 1
-    assert re.search(r"^  half\s+scalar\s+\d+\s+FAILED", out, re.M)
-    assert re.search(r"^  triple\s+scalar\s+3\s+passed", out, re.M)
+    assert re.search(r"^  half\s+scalar\s+\d+\s+\S+\s+.+\s+FAILED", out, re.M)
+    assert re.search(r"^  triple\s+scalar\s+3\s+\S+\s+.+\s+passed", out, re.M)
 
 
 def test_runs_inside_a_project_with_its_own_pytest_configuration(

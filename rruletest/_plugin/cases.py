@@ -1,8 +1,10 @@
 """The test cases of a collected rule: which tester, which function, which inputs.
 
 A scalar rule gets numbers and broadcast arrays drawn inside its domain (in each configured dtype,
-complex too where the domain allows); an rrule or frule gets its registered examples, then
-inputs drawn near them, or numbers of the right count when it has none; a non-differentiable
+complex too where the domain allows); an rrule or frule gets its registered examples (keywords
+of an ``Example`` included), then inputs drawn near them; without examples, arrays of its
+declared ``shapes=``, else numbers and same-shape arrays of the right count (numbers only when
+the function rejects arrays: the rule is then "tried at scalars only"); a non-differentiable
 declaration gets numbers. Generated inputs whose output overflows are discarded.
 Imports hypothesis: loaded only when a rule item runs.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 import inspect
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import hypothesis.strategies as st
@@ -20,14 +22,24 @@ import numpy as np
 from hypothesis.extra import numpy as hnp
 
 from rruletest import strategies as rst
+from rruletest._plugin.arrays import (
+    UnusableDomain,
+    accepts_arrays,
+    bound_margin,
+    declared_args,
+    same_shape_args,
+    usable_dtypes,
+)
 from rruletest._plugin.options import RuleTestConfig
 from rruletest.domains import Domain
 from rruletest.projection import is_differentiable
 from rruletest.rules import RuleInfo
+from rruletest.rules.inputs import example_kwargs
 
 __all__ = [
     "CannotGenerate",
     "Case",
+    "UnusableDomain",
     "bound_margin",
     "example_cases",
     "finite_output",
@@ -42,17 +54,6 @@ MIN_DIMS = 0
 PERTURBATIONS = (0.0, 1e-6, 1e-3, 1e-1)
 
 
-def bound_margin(dtype: Any) -> float:
-    """How far (relative to ``max(1, |bound|)``) generated inputs keep from a finite bound: 1e-6,
-    but at least 1024 ulps (a stencil needs room to resolve), at most 1e-2 (float16).
-
-    >>> bound_margin("float64"), bound_margin("float32")
-    (1e-06, 0.0001220703125)
-    """
-    eps = float(np.finfo(np.dtype(dtype)).eps)
-    return min(1e-2, max(1e-6, 1024 * eps))
-
-
 class CannotGenerate(Exception):
     """rruletest cannot build inputs for this rule (the item is skipped with this reason)."""
 
@@ -65,10 +66,22 @@ class Case:
     f: Any
     args: tuple[Any, ...]
     domain: Domain
+    kwargs: dict[str, Any] = field(default_factory=dict)
 
     def __repr__(self) -> str:
-        args = ", ".join([fname(self.f), *(_short(a) for a in self.args)])
+        parts = [fname(self.f), *(_short(a) for a in self.args)]
+        if self.kwargs:
+            parts.append(f"fkwargs={self.kwargs!r}")
+        args = ", ".join(parts)
         return "; ".join(f"{t}({args})" for t in self.testers)
+
+    def dtypes(self) -> list[str]:
+        """The dtypes of the differentiable arguments (``float64`` for Python floats)."""
+        return [np.result_type(a).name for a in self.args if is_differentiable(a)]
+
+    def shapes(self) -> list[tuple[int, ...]]:
+        """The shapes of the differentiable arguments (``()`` for numbers)."""
+        return [np.shape(a) for a in self.args if is_differentiable(a)]
 
 
 def fname(f: Any) -> str:
@@ -133,13 +146,6 @@ def rule_arity(info: RuleInfo, f: Any | None = None) -> int | None:
 
 
 # -- cases ------------------------------------------------------------------------
-def _dtypes(config: RuleTestConfig, domain: Domain) -> list[str]:
-    out = list(config.dtypes)
-    if domain.complex:
-        out.append("complex128")
-    return out
-
-
 def _scalar_args(domain: Domain, n: int, dtype: str) -> st.SearchStrategy[tuple[Any, ...]]:
     one = [
         rst.scalars(domain, dtype=dtype, arg=i, margin=bound_margin(dtype)).map(
@@ -222,7 +228,7 @@ def finite_output(case: Case) -> bool:
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            y = np.asarray(case.f(*case.args))
+            y = np.asarray(case.f(*case.args, **case.kwargs))
     except Exception:
         return True
     if y.dtype.kind not in "fc":
@@ -248,7 +254,7 @@ def generated_cases(info: RuleInfo, config: RuleTestConfig) -> st.SearchStrategy
         n = rule_arity(info)
         if n is None:
             raise CannotGenerate(f"cannot tell how many arguments {info.name} takes")
-        dtypes = _dtypes(config, domain)
+        dtypes = usable_dtypes(config, domain, info.name, n)
         scal = [
             _scalar_args(domain, n, d).map(lambda xs: Case(testers, f, xs, domain)) for d in dtypes
         ]
@@ -258,25 +264,43 @@ def generated_cases(info: RuleInfo, config: RuleTestConfig) -> st.SearchStrategy
         ]
         return st.one_of(*scal, *arrs)
     if info.examples:
-        near = [_perturbed(domain, _with_prefix(prefix, e), len(prefix)) for e in info.examples]
-        return st.one_of(*near).map(lambda xs: Case(testers, info.key[0], tuple(xs), domain))
+        near = [
+            _perturbed(domain, _with_prefix(prefix, e), len(prefix)).map(
+                _maker(testers, info.key[0], domain, example_kwargs(e))
+            )
+            for e in info.examples
+        ]
+        return st.one_of(*near)
+    shapes = getattr(info, "shapes", None)
     if info.key[0] is broadcasted and len(prefix) >= 1:
         n = rule_arity(info, prefix[0])
         if n is None:
             raise CannotGenerate(f"cannot tell how many arguments {fname(prefix[0])} takes")
-        strategies = [_array_args(domain, n, d) for d in _dtypes(config, domain)]
+        strategies = [
+            _array_args(domain, n, d) for d in usable_dtypes(config, domain, info.name, n)
+        ]
+    elif shapes is not None:
+        dtypes = usable_dtypes(config, domain, info.name, len(shapes))
+        strategies = [declared_args(domain, shapes, d) for d in dtypes]
     else:
         n = rule_arity(info)
         if n is None:
             raise CannotGenerate(
                 f"cannot tell how many arguments {info.name} takes; register the rule with "
-                "examples=[(x, ...)] or a domain with one interval per argument"
+                "examples=[(x, ...)], shapes=[...] or a domain with one interval per argument"
             )
-        strategies = [_scalar_args(domain, n, d) for d in _dtypes(config, domain)]
+        dtypes = usable_dtypes(config, domain, info.name, n)
+        strategies = [_scalar_args(domain, n, d) for d in dtypes]
+        if accepts_arrays(info.key[0], prefix, domain, n):
+            strategies += [same_shape_args(domain, n, d) for d in dtypes]
     return st.one_of(*strategies).map(lambda xs: Case(testers, info.key[0], (*prefix, *xs), domain))
 
 
 _BOTH = ("test_rrule", "test_frule")
+
+
+def _maker(testers: tuple[str, ...], f: Any, domain: Domain, kwargs: dict[str, Any]) -> Any:
+    return lambda xs: Case(testers, f, tuple(xs), domain, kwargs)
 
 
 def _tester(info: RuleInfo) -> tuple[str, ...]:
@@ -292,7 +316,8 @@ def example_cases(info: RuleInfo) -> list[Case]:
     domain = info.domain or Domain()
     prefix = info.key[1:]
     return [
-        Case(_tester(info), info.key[0], _with_prefix(prefix, e), domain) for e in info.examples
+        Case(_tester(info), info.key[0], _with_prefix(prefix, e), domain, example_kwargs(e))
+        for e in info.examples
     ]
 
 

@@ -171,6 +171,8 @@ class RuleItem(pytest.Item):
             pytest.skip(f"rruletest: {err}")
         finally:
             self.user_properties.append(("rruletest_examples", record.examples))
+            self.user_properties.append(("rruletest_dtypes", record.dtype_summary()))
+            self.user_properties.append(("rruletest_shapes", record.shape_summary()))
             if record.worst_rel_err is not None:
                 self.user_properties.append(("rruletest_worst_rel_err", record.worst_rel_err))
 

@@ -228,6 +228,8 @@ class RuleTestConfig:
     atol: dict[str, float] = field(default_factory=dict)
     fdm_spec: tuple[str, int] | None = None
     dtypes: tuple[str, ...] = DEFAULT_DTYPES
+    #: ``--rruletest-strict``: a rule item tried at scalars only fails.
+    strict: bool = False
 
     def rng(self) -> Any:
         """A fresh ``numpy.random.Generator`` seeded from this test's seed."""

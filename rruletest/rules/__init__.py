@@ -39,6 +39,7 @@ from rruletest.rules.info import (
     name_of,
     rule_label,
 )
+from rruletest.rules.inputs import Example, shapes_of
 from rruletest.rules.scalar import (
     ScalarFRule,
     ScalarRRule,
@@ -48,6 +49,7 @@ from rruletest.rules.scalar import (
 from rruletest.tangents import NO_TANGENT
 
 __all__ = [
+    "Example",
     "RuleInfo",
     "RuleReplacedWarning",
     "RuleSet",
@@ -162,11 +164,13 @@ class RuleSet:
         fs: Sequence[Any],
         domain: DomainLike,
         examples: Sequence[Any],
+        shapes: Sequence[Any] | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         call = f"register_{kind}"
         key = check_key(fs, call)
         dom = None if domain is None else Domain.of(domain)
         exs = examples_of(examples)
+        shps = shapes_of(shapes)
 
         def decorate(rule: Callable[..., Any]) -> Callable[..., Any]:
             if not callable(rule):
@@ -185,6 +189,7 @@ class RuleSet:
                 frule=rule if kind == "frule" else None,
                 domain=dom,
                 examples=exs,
+                shapes=shps,
             )
             self._store([self._rrules if kind == "rrule" else self._frules], info)
             return rule
@@ -192,7 +197,11 @@ class RuleSet:
         return decorate
 
     def register_rrule(
-        self, *fs: Any, domain: DomainLike = None, examples: Sequence[Any] = ()
+        self,
+        *fs: Any,
+        domain: DomainLike = None,
+        examples: Sequence[Any] = (),
+        shapes: Sequence[Any] | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator registering an rrule for ``fs`` (a function, or a tuple key such as
         ``broadcasted, np.sin``). The rule gets the call's arguments (for a tuple key, all but
@@ -201,22 +210,29 @@ class RuleSet:
         Args:
             fs: the function, or the functions of a tuple key.
             domain: valid inputs (see ``rruletest.domains.Domain.of``), for generated tests.
-            examples: argument tuples (or single arguments) to test the rule at.
+            examples: argument tuples (or single arguments) to test the rule at;
+                ``Example(x, axis=0)`` carries keyword arguments too.
+            shapes: one shape per argument (sizes and names, ``[("m", "n"), ("n",)]``):
+                generated tests draw arrays of these shapes (see ``rruletest.rules.inputs``).
 
         Raises:
             TypeError: a key that is not callable or not hashable, or a rule that is not
                 callable.
         """
-        return self._register("rrule", fs, domain, examples)
+        return self._register("rrule", fs, domain, examples, shapes)
 
     def register_frule(
-        self, *fs: Any, domain: DomainLike = None, examples: Sequence[Any] = ()
+        self,
+        *fs: Any,
+        domain: DomainLike = None,
+        examples: Sequence[Any] = (),
+        shapes: Sequence[Any] | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator registering an frule for ``fs``; the rule takes the tangents
         ``(fdot, xdot_1, ..., xdot_n)`` first, then the call's arguments, and returns
         ``(y, ydot)``. Arguments as for ``register_rrule``.
         """
-        return self._register("frule", fs, domain, examples)
+        return self._register("frule", fs, domain, examples, shapes)
 
     def scalar_rule(
         self,
@@ -399,17 +415,23 @@ def frule(tangents: Sequence[Any], f: Any, *args: Any, **kwargs: Any) -> tuple[A
 
 
 def register_rrule(
-    *fs: Any, domain: DomainLike = None, examples: Sequence[Any] = ()
+    *fs: Any,
+    domain: DomainLike = None,
+    examples: Sequence[Any] = (),
+    shapes: Sequence[Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering an rrule in the default RuleSet (see ``RuleSet.register_rrule``)."""
-    return default_ruleset.register_rrule(*fs, domain=domain, examples=examples)
+    return default_ruleset.register_rrule(*fs, domain=domain, examples=examples, shapes=shapes)
 
 
 def register_frule(
-    *fs: Any, domain: DomainLike = None, examples: Sequence[Any] = ()
+    *fs: Any,
+    domain: DomainLike = None,
+    examples: Sequence[Any] = (),
+    shapes: Sequence[Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering an frule in the default RuleSet (see ``RuleSet.register_frule``)."""
-    return default_ruleset.register_frule(*fs, domain=domain, examples=examples)
+    return default_ruleset.register_frule(*fs, domain=domain, examples=examples, shapes=shapes)
 
 
 def scalar_rule(

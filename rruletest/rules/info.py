@@ -66,6 +66,9 @@ class RuleInfo:
     partials: Callable[..., Any] | None = None
     domain: Domain | None = None
     examples: tuple[tuple[Any, ...], ...] = field(default=())
+    #: ``shapes=``: one declared shape per argument for generated array inputs (see
+    #: ``rruletest.rules.inputs``), or None.
+    shapes: tuple[tuple[int | str, ...], ...] | None = None
 
     @property
     def function(self) -> Any:
