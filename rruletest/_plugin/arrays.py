@@ -30,6 +30,7 @@ __all__ = [
     "accepts_arrays",
     "bound_margin",
     "declared_args",
+    "probe_args",
     "same_shape_args",
     "usable_dtypes",
 ]
@@ -89,12 +90,35 @@ def _probe_value(domain: Domain, i: int) -> list[float]:
     return [lo + (hi - lo) * t for t in (0.3, 0.5, 0.7)]
 
 
+def probe_args(domain: Domain, shapes: Any) -> tuple[Any, ...]:
+    """Fixed float64 arrays of the declared shapes inside the domain: size names get 2, 3, 4,
+    ... in order of appearance, elements cycle through three values inside each interval.
+
+    >>> [a.shape for a in probe_args(Domain(), [("m", "n"), ("n",), ()])]
+    [(2, 3), (3,), ()]
+    """
+    sizes: dict[str, int] = {}
+    out: list[Any] = []
+    for i, shape in enumerate(shapes):
+        dims = []
+        for d in shape:
+            if isinstance(d, str):
+                sizes.setdefault(d, len(sizes) + 2)
+                dims.append(sizes[d])
+            else:
+                dims.append(int(d))
+        values = _probe_value(domain, i)
+        size = math.prod(dims)
+        out.append(np.resize(np.array(values), size).reshape(dims))
+    return tuple(out)
+
+
 def accepts_arrays(f: Any, prefix: tuple[Any, ...], domain: Domain, n: int) -> bool:
     """Whether ``f(*prefix, *arrays)`` runs on float64 arrays of shape (3,) inside the domain
     (functions written for numbers only, with ``math``, raise): rrules and frules registered
     without examples or shapes are then tested on same-shape arrays as well as numbers."""
     try:
-        args = [np.array(_probe_value(domain, i)) for i in range(n)]
+        args = probe_args(domain, [("n",)] * n)
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             y = f(*prefix, *args)

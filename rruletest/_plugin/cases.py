@@ -27,6 +27,7 @@ from rruletest._plugin.arrays import (
     accepts_arrays,
     bound_margin,
     declared_args,
+    probe_args,
     same_shape_args,
     usable_dtypes,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "finite_output",
     "fname",
     "generated_cases",
+    "probe_cases",
     "rule_arity",
 ]
 
@@ -319,6 +321,28 @@ def example_cases(info: RuleInfo) -> list[Case]:
         Case(_tester(info), info.key[0], _with_prefix(prefix, e), domain, example_kwargs(e))
         for e in info.examples
     ]
+
+
+def probe_cases(info: RuleInfo) -> list[Case]:
+    """For an rrule or frule registered without examples: one fixed array case (the declared
+    ``shapes=``, else shape (3,) for every argument when the function accepts arrays), run
+    before the generated ones so every run checks the rule on arrays at least once."""
+    from rruletest.broadcast import broadcasted
+
+    if info.examples or info.kind not in ("rrule", "frule") or info.key[0] is broadcasted:
+        return []
+    domain = info.domain or Domain()
+    prefix = info.key[1:]
+    shapes = getattr(info, "shapes", None)
+    if shapes is None:
+        n = rule_arity(info)
+        if n is None or not accepts_arrays(info.key[0], prefix, domain, n):
+            return []
+        shapes = [("n",)] * n
+    args = (*prefix, *probe_args(domain, shapes))
+    if domain.avoid is not None and not _inside(domain, list(args[len(prefix) :])):
+        return []
+    return [Case(_tester(info), info.key[0], args, domain)]
 
 
 def _with_prefix(prefix: tuple[Any, ...], example: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -29,6 +29,7 @@ from rruletest._plugin.cases import (
     finite_output,
     fname,
     generated_cases,
+    probe_cases,
 )
 from rruletest._plugin.options import RuleTestConfig
 from rruletest.errors import Mismatch, RuleTestFailure
@@ -237,7 +238,10 @@ def check_rule(
             raise
 
     explicit = example_cases(info)
-    for case in explicit:  # registered examples first, as given (never shrunk)
+    for case in [
+        *explicit,
+        *probe_cases(info),
+    ]:  # registered examples first, as given (never shrunk)
         one(case)
     try:
         strategy = generated_cases(info, config)

@@ -13,8 +13,8 @@ library and ``rruletest._plugin.options`` only.
 >>> out = io.StringIO()
 >>> print_table(results, ["pkg"], out)
 {'passed': 1}
->>> out.getvalue().splitlines()[-1].split()
-['sin', 'scalar', '20', 'float64', 'scalars,', 'arrays', '1-d', '(max', '3', 'el.)', 'passed', '2.0e-07']
+>>> " ".join(out.getvalue().splitlines()[-1].split())
+'sin scalar 20 float64 scalars, arrays 1-d (max 3 el.) passed 2.0e-07'
 """
 
 from __future__ import annotations
