@@ -72,7 +72,12 @@ def _parser() -> argparse.ArgumentParser:
         help="modules whose rules to check (default: modules declared in the entry point group "
         f"{ENTRY_POINT_GROUP!r}, else {', '.join(DEFAULT_MODULES)})",
     )
-    check.add_argument("--seed", metavar="N|last", help="session seed (default: random)")
+    check.add_argument(
+        "--seed",
+        metavar="N|last",
+        help="session seed (default: $RRULETEST_SEED, else the project's ini key "
+        "rruletest_seed, else random)",
+    )
     check.add_argument(
         "--examples",
         metavar="N",
@@ -128,7 +133,8 @@ def _import(module: str) -> None:
 def _pytest_args(ns: argparse.Namespace, modules: Sequence[str], extra: Sequence[str]) -> list[str]:
     # pytest's cache stays on: the seed is shared with pytest (``--rruletest-seed=last`` works
     # from either side) and ``rruletest check -- --lf`` reruns the rules that failed.
-    args = ["--rruletest-seed", str(ns.seed)]
+    # No --seed: the plugin's own order ($RRULETEST_SEED, the ini key, else random).
+    args = [] if ns.seed is None else ["--rruletest-seed", str(ns.seed)]
     if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         args += ["-p", "rruletest.pytest_plugin"]
     if ns.examples is not None:
@@ -151,7 +157,7 @@ def _check(ns: argparse.Namespace, extra: Sequence[str], out: TextIO) -> int:
     import pytest
 
     try:
-        ns.seed = opts.new_seed() if ns.seed is None else opts.parse_seed(ns.seed)
+        ns.seed = None if ns.seed is None else opts.parse_seed(ns.seed)
         if ns.examples is not None:
             ns.examples = opts.parse_examples(ns.examples)
         if ns.dtypes is not None:

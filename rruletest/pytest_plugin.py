@@ -4,9 +4,10 @@ Loaded by pytest at start-up, so beyond ``import rruletest`` it imports only the
 pytest, ``rruletest._plugin.options`` and ``rruletest._plugin.items``: no findiff, scipy, sympy or
 hypothesis until a rule item runs or a fixture is used. It provides:
 
-- a session seed: ``--rruletest-seed=N``, ``--rruletest-seed=last`` (from pytest's cache), else a
-  random one; printed in the header (``rruletest: seed=N``) and in every rruletest failure.
-  Each test derives its own seed from it and its node id, so one command reproduces one failure;
+- a session seed: ``--rruletest-seed=N``, ``--rruletest-seed=last`` (from pytest's cache), else
+  the one pinned by ``$RRULETEST_SEED`` or the ini key ``rruletest_seed``, else a random one;
+  printed in the header (``rruletest: seed=N``) and in every rruletest failure. Each test
+  derives its own seed from it and its node id, so one command reproduces one failure;
 - fixtures ``rruletest_rng`` (a seeded ``numpy.random.Generator``) and ``rruletest_config``
   (a ``RuleTestConfig``: seed, tolerance overrides per dtype, fdm, and testers using them);
   during each test ``rruletest._plugin.options.current_test_seed()`` gives the test's seed, and the
@@ -25,6 +26,7 @@ hypothesis until a rule item runs or a fixture is used. It provides:
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 from collections.abc import Callable
 from typing import Any
@@ -52,6 +54,10 @@ __all__ = [
 
 CACHE_KEY = "rruletest/seed"
 
+#: An environment variable that pins the session seed (below ``--rruletest-seed``, above the
+#: ini key ``rruletest_seed``).
+SEED_ENV = "RRULETEST_SEED"
+
 
 def _arg(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     def convert(text: str) -> Any:
@@ -73,7 +79,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=_arg(opts.parse_seed),
         default=None,
         help="session seed for rruletest's random inputs; 'last' reuses the previous run's "
-        "(default: random, printed in the header)",
+        f"(default: ${SEED_ENV}, else the ini key rruletest_seed, else random; printed in the "
+        "header)",
     )
     group.addoption(
         "--rruletest-check",
@@ -125,6 +132,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="finite-difference method: central:5 (default), forward:3, backward:3, ...",
     )
+    parser.addini("rruletest_seed", "session seed, N or 'last' (default: random)", "string", "")
     parser.addini("rruletest_check", "modules whose registered rules are test items", "args", [])
     parser.addini("rruletest_examples", "generated examples per rule item", "string", "")
     parser.addini("rruletest_dtypes", "real dtypes rule items draw inputs in", "args", [])
@@ -134,11 +142,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("rruletest_fdm", "finite-difference method, KIND:POINTS", "string", "")
 
 
+def pinned_seed(config: pytest.Config) -> tuple[int | str | None, str]:
+    """The seed pinned outside the command line: ``RRULETEST_SEED``, else the ini key
+    ``rruletest_seed``; with a note saying which (None when neither is set)."""
+    for text, where in (
+        (os.environ.get(SEED_ENV, ""), f"from ${SEED_ENV}"),
+        (str(config.getini("rruletest_seed")), "from the ini key rruletest_seed"),
+    ):
+        if text.strip():
+            try:
+                return opts.parse_seed(text), f" ({where})"
+            except ValueError as err:
+                raise pytest.UsageError(f"rruletest: {err} ({where})") from None
+    return None, ""
+
+
 def _resolve_seed(config: pytest.Config) -> tuple[int, str]:
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and "rruletest_seed" in workerinput:
         return int(workerinput["rruletest_seed"]), ""
-    raw = config.option.rruletest_seed
+    raw, source = config.option.rruletest_seed, ""
+    if raw is None:
+        raw, source = pinned_seed(config)
     cache = getattr(config, "cache", None)
     if raw == "last":
         if cache is None:
@@ -152,7 +177,7 @@ def _resolve_seed(config: pytest.Config) -> tuple[int, str]:
     elif raw is None:
         seed, note = opts.new_seed(), ""
     else:
-        seed, note = int(raw), ""
+        seed, note = int(raw), source
     if cache is not None:
         cache.set(CACHE_KEY, seed)
     return seed, note

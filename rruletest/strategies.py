@@ -8,8 +8,8 @@ to each bound, and large magnitudes. "Large" stays within what a rule test can c
 so ``exp`` or ``cosh`` of any drawn value stays finite. Pass ``magnitude`` to change it.
 
 Importing this module is light: hypothesis loads on first use of a strategy (``primals``,
-``scalars``, ``tangents``, ``broadcastable_args``, ``shaped_args``, ``elements``), so ``import rruletest``, the
-pytest plugin and ``rruletest check`` start fast.
+``scalars``, ``tangents``, ``broadcastable_args``, ``shaped_args``, ``elements``), so
+``import rruletest``, the pytest plugin and ``rruletest check`` start fast.
 
 >>> from hypothesis import find
 >>> from rruletest.strategies import broadcastable_args, primals

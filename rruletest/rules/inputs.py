@@ -75,10 +75,10 @@ def shapes_of(shapes: Sequence[Any] | None) -> tuple[ShapeDecl, ...] | None:
     True
     >>> shapes_of([3])
     ((3,),)
-    >>> shapes_of(["n"])
+    >>> shapes_of(["n"])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    TypeError: shapes= holds one shape per argument (a tuple of sizes and names such as ("n", 3)), got shapes=['n']
+    TypeError: shapes= holds one shape per argument (a tuple of sizes ...), got shapes=['n']
     """
     if shapes is None:
         return None
