@@ -118,7 +118,7 @@ def accepts_arrays(f: Any, prefix: tuple[Any, ...], domain: Domain, n: int) -> b
     (functions written for numbers only, with ``math``, raise): rrules and frules registered
     without examples or shapes are then tested on same-shape arrays as well as numbers."""
     try:
-        args = probe_args(domain, [("n",)] * n)
+        args = probe_args(domain, [(3,)] * n)
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             y = f(*prefix, *args)

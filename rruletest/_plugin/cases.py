@@ -338,7 +338,7 @@ def probe_cases(info: RuleInfo) -> list[Case]:
         n = rule_arity(info)
         if n is None or not accepts_arrays(info.key[0], prefix, domain, n):
             return []
-        shapes = [("n",)] * n
+        shapes = [(3,)] * n
     args = (*prefix, *probe_args(domain, shapes))
     if domain.avoid is not None and not _inside(domain, list(args[len(prefix) :])):
         return []

@@ -51,6 +51,9 @@ class Example(tuple[Any, ...]):
         same_kwargs = getattr(other, "kwargs", {}) == self.kwargs
         return tuple.__eq__(self, other) is True and same_kwargs
 
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
     def __hash__(self) -> int:
         return hash((tuple(self), tuple(sorted(self.kwargs))))
 
