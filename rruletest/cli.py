@@ -150,7 +150,9 @@ def _pytest_args(ns: argparse.Namespace, modules: Sequence[str], extra: Sequence
     # Rule items hold no assert statements: no rewriting (it would warn that the already
     # imported rruletest cannot be rewritten).
     args += ["-q", "-rN", "--assert=plain"]
-    return [*args, *extra, *(f"{opts.NODE_PREFIX}::{m}" for m in modules)]
+    # A rule node id after ``--`` narrows its module to it (as with pytest's own ids).
+    named = {opts.module_of_node(a) for a in opts.split_node_args(extra)[1]}
+    return [*args, *extra, *(f"{opts.NODE_PREFIX}::{m}" for m in modules if m not in named)]
 
 
 def _check(ns: argparse.Namespace, extra: Sequence[str], out: TextIO) -> int:

@@ -464,3 +464,15 @@ def test_ci_gate_seeds_come_from_the_commit_and_are_printed(tmp_path: Path) -> N
         outs.append(first)
     assert outs == [1, 0xFFFFFFFF % 1000000 + 1, 0x1234ABCD % 1000000 + 1]
     assert 'echo "seeds $first..$last (from ${commit:0:12})"' in script
+
+
+def test_a_rule_node_id_after_double_dash_narrows_the_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mod = _module(tmp_path, BAD, "narrow")
+    code, out, _ = _run(
+        capsys, "check", mod, "--seed", "2", "--", f"rruletest::{mod}::half[scalar]"
+    )
+    assert code == 1
+    assert "1 rule in 1 module: 1 failed (seed=2)" in out
+    assert f"rerun with: rruletest check {mod} --seed 2 -- 'rruletest::{mod}::half[scalar]'" in out
