@@ -340,9 +340,10 @@ def probe_cases(info: RuleInfo) -> list[Case]:
             return []
         shapes = [(3,)] * n
     args = (*prefix, *probe_args(domain, shapes))
-    if domain.avoid is not None and not _inside(domain, list(args[len(prefix) :])):
+    case = Case(_tester(info), info.key[0], args, domain)
+    if not (_inside(domain, list(args[len(prefix) :])) and finite_output(case)):
         return []
-    return [Case(_tester(info), info.key[0], args, domain)]
+    return [case]
 
 
 def _with_prefix(prefix: tuple[Any, ...], example: tuple[Any, ...]) -> tuple[Any, ...]:
