@@ -2,8 +2,9 @@
 
 ``check`` runs the rule items of the pytest plugin (one per registered rule, tested with
 hypothesis-generated inputs inside the rule's domain) through pytest, in-process, so every pytest
-option works (give them after ``--``). It prints one row per rule (name, kind, examples, status,
-worst relative error) and a summary line.
+option works (give them after ``--``). It prints one row per rule (name, kind, examples, the
+dtypes and shapes it was checked on, status, worst relative error), what the error column means,
+and a summary line; a failure adds the ``rruletest check`` command that repeats the run.
 
 Which modules: those named on the command line; else the modules that installed packages declare
 in the entry point group ``rruletest.rules``; else the built-in numpy ruleset.
@@ -13,11 +14,13 @@ Exit codes: 0 every rule passed, 1 a rule failed, 2 usage error (an unknown modu
 run says where it looked and which submodules do register rules).
 The seed is shared with pytest through its cache: ``--seed last`` here or
 ``pytest --rruletest-seed=last`` reuses the previous run's, and each failure prints the ``pytest``
-command that reruns that one rule.
+command that reruns that one rule. Without ``--seed``, ``$RRULETEST_SEED`` or the ini key
+``rruletest_seed`` pins it, else it is random.
 
     rruletest check                                  # the built-in numpy ruleset
-    rruletest check mypkg.rules --examples 50 -n 2 --junitxml report.xml
+    rruletest check mypkg.rules --examples 50 --strict --junitxml report.xml
     rruletest check mypkg.rules -- -x -k "sin or cos"
+    rruletest check mypkg.rules -- --lf              # only the rules that failed last time
 """
 
 from __future__ import annotations
