@@ -278,9 +278,13 @@ def rerun_command(ns: argparse.Namespace, modules: Sequence[str], extra: Sequenc
     return " ".join(shlex.quote(w) for w in words)
 
 
+#: At most this many submodules are imported to look for rules (a package without rules).
+MAX_SUBMODULES = 500
+
+
 def _submodules_with_rules(module: str) -> list[tuple[str, int]]:
     """Submodules of package ``module`` that register rules when imported, with their counts
-    (each is imported, quietly; one that fails to import is left out)."""
+    (each is imported, quietly, but test modules; one that fails to import is left out)."""
     from rruletest.rules import default_ruleset
 
     mod = sys.modules.get(module)
@@ -289,7 +293,13 @@ def _submodules_with_rules(module: str) -> list[tuple[str, int]]:
         return []
     found: list[tuple[str, int]] = []
     sink = io.StringIO()
-    for info in pkgutil.walk_packages(path, prefix=module + ".", onerror=lambda _: None):
+    walk = pkgutil.walk_packages(path, prefix=module + ".", onerror=lambda _: None)
+    for k, info in enumerate(walk):
+        last = info.name.rsplit(".", 1)[-1]
+        if k >= MAX_SUBMODULES:
+            break
+        if last in ("tests", "conftest") or last.startswith("test_"):
+            continue
         try:
             with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
                 importlib.import_module(info.name)
