@@ -15,7 +15,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rruletest import interop, strategies
+    from rruletest import defaults, interop, strategies
     from rruletest.approx import collect_mismatches, test_approx
     from rruletest.broadcast import (
         NoBroadcastRuleError,
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
         unthunk,
     )
     from rruletest.testers import (
+        Check,
         TesterReport,
         rand_tangent,
         test_frule,
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
         test_scalar,
         with_tangent,
     )
+    from rruletest.walk import register_structure
 
 __version__ = "0.1.0"
 
@@ -110,14 +112,19 @@ _LAZY: dict[str, str] = {
     "extrapolate_fdm": "rruletest.finite_differences",
     "test_rrule": "rruletest.testers",
     "TesterReport": "rruletest.testers",
+    "Check": "rruletest.testers",
+    "defaults": "rruletest.defaults",
     "test_frule": "rruletest.testers",
     "test_scalar": "rruletest.testers",
     "with_tangent": "rruletest.testers",
     "rand_tangent": "rruletest.testers",
+    "register_structure": "rruletest.walk",
+    "walk": "rruletest.walk",
 }
 
 __all__ = [
     "AbstractZero",
+    "Check",
     "Domain",
     "Example",
     "FiniteDifferenceMethod",
@@ -138,6 +145,7 @@ __all__ = [
     "broadcasted",
     "central_fdm",
     "collect_mismatches",
+    "defaults",
     "derivatives_given_output",
     "extrapolate_fdm",
     "forward_fdm",
@@ -147,6 +155,7 @@ __all__ = [
     "rand_tangent",
     "register_frule",
     "register_rrule",
+    "register_structure",
     "rrule",
     "scalar_rule",
     "strategies",
@@ -156,6 +165,7 @@ __all__ = [
     "test_scalar",
     "unbroadcast",
     "unthunk",
+    "walk",
     "with_tangent",
 ]
 

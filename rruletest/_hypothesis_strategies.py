@@ -13,9 +13,7 @@ import hypothesis.strategies as st
 import numpy as np
 from hypothesis.extra import numpy as hnp
 
-from rruletest.domains import Domain, DomainLike
-from rruletest.projection import is_differentiable
-from rruletest.strategies import (
+from rruletest._strategy_values import (
     _bounds,
     _dtype,
     _real,
@@ -24,6 +22,8 @@ from rruletest.strategies import (
     edge_values,
     near_avoided,
 )
+from rruletest.domains import Domain, DomainLike
+from rruletest.projection import is_differentiable
 from rruletest.tangents import NO_TANGENT
 
 __all__ = ["broadcastable_args", "elements", "primals", "scalars", "shaped_args", "tangents"]

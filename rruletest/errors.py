@@ -46,6 +46,8 @@ class Mismatch:
     extra: dict[str, Any] = field(default_factory=dict)
     count: int | None = None
     size: int | None = None
+    steps: tuple[Any, ...] = ()
+    context: str = ""
 
 
 class RuleTestFailure(AssertionError):
@@ -104,7 +106,11 @@ class RuleTestFailure(AssertionError):
         n = len(self.mismatches)
         if n != 1:
             lines.append(f"{n} problems found:")
+        context = ""
         for m in self.mismatches:
+            if m.context and m.context != context:
+                lines.append(f"in {m.context}:")
+            context = m.context
             block = m.message.rstrip("\n")
             for hint in (m.hint or "").splitlines():
                 if hint and hint not in block:

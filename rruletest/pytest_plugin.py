@@ -1,8 +1,8 @@
 """The rruletest pytest plugin (entry point ``pytest11``, name ``rruletest``).
 
 Loaded by pytest at start-up, so beyond ``import rruletest`` it imports only the standard library,
-pytest, ``rruletest._plugin.options`` and ``rruletest._plugin.items``: no findiff, scipy, sympy or
-hypothesis until a rule item runs or a fixture is used. It provides:
+pytest, ``rruletest._seed``, ``rruletest._plugin.options`` and ``rruletest._plugin.items``: no
+findiff, scipy, sympy or hypothesis until a rule item runs or a fixture is used. It provides:
 
 - a session seed: ``--rruletest-seed=N``, ``--rruletest-seed=last`` (from pytest's cache), else
   the one pinned by ``$RRULETEST_SEED`` or the ini key ``rruletest_seed``, else a random one;
@@ -10,7 +10,7 @@ hypothesis until a rule item runs or a fixture is used. It provides:
   derives its own seed from it and its node id, so one command reproduces one failure;
 - fixtures ``rruletest_rng`` (a seeded ``numpy.random.Generator``) and ``rruletest_config``
   (a ``RuleTestConfig``: seed, tolerance overrides per dtype, fdm, and testers using them);
-  during each test ``rruletest._plugin.options.current_test_seed()`` gives the test's seed, and the
+  during each test ``rruletest._seed.current_test_seed()`` gives the test's seed, and the
   tolerance overrides are the library's defaults (``rruletest.tolerances``);
 - options and ini keys: ``--rruletest-rtol``/``--rruletest-atol`` (``[DTYPE=]VALUE``, ini
   ``rruletest_rtol``/``rruletest_atol``), ``--rruletest-fdm`` (``central:5``),
@@ -33,6 +33,7 @@ from typing import Any
 
 import pytest
 
+from rruletest import _seed
 from rruletest._plugin import options as opts
 from rruletest._plugin.items import (
     SESSION_KEY,
@@ -282,12 +283,12 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     and the tolerance overrides as the library's defaults.
     """
     s = item.config.stash[SESSION_KEY]
-    token = opts.TEST_SEED.set(opts.derive_seed(s.seed, item.nodeid))
+    token = _seed.TEST_SEED.set(opts.derive_seed(s.seed, item.nodeid))
     try:
         with s.config.overriding_defaults():
             return (yield)
     finally:
-        opts.TEST_SEED.reset(token)
+        _seed.TEST_SEED.reset(token)
 
 
 # -- failure reports ----------------------------------------------------------------------------

@@ -35,7 +35,6 @@ Tolerance(rtol=0.001, atol=1e-05)
 from __future__ import annotations
 
 import contextvars
-import dataclasses
 import numbers
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -44,13 +43,18 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from rruletest import defaults
+from rruletest.walk import WalkError, leaves
+
 __all__ = [
     "DEFAULT_TOLERANCES",
     "Tolerance",
     "default_tolerances",
+    "leaf_dtypes",
     "loosest",
     "merge_tolerances",
     "override_default_tolerances",
+    "tolerances_for",
 ]
 
 
@@ -62,14 +66,10 @@ class Tolerance(NamedTuple):
 
 
 DEFAULT_TOLERANCES: Mapping[np.dtype[Any], Tolerance] = MappingProxyType(
-    {
-        np.dtype(np.float16): Tolerance(1e-2, 1e-2),
-        np.dtype(np.float32): Tolerance(1e-4, 1e-4),
-        np.dtype(np.float64): Tolerance(1e-9, 1e-9),
-        np.dtype(np.longdouble): Tolerance(1e-9, 1e-9),
-    }
+    {np.dtype(name): Tolerance(*pair) for name, pair in defaults.TOLERANCES.items()}
 )
-"""The built-in table, keyed by real floating dtype (read-only)."""
+"""The built-in table (``rruletest.defaults.TOLERANCES``), keyed by real floating dtype
+(read-only)."""
 
 _FALLBACK = np.dtype(np.float64)
 _OVERRIDES: contextvars.ContextVar[Mapping[np.dtype[Any], Tolerance]] = contextvars.ContextVar(
@@ -112,29 +112,55 @@ def _as_dtype(dtype_or_value: Any, names: bool = True) -> np.dtype[Any] | None:
     return None
 
 
-def _leaves(x: Any) -> Iterator[Any]:
-    """Values inside a structure (tuples, lists, dicts, dataclasses, Tangents), depth first."""
-    from rruletest.tangents import Tangent
+def leaf_dtypes(x: Any) -> set[np.dtype[Any]]:
+    """The floating and complex dtypes of the numeric leaves of ``x``, found with the one walk
+    (``rruletest.walk``): arrays, numpy and Python numbers (a Python float is float64) inside
+    tuples, lists, dicts, dataclasses, plain objects, ``Tangent``s and object arrays. The
+    testers and the pytest plugin both use it, so they agree on the precision of a value.
 
-    stack = [x]
-    seen: set[int] = set()
-    while stack:
-        item = stack.pop()
-        if id(item) in seen:
-            continue
-        seen.add(id(item))
-        if isinstance(item, Mapping):
-            stack.extend(item.values())
-        elif isinstance(item, Tangent):
-            stack.extend(v for _, v in item.items())
-        elif isinstance(item, tuple | list):
-            stack.extend(item)
-        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
-            stack.extend(getattr(item, f.name, None) for f in dataclasses.fields(item))
-        elif isinstance(item, np.ndarray) and item.dtype == object:
-            stack.extend(item.ravel().tolist())
-        else:
-            yield item
+    A structure the walk cannot follow (a cycle) gives the dtypes found before it.
+
+    >>> class Box:
+    ...     def __init__(self, v):
+    ...         self.v = v
+    >>> sorted(str(d) for d in leaf_dtypes([1.0, Box(np.ones(2, np.float32)), 3]))
+    ['float32', 'float64']
+    """
+    if type(x) is float:
+        return {np.dtype(np.float64)}
+    if isinstance(x, np.ndarray | np.generic) and x.dtype.kind != "O":  # no walk needed
+        return {x.dtype} if x.dtype.kind in "fc" else set()
+    out: set[np.dtype[Any]] = set()
+    try:
+        for _, leaf in leaves(x):
+            if isinstance(leaf, bool | np.bool_):
+                continue
+            if isinstance(leaf, np.ndarray | np.generic):
+                if leaf.dtype.kind in "fc":
+                    out.add(leaf.dtype)
+            elif isinstance(leaf, float | complex):
+                out.add(np.dtype(type(leaf)))
+    except WalkError:
+        pass
+    return out
+
+
+def tolerances_for(
+    values: Any, rtol: float | None = None, atol: float | None = None
+) -> tuple[float, float]:
+    """``(rtol, atol)`` for comparing ``values`` (a sequence): the given ones, else the loosest
+    default among the dtypes of all their leaves (float64's when there is none).
+
+    >>> tolerances_for((np.ones(2, np.float32), 1.0), None, 1e-3)
+    (0.0001, 0.001)
+    """
+    dts: set[np.dtype[Any]] = set()
+    for v in values:
+        dts |= leaf_dtypes(v)
+    tol = loosest(*dts) if dts else _lookup(_FALLBACK)
+    r = float(tol.rtol) if rtol is None else rtol
+    a = float(tol.atol) if atol is None else atol
+    return r, a
 
 
 def default_tolerances(dtype_or_value: Any) -> Tolerance:
@@ -160,8 +186,7 @@ def default_tolerances(dtype_or_value: Any) -> Tolerance:
     dtype = _as_dtype(dtype_or_value)
     if dtype is not None and dtype.kind != "O":
         return _lookup(dtype)
-    found = (_as_dtype(x, names=False) for x in _leaves(dtype_or_value))
-    dtypes = [d for d in found if d is not None]
+    dtypes = leaf_dtypes(dtype_or_value)
     return loosest(*dtypes) if dtypes else _lookup(_FALLBACK)
 
 
@@ -190,13 +215,9 @@ def loosest(*dtypes: Any) -> Tolerance:
 
 
 def _check_tol(name: str, value: Any) -> Any:
-    if value is None or isinstance(value, np.ndarray):
+    if isinstance(value, np.ndarray):
         return value
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a non-negative real number, got {name}={value!r}")
-    if not float(value) >= 0:  # also catches NaN
-        raise ValueError(f"{name} must be non-negative, got {name}={value!r}")
-    return float(value)
+    return defaults.check_tolerance(name, value)
 
 
 def merge_tolerances(dtype_or_value: Any, rtol: Any = None, atol: Any = None) -> Tolerance:
@@ -213,7 +234,7 @@ def merge_tolerances(dtype_or_value: Any, rtol: Any = None, atol: Any = None) ->
     >>> merge_tolerances(np.float64, rtol=-1.0)
     Traceback (most recent call last):
     ...
-    ValueError: rtol must be non-negative, got rtol=-1.0
+    ValueError: rtol must be a number >= 0, got rtol=-1.0
     """
     rtol = _check_tol("rtol", rtol)
     atol = _check_tol("atol", atol)

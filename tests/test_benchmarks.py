@@ -24,6 +24,7 @@ SCRIPTS = {
     "startup.py": ["import rruletest beyond numpy", "-p no:rruletest"],
     "peers.py": ["What each checker says", "(d) no unbroadcast", "Time to check"],
     "broadcast_rule.py": ["rrule fwd+pullback", "per-element fallback"],
+    "cross_check.py": ["transposition, wrong frule", "test_frule (finite differences)"],
     "interop_peers.py": ["| wrong rule |", "| no unbroadcast |"],
 }
 

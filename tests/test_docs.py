@@ -305,7 +305,7 @@ def test_ci_guide_declares_the_entry_point_group_the_cli_reads() -> None:
 
 
 def test_guides_state_the_testers_constants() -> None:
-    from rruletest.testers import _reference as ref
+    from rruletest import defaults as ref
     from rruletest.tolerances import default_tolerances
 
     fd = (DOCS / "guides" / "finite-differences.md").read_text(encoding="utf-8")

@@ -230,7 +230,7 @@ def test_config_fixture_has_overrides_from_options_and_ini(pytester: pytest.Pyte
     ("option", "message"),
     [
         ("--rruletest-rtol=float8=1", "unknown dtype 'float8'*"),
-        ("--rruletest-atol=-1", "*a tolerance is [[]DTYPE=[]]VALUE with a finite VALUE >= 0*"),
+        ("--rruletest-atol=-1", "*a tolerance is [[]DTYPE=[]]VALUE: atol must be a number >= 0*"),
         ("--rruletest-examples=0", "*a positive integer, got examples='0'*"),
         ("--rruletest-fdm=sideways:3", "*a finite-difference method is KIND:POINTS*"),
     ],
@@ -579,9 +579,11 @@ def test_plugin_module_imports_nothing_heavy() -> None:
     ).stdout
     added = {m for m in ast.literal_eval(out.strip()) if not m.startswith("_")}
     light = {
+        "rruletest._seed",
         "rruletest._plugin",
         "rruletest._plugin.options",
         "rruletest._plugin.items",
+        "rruletest.defaults",
         "rruletest.pytest_plugin",
     }
     assert added <= light | {"contextvars", "shlex"}

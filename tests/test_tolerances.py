@@ -124,7 +124,7 @@ def test_merge_keeps_arrays() -> None:
     ("kwargs", "error", "message"),
     [
         pytest.param(
-            {"rtol": -1.0}, ValueError, "rtol must be non-negative, got rtol=-1.0", id="neg"
+            {"rtol": -1.0}, ValueError, "rtol must be a number >= 0, got rtol=-1.0", id="neg"
         ),
         pytest.param({"atol": float("nan")}, ValueError, "got atol=nan", id="nan"),
         pytest.param({"atol": "1e-3"}, TypeError, "got atol='1e-3'", id="string"),
@@ -177,7 +177,9 @@ def test_override_stays_in_its_thread() -> None:
         pytest.param({np.int64: (1, 1)}, "keys must be real float dtypes", id="int-key"),
         pytest.param({np.complex64: (1, 1)}, "keys must be real float dtypes", id="complex-key"),
         pytest.param({np.float32: (1,)}, r"values must be \(rtol, atol\)", id="short-pair"),
-        pytest.param({np.float32: (1, -1)}, "atol must be non-negative", id="negative"),
+        pytest.param(
+            {np.float32: (1, -1)}, "atol must be a number >= 0, got atol=-1", id="negative"
+        ),
     ],
 )
 def test_override_rejects_bad_tables(table: dict[object, tuple[float, ...]], message: str) -> None:

@@ -22,6 +22,7 @@ import numpy as np
 from hypothesis.extra import numpy as hnp
 
 from rruletest import strategies as rst
+from rruletest._naming import function_name
 from rruletest._plugin.arrays import (
     UnusableDomain,
     accepts_arrays,
@@ -87,13 +88,8 @@ class Case:
 
 
 def fname(f: Any) -> str:
-    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
-    mod = getattr(f, "__module__", None)
-    if isinstance(f, np.ufunc):
-        return f"np.{f.__name__}"
-    if name and mod and mod not in ("builtins", "__main__"):
-        return f"{mod}.{name}" if not mod.startswith("rruletest") else str(name)
-    return str(name) if name else repr(f)
+    """The name a reproduce line uses for ``f`` (``np.sin``, ``mypkg.rules.softplus``)."""
+    return function_name(f, qualified=True)
 
 
 def _short(a: Any) -> str:

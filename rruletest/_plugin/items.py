@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import shlex
 import sys
 from collections.abc import Iterable, Sequence
@@ -220,10 +221,31 @@ class RuleItem(pytest.Item):
         return f"{rep}\n{context}"  # pragma: no cover - pytest always returns a repr object
 
     def _traceback_filter(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
-        """Hide hypothesis's and rruletest's own frames: the traceback ends in the rule."""
+        """Hide the frames of rruletest and of what runs it: the traceback ends in the rule."""
         tb = excinfo.traceback
-        cut = tb.filter(lambda e: not any(p in str(e.path) for p in _HIDDEN_PATHS))
+        hidden, shown = _hidden_roots()
+        cut = tb.filter(lambda e: not _under(str(e.path), hidden) or _under(str(e.path), shown))
         return cut or tb.filter(excinfo)
 
 
-_HIDDEN_PATHS = ("hypothesis", "_rule_checks", "_rule_cases", "pytest_plugin", "pluggy", "_pytest")
+#: Packages whose frames a rule item's traceback leaves out: rruletest itself and what runs
+#: it. Their directories are looked up where the packages are, so the list cannot go stale
+#: when modules move; inside them, ``_SHOWN_PACKAGES`` (rules under test) stay visible.
+_HIDDEN_PACKAGES = ("rruletest", "hypothesis", "pluggy", "_pytest")
+_SHOWN_PACKAGES = ("rruletest.rulesets",)
+
+
+def _hidden_roots() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The directories of the hidden packages and of the shown ones (those imported)."""
+
+    def dirs(names: Sequence[str]) -> tuple[str, ...]:
+        files = (getattr(sys.modules.get(n), "__file__", None) for n in names)
+        return tuple(str(Path(f).resolve().parent) for f in files if f is not None)
+
+    return dirs(_HIDDEN_PACKAGES), dirs(_SHOWN_PACKAGES)
+
+
+def _under(path: str, roots: Sequence[str]) -> bool:
+    """Whether ``path`` is a file inside one of the directories ``roots``."""
+    full = str(Path(path).resolve())
+    return any(full.startswith(root + os.sep) for root in roots)

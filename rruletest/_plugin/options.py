@@ -14,19 +14,21 @@ True
 
 from __future__ import annotations
 
-import math
 import os
 import zlib
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from rruletest import defaults
+from rruletest._seed import TEST_SEED, current_test_seed
 
 __all__ = [
     "DEFAULT_DTYPES",
     "DEFAULT_EXAMPLES",
     "NODE_PREFIX",
+    "TEST_SEED",
     "RuleTestConfig",
     "current_test_seed",
     "derive_seed",
@@ -40,9 +42,9 @@ __all__ = [
 ]
 
 #: Examples hypothesis generates per rule item unless told otherwise.
-DEFAULT_EXAMPLES = 20
+DEFAULT_EXAMPLES = defaults.EXAMPLES
 #: Floating dtypes the rule items draw inputs in unless told otherwise.
-DEFAULT_DTYPES: tuple[str, ...] = ("float64", "float32")
+DEFAULT_DTYPES: tuple[str, ...] = defaults.DTYPES
 #: Node ids of rule items start with this: ``rruletest::mypkg.rules::sin[rrule]``.
 NODE_PREFIX = "rruletest"
 
@@ -95,19 +97,6 @@ def derive_seed(seed: int, key: str) -> int:
     return (seed % 2**32) << 32 | zlib.crc32(key.encode("utf-8"))
 
 
-#: The seed of the test pytest is running (set by the plugin around each test), else None.
-TEST_SEED: ContextVar[int | None] = ContextVar("rruletest_test_seed", default=None)
-
-
-def current_test_seed() -> int | None:
-    """The seed of the running test under the rruletest pytest plugin, None outside a test.
-
-    Testers called with ``rng=None`` can seed their generator from it, so a test that never
-    mentions a seed still reproduces from ``pytest --rruletest-seed=N <nodeid>``.
-    """
-    return TEST_SEED.get()
-
-
 def parse_examples(text: str | int) -> int:
     """A number of examples per rule: a positive integer."""
     try:
@@ -140,14 +129,12 @@ def parse_tolerances(entries: Iterable[str], *, name: str) -> dict[str, float]:
             dtype, sep, value = item.rpartition("=")
             key = _dtype_key(dtype) if sep else "*"
             try:
-                tol = float(value)
-            except ValueError:
-                tol = math.nan
-            if not (tol >= 0 and math.isfinite(tol)):
+                tol = defaults.check_tolerance(name, float(value))
+            except (TypeError, ValueError):
                 raise ValueError(
-                    f"a tolerance is [DTYPE=]VALUE with a finite VALUE >= 0, got {name}={item!r}"
-                )
-            out[key] = tol
+                    f"a tolerance is [DTYPE=]VALUE: {defaults.tolerance_message(name, item)}"
+                ) from None
+            out[key] = float(tol or 0.0)
     return out
 
 
@@ -185,27 +172,13 @@ def parse_fdm(text: str) -> tuple[str, int]:
     return kind, p
 
 
-def _leaf_dtypes(x: Any, out: list[str], depth: int = 0) -> None:
-    if depth > 4:
-        return
-    if isinstance(x, bool | int):
-        return
-    if isinstance(x, float | complex):
-        out.append("float64")
-        return
-    dtype = getattr(x, "dtype", None)
-    if dtype is not None:
-        kind = getattr(dtype, "kind", "")
-        if kind in ("f", "c"):
-            bits = dtype.itemsize * 8 // (2 if kind == "c" else 1)
-            out.append(f"float{bits}")
-        return
-    if isinstance(x, tuple | list):
-        for y in x:
-            _leaf_dtypes(y, out, depth + 1)
-    elif isinstance(x, dict):
-        for y in x.values():
-            _leaf_dtypes(y, out, depth + 1)
+def _leaf_dtypes(x: Any, out: list[str]) -> None:
+    """The real precisions (``float32``...) of ``x``'s leaves: ``tolerances.leaf_dtypes``."""
+    from rruletest.tolerances import leaf_dtypes
+
+    for dtype in leaf_dtypes(x):
+        bits = dtype.itemsize * 8 // (2 if dtype.kind == "c" else 1)
+        out.append(f"float{bits}")
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from rruletest._naming import function_name
 from rruletest.rules import RuleSet, default_ruleset
 
 __all__ = ["broadcasted", "broadcasted_in", "declare_vectorised"]
@@ -35,14 +36,8 @@ _VECTORISED: set[Hashable] = set()
 
 
 def fname(f: Any) -> str:
-    """A readable name for a function (``sin``, ``mymod.myfunc``)."""
-    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
-    if not name:
-        return repr(f)
-    module = getattr(f, "__module__", None)
-    if module in (None, "builtins", "numpy", "__main__") or isinstance(f, np.ufunc):
-        return str(name)
-    return f"{module}.{name}"
+    """A readable name for a function (``np.sin``, ``mymod.myfunc``): ``_naming``'s."""
+    return function_name(f, qualified=True)
 
 
 def declare_vectorised(f: F) -> F:

@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
-from rruletest.tangents.structured import Tangent, _is_namedtuple_type
+from rruletest.tangents.structured import Tangent, _is_namedtuple_type, register_primal_addition
 from rruletest.tangents.zeros import AbstractZero, unthunk
 
 __all__ = ["add_to_primal"]
@@ -118,3 +118,6 @@ def _add_structured(primal: Any, tangent: Tangent) -> Any:
     for k, v in rest.items():
         object.__setattr__(out, k, v)
     return out
+
+
+register_primal_addition(add_to_primal)

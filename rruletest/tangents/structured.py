@@ -21,7 +21,7 @@ import numpy as np
 
 from rruletest.tangents.zeros import ZERO_TANGENT, AbstractZero, conj, unthunk
 
-__all__ = ["Tangent"]
+__all__ = ["Tangent", "register_primal_addition"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -89,6 +89,17 @@ def _is_scalar(x: Any) -> bool:
     if isinstance(x, numbers.Number):
         return True
     return isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "biufc"
+
+
+#: ``primal + Tangent``: ``rruletest.tangents.primal`` builds on ``Tangent`` and registers its
+#: ``add_to_primal`` here when it loads (the ``rruletest.tangents`` package loads it first), so
+#: this module never imports it back. Without it a ``Tangent`` adds only to tangents.
+_PRIMAL_ADDITION: list[Callable[[Any, Any], Any]] = []
+
+
+def register_primal_addition(add: Callable[[Any, Any], Any]) -> None:
+    """Make ``primal + Tangent`` (in either order) return ``add(primal, tangent)``."""
+    _PRIMAL_ADDITION[:] = [add]
 
 
 # --------------------------------------------------------------------------------------------
@@ -331,17 +342,13 @@ class Tangent:
             return self
         if isinstance(other, Tangent):
             return self._combine(other, _add)
-        from rruletest.tangents.primal import add_to_primal
-
-        return add_to_primal(other, self)
+        return _PRIMAL_ADDITION[0](other, self) if _PRIMAL_ADDITION else NotImplemented
 
     def __radd__(self, other: Any) -> Any:
         other = unthunk(other)
         if isinstance(other, AbstractZero):
             return self
-        from rruletest.tangents.primal import add_to_primal
-
-        return add_to_primal(other, self)
+        return _PRIMAL_ADDITION[0](other, self) if _PRIMAL_ADDITION else NotImplemented
 
     def __sub__(self, other: Any) -> Any:
         other = unthunk(other)
@@ -412,3 +419,10 @@ def _equal(a: Any, b: Any) -> bool:
         return bool(a == b)
     except (TypeError, ValueError):
         return False
+
+
+def declare_fields(t: type, names: tuple[str, ...]) -> None:
+    """Record the field names of a type registered with ``rruletest.walk.register_structure``,
+    so ``Tangent(t, name=...)`` accepts exactly those fields."""
+    with contextlib.suppress(TypeError):
+        _FIELDS[t] = names

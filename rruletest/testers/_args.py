@@ -17,13 +17,14 @@ automatically; ``with_tangent(x, NoTangent())`` marks any argument so.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from rruletest._naming import function_name
 from rruletest.tangents import AbstractZero, NoTangent, Tangent, Thunk
+from rruletest.walk import Index, children
 
 __all__ = ["Arg", "WithTangent", "classify_args", "describe", "has_coordinates", "with_tangent"]
 
@@ -71,38 +72,54 @@ def with_tangent(x: Any, dx: Any) -> WithTangent:
     return WithTangent(x, dx)
 
 
-def has_coordinates(x: Any, _seen: set[int] | None = None) -> bool:
-    """Whether ``x`` contains a float or complex number anywhere (so it has a tangent space)."""
+def has_coordinates(x: Any) -> bool:
+    """Whether ``x`` contains a float or complex number anywhere (so it has a tangent space),
+    looking into it with the one walk (``rruletest.walk``). Functions, callable objects other
+    than dataclasses, classes and modules have none (each part is looked at once, so a value
+    that contains itself ends too).
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class Scale:
+    ...     k: float
+    ...     def __call__(self, x):
+    ...         return self.k * x
+    >>> has_coordinates(Scale(2.0)), has_coordinates(np.sin), has_coordinates((1, "a"))
+    (True, False, False)
+    """
     if isinstance(x, bool | int | str | bytes | np.bool_ | np.integer | AbstractZero) or x is None:
         return False
     if isinstance(x, float | complex | np.floating | np.complexfloating):
         return True
-    if isinstance(x, np.ndarray):
-        if x.dtype.kind in "fc":
+    if isinstance(x, np.ndarray) and x.dtype.kind != "O":
+        return x.dtype.kind in "fc"
+    if _opaque(x):
+        return False
+    stack, seen = [x], set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float | complex | np.floating | np.complexfloating):
             return True
-        if x.dtype.kind != "O":
-            return False
-    if callable(x) and not isinstance(x, Tangent):
-        return False
-    seen = set() if _seen is None else _seen
-    if id(x) in seen:
-        return False
-    seen.add(id(x))
-    return any(has_coordinates(v, seen) for v in _children(x))
+        if isinstance(item, np.ndarray) and item.dtype.kind in "fc":
+            return True
+        if id(item) in seen:
+            continue
+        if _opaque(item) or isinstance(item, AbstractZero):
+            continue
+        kids = children(item)
+        if kids is not None:
+            seen.add(id(item))
+            stack.extend(v for _, v in kids)
+    return False
 
 
-def _children(x: Any) -> list[Any]:
-    if isinstance(x, np.ndarray):
-        return list(x.flat)
-    if isinstance(x, Tangent):
-        return [v for _, v in x.items()]
-    if isinstance(x, tuple | list):
-        return list(x)
-    if isinstance(x, Mapping):
-        return list(x.values())
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        return [getattr(x, f.name) for f in dataclasses.fields(x)]
-    return []
+def _opaque(x: Any) -> bool:
+    """A function or callable object (not a dataclass, not a ``Tangent``): no coordinates."""
+    return (
+        callable(x)
+        and not isinstance(x, Tangent | np.ndarray)
+        and not (dataclasses.is_dataclass(x) and not isinstance(x, type))
+    )
 
 
 def _kind(x: Any) -> str:
@@ -136,6 +153,11 @@ class Arg:
     def path(self) -> str:
         return f"args[{self.index}]"
 
+    @property
+    def step(self) -> Index:
+        """Its place below the root ``args``, as a walk step."""
+        return Index(self.index)
+
 
 def classify_args(args: tuple[Any, ...]) -> list[Arg]:
     """Unwrap ``with_tangent`` pairs and decide which arguments are checked numerically."""
@@ -165,7 +187,7 @@ def _is_plain_nondiff(x: Any) -> bool:
     return isinstance(x, np.ndarray) and x.dtype.kind in "biuSUM"
 
 
-def describe(x: Any, limit: int = 6) -> str:
+def describe(x: Any, limit: int = 6, _depth: int = 0) -> str:
     """A short description of a value for report headers: shapes and dtypes, not huge arrays.
 
     >>> describe(np.arange(3.0)), describe(np.zeros((1000, 2))), describe((1, "a"))
@@ -185,37 +207,30 @@ def describe(x: Any, limit: int = 6) -> str:
     if isinstance(x, float | int | complex | bool | str | AbstractZero) or x is None:
         text = repr(x)
         return text if len(text) <= 40 else text[:37] + "..."
+    if _depth > 3 and isinstance(x, tuple | list | dict):  # deep (or containing itself)
+        return f"{type(x).__name__}(...)"
     if isinstance(x, tuple) and hasattr(type(x), "_fields") and len(x) <= limit:
         inner = ", ".join(
-            f"{k}={describe(v, limit)}" for k, v in zip(getattr(x, "_fields", ()), x, strict=True)
+            f"{k}={describe(v, limit, _depth + 1)}"
+            for k, v in zip(getattr(x, "_fields", ()), x, strict=True)
         )
         return f"{type(x).__name__}({inner})"
     if isinstance(x, dict) and len(x) <= limit:
-        return "{" + ", ".join(f"{k!r}: {describe(v, limit)}" for k, v in x.items()) + "}"
+        return (
+            "{" + ", ".join(f"{k!r}: {describe(v, limit, _depth + 1)}" for k, v in x.items()) + "}"
+        )
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
         fields = dataclasses.fields(x)
         if len(fields) <= limit:
-            inner = ", ".join(f"{fl.name}={describe(getattr(x, fl.name), limit)}" for fl in fields)
+            inner = ", ".join(
+                f"{fl.name}={describe(getattr(x, fl.name), limit, _depth + 1)}" for fl in fields
+            )
             return f"{type(x).__name__}({inner})"
     if isinstance(x, tuple | list) and len(x) <= limit:
-        inner = ", ".join(describe(v, limit) for v in x)
+        inner = ", ".join(describe(v, limit, _depth + 1) for v in x)
         if isinstance(x, list):
             return f"[{inner}]"
         return f"({inner},)" if len(x) == 1 else f"({inner})"
     if callable(x):
-        return _fname(x)
+        return function_name(x)
     return type(x).__name__ + "(...)"
-
-
-def _fname(f: Callable[..., Any] | Any) -> str:
-    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
-    if name is not None and "<locals>" in str(name):
-        name = getattr(f, "__name__", name)
-    if name is None:
-        return type(f).__name__ + "(...)"
-    module = getattr(f, "__module__", None)
-    if isinstance(f, np.ufunc):
-        return f"np.{f.__name__}"
-    if module and module.startswith("numpy"):
-        return f"np.{name}"
-    return str(name)

@@ -1,258 +1,176 @@
-"""Structural checks shared by the testers: mutation, zeros, laziness, inner products.
+"""The checks ``test_rrule`` and ``test_frule`` share, each a small function recording into the
+report: calling ``f``, the primal output, comparisons, mutation of inputs, keyword arguments and
+tangents, and what was not checked.
 
->>> import numpy as np
->>> before = snapshot(np.arange(3.0))
->>> after = np.array([0.0, 5.0, 2.0])
->>> changes(before, after, "args[0]")
-['args[0][1]: was 1.0, now 5.0']
->>> nonzero_paths((0.0, np.zeros(2), ZeroTangent()), "args[0]")
-[]
->>> float(inner(np.array([1 + 1j]), np.array([2 + 3j])))
-5.0
+Mutations are found as ``Change`` records (``_snapshot.changes``) and rendered once here; an
+exception in the numerical reference is told apart by data (was it raised by ``f``?), never by
+the file it came from.
 """
 
 from __future__ import annotations
 
-import copy
-import dataclasses
-from collections.abc import Iterator, Mapping
-from types import ModuleType
+import functools
 from typing import Any
 
-import numpy as np
+from rruletest.approx import collect_mismatches
+from rruletest.broadcast import broadcasted
+from rruletest.tangents import NO_TANGENT, Thunk
+from rruletest.testers._args import Arg, describe
+from rruletest.testers._report import Check, Report
+from rruletest.testers._setup import Setup
+from rruletest.testers._snapshot import Change, change_text, changes, copyable, is_lazy, snapshot
+from rruletest.tolerances import tolerances_for
+from rruletest.walk import Index, Key, Path
 
-from rruletest.tangents import AbstractZero, Tangent, ZeroTangent, unthunk
+__all__ = [
+    "MISSING",
+    "Inputs",
+    "call_f",
+    "check_mutation",
+    "check_primal",
+    "check_unchanged",
+    "compare",
+    "note_unchecked",
+]
 
-__all__ = ["changes", "inner", "is_lazy", "nonzero_paths", "snapshot"]
-
-_UNCOPYABLE = object()
-_IMMUTABLE = (bool, int, float, complex, str, bytes, np.generic, AbstractZero)
-_NUMBERS = frozenset({float, int, complex, bool, np.float64, np.float32, np.complex128})
+MISSING = object()  # f raised or returned something that cannot be compared
 
 
-def snapshot(x: Any) -> Any:
-    """A deep copy of ``x`` to compare with later, or a marker when it cannot be copied.
+class Inputs:
+    """The arguments and keyword arguments one rule call gets: copies (so the caller's values
+    stay as they were), and snapshots of them to find what the rule changed."""
 
-    Functions, callable objects, modules and classes are never copied (they are kept, and
-    compared, by identity): a rule is looked up by the identity of its function.
-    """
-    if isinstance(x, _IMMUTABLE) or x is None or _by_identity(x):
-        return x
-    memo: dict[int, Any] = {}
+    def __init__(self, s: Setup) -> None:
+        self.before = [snapshot(p) for p in s.primals]
+        self.args = tuple(
+            snapshot(p) if copyable(b) else p for p, b in zip(s.primals, self.before, strict=True)
+        )
+        self.kwargs = s.kwargs()
+        self.kwargs_before = s.kwargs()
+
+
+def compare(
+    report: Report,
+    check: Check,
+    title: str,
+    actual: Any,
+    expected: Any,
+    path: str,
+    rtol: Any,
+    atol: Any,
+) -> int:
+    """Compare with ``collect_mismatches`` and record what differs; returns how many."""
     try:
-        _keep_callables(x, memo, set(), 0)
-        return copy.deepcopy(x, memo)
+        if type(actual) is type(expected) and not changes(expected, actual, limit=1):
+            return 0  # identical (the usual case for a repeated call): nothing to compare
     except Exception:
-        return _UNCOPYABLE
-
-
-def _by_identity(x: Any) -> bool:
-    return (callable(x) and not isinstance(x, np.ndarray)) or isinstance(x, type | ModuleType)
-
-
-def _keep_callables(x: Any, memo: dict[int, Any], seen: set[int], depth: int) -> None:
-    """Pre-fill ``deepcopy``'s memo so the callables inside ``x`` are kept as they are."""
-    if depth > 100 or id(x) in seen or isinstance(x, _IMMUTABLE) or x is None:
-        return
-    if _by_identity(x):
-        memo[id(x)] = x
-        return
-    if isinstance(x, np.ndarray):
-        if x.dtype.kind != "O":
-            return
-        children: Any = x.flat
-    elif isinstance(x, list | tuple | set | frozenset):
-        children = x
-    elif isinstance(x, Mapping):
-        children = [*x.keys(), *x.values()]
-    else:
-        state = getattr(x, "__dict__", None)
-        slots = [getattr(x, n) for n in _slots(type(x)) if hasattr(x, n)]
-        children = [*(state.values() if isinstance(state, dict) else ()), *slots]
-        if isinstance(x, Tangent):
-            children += list(x.values())
-    seen.add(id(x))
-    for c in children:
-        _keep_callables(c, memo, seen, depth + 1)
-
-
-def _slots(cls: type) -> list[str]:
-    names: list[str] = []
-    for k in cls.__mro__:
-        declared = k.__dict__.get("__slots__", ())
-        declared = (declared,) if isinstance(declared, str) else tuple(declared)
-        names += [n for n in declared if n not in ("__dict__", "__weakref__")]
-    return names
-
-
-def copyable(snap: Any) -> bool:
-    return snap is not _UNCOPYABLE
-
-
-def _idx(idx: tuple[int, ...]) -> str:
-    return f"[{', '.join(map(str, idx))}]"
-
-
-def _short(v: Any) -> str:
-    text = repr(v.item() if isinstance(v, np.generic) else v)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def changes(before: Any, after: Any, path: str, limit: int = 3) -> list[str]:
-    """Where ``after`` differs from the snapshot ``before`` (NaN equals NaN), at most ``limit``."""
-    out: list[str] = []
-    _changes(before, after, path, out, limit, set())
-    return out
-
-
-def _changes(b: Any, a: Any, path: str, out: list[str], limit: int, seen: set[int]) -> None:
-    if len(out) >= limit or b is _UNCOPYABLE:
-        return
-    if isinstance(b, np.ndarray):
-        if not isinstance(a, np.ndarray) or a.shape != b.shape or a.dtype != b.dtype:
-            out.append(f"{path}: was {_desc(b)}, now {_desc(a)}")
-            return
-        if b.dtype.kind == "O":
-            for idx in np.ndindex(b.shape):
-                _changes(b[idx], a[idx], path + _idx(idx), out, limit, seen)
-            return
-        if np.array_equal(a, b):  # the common case, in one pass
-            return
-        same = np.asarray(a == b) | (np.asarray(a != a) & np.asarray(b != b))
-        if not bool(np.all(same)):
-            bad = np.argwhere(~same)
-            n = len(bad)
-            idx = tuple(int(i) for i in bad[0])
-            more = f" ({n} elements changed)" if n > 1 else ""
-            out.append(f"{path}{_idx(idx)}: was {_short(b[idx])}, now {_short(a[idx])}{more}")
-        return
-    if _by_identity(b):
-        if a is not b:
-            out.append(f"{path}: was {_short(b)}, now {_short(a)}")
-        return
-    if id(a) in seen:
-        return
-    if type(b) in _NUMBERS:  # a plain number: no children to look for
-        _compare_leaf(b, a, path, out)
-        return
-    kids_b, kids_a = _kids(b), _kids(a)
-    if kids_b is not None:
-        seen.add(id(a))
-        if kids_a is None or type(a) is not type(b) or list(kids_a) != list(kids_b):
-            out.append(f"{path}: was {_desc(b)}, now {_desc(a)}")
-            return
-        for key, vb in kids_b.items():
-            _changes(vb, kids_a[key], _child_path(path, b, key), out, limit, seen)
-        return
-    _compare_leaf(b, a, path, out)
-
-
-def _compare_leaf(b: Any, a: Any, path: str, out: list[str]) -> None:
+        pass
     try:
-        same = bool(a == b) or (a != a and b != b)
-    except Exception:
-        same = True  # values that cannot be compared are not checked
-    if not same:
-        out.append(f"{path}: was {_short(b)}, now {_short(a)}")
+        found = collect_mismatches(actual, expected, rtol=rtol, atol=atol, path=path)
+    except Exception as exc:  # a comparison that cannot be made is a reported problem
+        report.problem(
+            check,
+            path,
+            f"{title}: cannot compare {describe(actual)} with "
+            f"{describe(expected)} ({type(exc).__name__}: {exc})",
+            actual=actual,
+            expected=expected,
+        )
+        return 1
+    report.titled(check, title, found)
+    return len(found)
 
 
-def _desc(v: Any) -> str:
-    if isinstance(v, np.ndarray):
-        return f"{v.dtype}{list(v.shape)}"
-    return _short(v)
+def call_f(s: Setup, inputs: Inputs) -> Any:
+    """Check: ``f(*args, **fkwargs)`` runs (on copies) and returns a collected value."""
+    args = tuple(
+        snapshot(b) if copyable(b) else a.primal for b, a in zip(inputs.before, s.args, strict=True)
+    )
+    f = s.f
+    if f is broadcasted:  # the rules in use say whether args[0] takes whole arrays
+        from rruletest.broadcast._apply import broadcasted_in
 
-
-def _kids(x: Any) -> dict[Any, Any] | None:
-    if isinstance(x, tuple) and hasattr(type(x), "_fields"):
-        return {f: getattr(x, f) for f in getattr(x, "_fields", ())}
-    if isinstance(x, list | tuple):
-        return dict(enumerate(x))
-    if isinstance(x, Mapping):
-        return dict(x)
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        return {f.name: getattr(x, f.name) for f in dataclasses.fields(x)}
-    if isinstance(x, Tangent):
-        return dict(x.items())
-    if hasattr(x, "__dict__") and not callable(x) and not isinstance(x, type):
-        return dict(vars(x))
-    return None
-
-
-def _child_path(path: str, parent: Any, key: Any) -> str:
-    if isinstance(parent, Mapping):
-        return f"{path}[{key!r}]"
-    if isinstance(key, int) and isinstance(parent, list | tuple | Tangent):
-        return f"{path}[{key}]"
-    return f"{path}.{key}"
-
-
-def is_lazy(v: Any) -> bool:
-    """Whether ``v`` is an iterator (a generator, ``map``, ``zip``...): not a collected value."""
-    return isinstance(v, Iterator)
-
-
-def nonzero_paths(t: Any, path: str, limit: int = 3) -> list[str]:
-    """Where a tangent is not zero (AbstractZero and all-zero values are zero)."""
-    out: list[str] = []
-    _nonzero(t, path, out, limit)
-    return out
-
-
-def _nonzero(t: Any, path: str, out: list[str], limit: int) -> None:
-    if len(out) >= limit:
-        return
+        f = functools.partial(broadcasted_in, s.rules)
     try:
-        t = unthunk(t)
+        y = f(*args, **s.kwargs())
     except Exception as exc:
-        out.append(f"{path}: unthunking raised {exc!r}")
-        return
-    if isinstance(t, AbstractZero):
-        return
-    if isinstance(t, np.ndarray) and t.dtype.kind == "O":
-        for idx in np.ndindex(t.shape):
-            _nonzero(t[idx], path + _idx(idx), out, limit)
-        return
-    if isinstance(t, np.ndarray | np.number | int | float | complex):
-        arr = np.asarray(t)
-        bad = np.argwhere(arr != 0)
-        if len(bad):
-            idx = tuple(int(i) for i in bad[0])
-            where = path + (_idx(idx) if arr.ndim else "")
-            out.append(f"{where}: {_short(arr[idx])} (expected zero)")
-        return
-    kids = _kids(t)
-    if kids is None:
-        out.append(f"{path}: {_short(t)} (expected zero)")
-        return
-    for key, v in kids.items():
-        _nonzero(v, _child_path(path, t, key), out, limit)
+        s.report.exception(Check.EXCEPTION, "f(*args)", exc)
+        return MISSING
+    if is_lazy(y):
+        s.report.problem(
+            Check.PRIMAL,
+            "f(*args)",
+            f"returned a lazy {type(y).__name__}; the testers "
+            "compare collected values (make f return an array or a tuple)",
+            actual=y,
+        )
+        return MISSING
+    return y
 
 
-def abs_inner(a: Any, b: Any) -> float:
-    """``sum(|a| * |b|)`` over matching structures: the scale of ``inner(a, b)``'s rounding."""
-    return inner(a, b, absolute=True)
+def check_primal(s: Setup, y: Any, y_f: Any) -> Any:
+    """Check: the rule's ``y`` is a value (not lazy, not a thunk) and matches ``f``'s.
+    Returns the output to draw ybar for (``f``'s when known)."""
+    if is_lazy(y) or isinstance(y, Thunk):
+        what = (
+            f"a lazy {type(y).__name__} as its output; return the collected value (an array, "
+            "not a generator or broadcast object)"
+            if not isinstance(y, Thunk)
+            else f"a {type(y).__name__} as its output; thunks are for tangents: return the "
+            "primal value itself"
+        )
+        s.report.problem(
+            Check.PRIMAL, "y", f"the rule returned {what}", actual=y, expected=y_f
+        )  # fmt: skip
+        return y_f if y_f is not MISSING else NO_TANGENT
+    if y_f is MISSING:
+        return y
+    rtol, atol = tolerances_for([y_f], s.rtol, s.atol)
+    title = "y: the rule's output differs from f(*args)"
+    compare(s.report, Check.PRIMAL, title, y, y_f, "y", rtol, atol)
+    return y_f
 
 
-def inner(a: Any, b: Any, *, absolute: bool = False) -> float:
-    """``Re(sum(conj(a) * b))`` over matching structures; zeros contribute nothing.
+def _report_changes(
+    report: Report, root: str, found: list[tuple[Path, Change]], text: str, mutated: bool = True
+) -> None:
+    for steps, c in found:
+        if mutated:
+            if (root, steps) in report.mutated:
+                continue
+            report.mutated.add((root, steps))
+        report.at(
+            Check.MUTATION, root, steps, f"{text}: {change_text(c)}", actual=c.after,
+            expected=c.before,
+        )  # fmt: skip
 
-    ``a`` may be any tangent (natural, ``Tangent``, object array, zero); ``b`` is a natural
-    tangent shaped like the primal (as ``rand_tangent`` makes them, or ``Tangent``s).
-    """
-    a, b = unthunk(a), unthunk(b)
-    if isinstance(a, AbstractZero) or isinstance(b, AbstractZero):
-        return 0.0
-    if isinstance(a, np.ndarray) and a.dtype.kind == "O":
-        bb = np.asarray(b)
-        return sum((inner(a[idx], bb[idx], absolute=absolute) for idx in np.ndindex(a.shape)), 0.0)
-    if isinstance(a, np.ndarray | np.number | int | float | complex) and not isinstance(a, bool):
-        aa, bb = np.asarray(a), np.asarray(b)
-        if absolute:
-            return float(np.sum(np.abs(aa) * np.abs(bb), dtype=np.float64))
-        if aa.dtype.kind == "c" or bb.dtype.kind == "c":
-            return float(np.sum((np.conj(aa) * bb).real, dtype=np.float64))
-        return float(np.sum(aa * bb, dtype=np.float64))
-    ka, kb = _kids(a), _kids(b)
-    if ka is None or kb is None:
-        return 0.0
-    return sum((inner(v, kb.get(k, ZeroTangent()), absolute=absolute) for k, v in ka.items()), 0.0)
+
+def check_mutation(s: Setup, inputs: Inputs, who: str) -> None:
+    """Check: ``who`` (the rule, the pullback) changed no argument and no keyword argument
+    (each place reported once)."""
+    found: list[tuple[Path, Change]] = []
+    for a, b, now in zip(s.args, inputs.before, inputs.args, strict=True):
+        if copyable(b):
+            found += [((Index(a.index), *c.path), c) for c in changes(b, now)]
+    _report_changes(s.report, "args", found, f"{who} mutated its input")
+    kw: list[tuple[Path, Change]] = []
+    for k, b in inputs.kwargs_before.items():
+        if copyable(b) and b is not s.fkwargs[k]:
+            kw += [((Key(k), *c.path), c) for c in changes(b, inputs.kwargs[k])]
+    _report_changes(s.report, "fkwargs", kw, f"{who} mutated a keyword argument")
+
+
+def check_unchanged(report: Report, root: str, snap: Any, now: Any, text: str) -> bool:
+    """Check: a tangent given to the rule (``ybar``, ``xdots``) is as it was; whether it is."""
+    if not copyable(snap):
+        return False
+    found = [(c.path, c) for c in changes(snap, now)]
+    _report_changes(report, root, found, text, mutated=False)
+    return not found
+
+
+def note_unchecked(report: Report, args: list[Arg]) -> None:
+    """Note which arguments were not checked numerically, and why."""
+    skipped = [f"{a.path} ({a.reason})" for a in args if not a.numeric]
+    if skipped:
+        report.note(f"not checked numerically: {', '.join(skipped)}")

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from rruletest.errors import Mismatch
 from rruletest.tangents import AbstractZero, Tangent, Thunk, unthunk
+from rruletest.testers._report import Check
+from rruletest.walk import Element, Path, Step, children, render_path
 
 __all__ = ["fit_problems", "precision_of"]
 
@@ -46,14 +49,32 @@ def _primal_precision(x: Any) -> int:
     return 64 if p is None else p
 
 
-def _problem(path: str, text: str, actual: Any, expected: Any, hint: str | None = None) -> Mismatch:
+@dataclass(frozen=True)
+class _Where:
+    """A place inside the checked value: the root text and the walk steps below it."""
+
+    root: str
+    steps: Path = ()
+
+    def child(self, step: Step) -> _Where:
+        return _Where(self.root, (*self.steps, step))
+
+    def __str__(self) -> str:
+        return render_path(self.root, self.steps)
+
+
+def _problem(
+    path: _Where, text: str, actual: Any, expected: Any, hint: str | None = None
+) -> Mismatch:
+    where = str(path)
     return Mismatch(
-        check="type",
-        path=path,
+        check=Check.TYPE,
+        path=where,
         actual=actual,
         expected=expected,
-        message=f"{path}: {text}",
+        message=f"{where}: {text}",
         hint=hint,
+        steps=path.steps,
     )
 
 
@@ -66,16 +87,20 @@ def _tname(t: Any) -> str:
 
 
 def fit_problems(
-    primal: Any, tangent: Any, path: str, *, kind: str = "cotangent"
+    primal: Any, tangent: Any, path: str, *, kind: str = "cotangent", steps: Path = ()
 ) -> list[Mismatch]:
-    """Every way ``tangent`` fails to be a (co)tangent of ``primal``; empty if it fits."""
+    """Every way ``tangent`` fails to be a (co)tangent of ``primal``; empty if it fits.
+
+    ``path`` is the root the places are rendered from (``args``, ``ydot``), ``steps`` the
+    walk steps from it to ``primal``; each problem carries its own steps below the root.
+    """
     out: list[Mismatch] = []
-    _fit(primal, tangent, path, kind, out, set())
+    _fit(primal, tangent, _Where(path, tuple(steps)), kind, out, set())
     return out
 
 
 def _fit(
-    primal: Any, tangent: Any, path: str, kind: str, out: list[Mismatch], seen: set[int]
+    primal: Any, tangent: Any, path: _Where, kind: str, out: list[Mismatch], seen: set[int]
 ) -> None:
     if isinstance(tangent, Thunk):
         try:
@@ -121,7 +146,7 @@ def _fit(
         seen.discard(id(primal))
 
 
-def _fit_scalar(primal: Any, t: Any, path: str, kind: str, out: list[Mismatch]) -> None:
+def _fit_scalar(primal: Any, t: Any, path: _Where, kind: str, out: list[Mismatch]) -> None:
     real = not isinstance(primal, complex | np.complexfloating)
     if isinstance(t, np.ndarray):
         out.append(
@@ -157,7 +182,7 @@ def _fit_scalar(primal: Any, t: Any, path: str, kind: str, out: list[Mismatch]) 
     _check_precision(primal, t, path, kind, out)
 
 
-def _check_precision(primal: Any, t: Any, path: str, kind: str, out: list[Mismatch]) -> None:
+def _check_precision(primal: Any, t: Any, path: _Where, kind: str, out: list[Mismatch]) -> None:
     tp = precision_of(t)
     if tp is None:
         return
@@ -187,7 +212,7 @@ def _check_precision(primal: Any, t: Any, path: str, kind: str, out: list[Mismat
         )
 
 
-def _fit_array(primal: np.ndarray, t: Any, path: str, kind: str, out: list[Mismatch]) -> None:
+def _fit_array(primal: np.ndarray, t: Any, path: _Where, kind: str, out: list[Mismatch]) -> None:
     real = primal.dtype.kind == "f"
     if isinstance(t, np.generic) and primal.ndim == 0:
         t = np.asarray(t)
@@ -219,13 +244,36 @@ def _fit_array(primal: np.ndarray, t: Any, path: str, kind: str, out: list[Misma
             )
         )
         return
-    if t.dtype.kind == "O":  # an array of tangents, element by element (at most 5 reported)
+    if t.dtype.kind == "O":
+        # An array of tangents (numbers, zeros, thunks): element by element, at most 5.
         for idx in np.ndindex(t.shape):
             elem = unthunk(t[idx])
-            if not isinstance(elem, AbstractZero):
-                _fit_scalar(primal[idx], elem, f"{path}[{', '.join(map(str, idx))}]", kind, out)
+            where = path.child(Element(idx))
+            if isinstance(elem, int | np.integer) and not isinstance(elem, bool | np.bool_):
+                out.append(
+                    _problem(
+                        where,
+                        f"integer {elem!r} for a {primal.dtype} element (a {kind} of floats is "
+                        "floats)",
+                        elem,
+                        primal.dtype,
+                    )
+                )
+            elif not isinstance(elem, AbstractZero):
+                _fit_scalar(primal[idx], elem, where, kind, out)
             if len(out) >= 5:
                 return
+        return
+    if t.dtype.kind not in "fc":  # integers, booleans: not a float array's tangent
+        out.append(
+            _problem(
+                path,
+                f"dtype {t.dtype} for a {primal.dtype} primal (a {kind} of a float array is a "
+                f"float array of its dtype: np.asarray(..., dtype=np.{primal.dtype}))",
+                t.dtype,
+                primal.dtype,
+            )
+        )
         return
     if real and t.dtype.kind == "c":
         out.append(
@@ -241,50 +289,38 @@ def _fit_array(primal: np.ndarray, t: Any, path: str, kind: str, out: list[Misma
     _check_precision(primal, t, path, kind, out)
 
 
-def _fields_of(primal: Any) -> dict[Any, Any] | None:
-    """The primal's fields as {key: value}, or None when it is not a structure we know."""
-    if isinstance(primal, Tangent):
-        return dict(primal.items())
-    if isinstance(primal, tuple) and hasattr(type(primal), "_fields"):
-        return {f: getattr(primal, f) for f in getattr(primal, "_fields", ())}
-    if isinstance(primal, tuple | list):
-        return dict(enumerate(primal))
-    if isinstance(primal, Mapping):
-        return dict(primal)
-    if isinstance(primal, np.ndarray):
-        return {idx: primal[idx] for idx in np.ndindex(primal.shape)}
-    if dataclasses.is_dataclass(primal) and not isinstance(primal, type):
-        return {f.name: getattr(primal, f.name) for f in dataclasses.fields(primal)}
-    return None
+def _known(x: Any) -> bool:
+    """The containers whose tangents are checked field by field (others: anything goes)."""
+    if isinstance(x, Tangent | tuple | list | Mapping | np.ndarray):
+        return True
+    return dataclasses.is_dataclass(x) and not isinstance(x, type)
 
 
-def _sub(path: str, primal: Any, key: Any) -> str:
-    if isinstance(key, tuple):
-        return f"{path}[{', '.join(map(str, key))}]"
-    if isinstance(key, int) and not isinstance(primal, Mapping):
-        return f"{path}[{key}]"
-    if isinstance(primal, Mapping):
-        return f"{path}[{key!r}]"
-    return f"{path}.{key}"
+def _fields_of(x: Any) -> dict[Any, tuple[Step, Any]] | None:
+    """A container's children by key (with their walk steps), None when not looked into."""
+    if not _known(x):
+        return None
+    kids = children(x)
+    return None if kids is None else {step.key: (step, v) for step, v in kids}
 
 
-def _natural_fields(primal: Any, t: Any) -> dict[Any, Any] | None:
+def _natural_fields(primal: Any, t: Any) -> dict[Any, tuple[Step, Any]] | None:
     """The fields of a natural (non-Tangent) tangent ``t`` of ``primal``, None if unfit."""
     if isinstance(primal, np.ndarray):
         if isinstance(t, np.ndarray) and t.shape == primal.shape:
-            return {idx: t[idx] for idx in np.ndindex(t.shape)}
+            return {idx: (Element(idx), t[idx]) for idx in np.ndindex(t.shape)}
         return None
     if isinstance(primal, tuple | list) and type(t) is type(primal) and len(t) == len(primal):
         return _fields_of(t)
     if isinstance(primal, Mapping) and isinstance(t, Mapping):
-        return dict(t)
+        return _fields_of(t)
     if dataclasses.is_dataclass(primal) and type(t) is type(primal):
         return _fields_of(t)
     return None
 
 
 def _fit_structure(
-    primal: Any, t: Any, path: str, kind: str, out: list[Mismatch], seen: set[int]
+    primal: Any, t: Any, path: _Where, kind: str, out: list[Mismatch], seen: set[int]
 ) -> None:
     pfields = _fields_of(primal)
     if pfields is None:  # a function or an object we do not look into: anything goes
@@ -301,7 +337,7 @@ def _fit_structure(
                 )
             )
             return
-        tfields = dict(t.items())
+        tfields = _fields_of(t) or {}
     else:
         nat = _natural_fields(primal, t)
         if nat is None:
@@ -317,11 +353,12 @@ def _fit_structure(
             )
             return
         tfields = nat
-    for key, value in tfields.items():
-        where = _sub(path, primal, key)
+    for key, (step, value) in tfields.items():
         if key not in pfields:
+            where = path.child(step)
             out.append(
                 _problem(where, f"a {kind} for a field the primal does not have", value, "no field")
             )
             continue
-        _fit(pfields[key], value, where, kind, out, seen)
+        pstep, pvalue = pfields[key]
+        _fit(pvalue, value, path.child(pstep), kind, out, seen)

@@ -1,39 +1,130 @@
-"""The body of ``test_frule``: primal, tangent structure, numerical jvp, no mutation.
+"""``test_frule``: its checks, in the order they run.
 
-The rule is called once, with the tangents (``with_tangent`` ones, else ``rand_tangent``).
+1. the rule exists and returns ``(y, ydot)`` (``call_rule``), called once, with the tangents
+   given by ``with_tangent`` (else ``rand_tangent``);
+2. neither the inputs, the keyword arguments nor the input tangents were mutated;
+3. ``y`` matches ``f(*args, **fkwargs)`` and is a value (``_checks.check_primal``);
+4. ``ydot`` is a collected value that fits ``y``: type, shape, dtype (``check_ydot_type``);
+5. ``ydot`` matches the numerical jvp (``_reference.check_jvp`` chooses it).
 """
+
+# The public testers are named test_* (like ChainRulesTestUtils') but are not pytest tests.
+# ruff: noqa: PT028
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-from rruletest.broadcast._apply import broadcasted_in
-from rruletest.finite_differences import broadcast_jvp, jvp_estimate
+from rruletest.rules import frule
 from rruletest.tangents import NO_TANGENT, AbstractZero
-from rruletest.testers import _reference as ref
 from rruletest.testers._args import describe, has_coordinates
-from rruletest.testers._checks import changes, copyable, is_lazy, nonzero_paths, snapshot
-from rruletest.testers._common import (
+from rruletest.testers._checks import (
     MISSING,
+    Inputs,
     call_f,
     check_mutation,
     check_primal,
-    compare,
-    domain_for,
-    fd_failure,
-    is_broadcast,
+    check_unchanged,
     note_unchecked,
-    note_unchecked_elements,
 )
 from rruletest.testers._fit import fit_problems
 from rruletest.testers._rand_tangent import rand_tangent
-from rruletest.testers._setup import Setup, ruleset_of
+from rruletest.testers._reference import check_jvp
+from rruletest.testers._report import Check, TesterReport
+from rruletest.testers._setup import Setup, guarded, setup
+from rruletest.testers._snapshot import copyable, is_lazy, nonzero, snapshot
 
-__all__ = ["run_frule_checks"]
+__all__ = ["run_frule_checks", "test_frule"]
+
+
+def test_frule(
+    f: Any,
+    *args: Any,
+    fdm: Any = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    fkwargs: dict[str, Any] | None = None,
+    check_fd: bool = True,
+    frule_f: Any = frule,
+    rng: Any = None,
+) -> TesterReport:
+    """Check the forward rule of ``f`` at ``args``; raise one ``RuleTestFailure`` listing
+    every problem, or return a ``TesterReport``.
+
+    Calls ``frule_f((fdot, xdot_0, ..., xdot_n-1), f, *args)`` with the tangents given by
+    ``with_tangent`` (else ``rand_tangent``) and checks: a rule exists and returns
+    ``(y, ydot)``; ``y`` matches ``f(*args)``; ``ydot`` fits ``y`` (type, shape, dtype); ``ydot``
+    matches the numerical jvp (the structured one for ``broadcasted``) within tolerance widened
+    by the engine's error estimate; inputs and tangents are not mutated. The rule is called
+    once. Arguments and options are as in ``test_rrule``.
+
+    >>> import numpy as np
+    >>> from rruletest import RuleSet, with_tangent
+    >>> rules = RuleSet()
+    >>> _ = rules.scalar_rule(np.exp, lambda x, y: y)
+    >>> test_frule(np.exp, with_tangent(np.ones(3), np.full(3, 2.0)), frule_f=rules.frule).tester
+    'test_frule'
+    """
+    __tracebackhide__ = True
+    s = setup(
+        "test_frule",
+        f,
+        args,
+        rtol=rtol,
+        atol=atol,
+        fdm=fdm,
+        fkwargs=fkwargs,
+        rng=rng,
+        rule_f=frule_f,
+        rule_name="frule_f",
+        check_fd=check_fd,
+    )
+    guarded(s, run_frule_checks, frule_f, check_fd)
+    return s.report.result(tuple(a.path for a in s.args if not a.numeric))
+
+
+def run_frule_checks(s: Setup, frule_f: Any, check_fd: bool) -> None:
+    """The checks of ``test_frule`` in order, recording into ``s.report``; raises at the end."""
+    __tracebackhide__ = True
+    report = s.report
+    inputs = Inputs(s)
+    xdots = _tangents(s)
+    fdot = NO_TANGENT if s.fdot is None else s.fdot
+    dot_snap = snapshot(xdots)
+    xdots_in = snapshot(xdots) if copyable(dot_snap) else xdots
+    y_f = call_f(s, inputs)
+
+    call = "frule_f((fdot, *xdots), f, *args)"
+    res = call_rule(s, frule_f, (fdot, *xdots_in), inputs, call)
+    if res is None:
+        report.raise_now()
+    y, ydot = res
+    check_mutation(s, inputs, "the frule")
+    check_unchanged(report, "xdots", dot_snap, xdots_in, "the frule mutated an input tangent")
+    y_ref = check_primal(s, y, y_f)
+    if is_lazy(ydot):
+        report.problem(
+            Check.TYPE,
+            "ydot",
+            f"the frule returned a lazy {type(ydot).__name__} as ydot; return a collected value",
+            actual=ydot,
+        )
+        report.raise_now()
+    fits = check_ydot_type(s, y_ref, ydot)
+
+    live = [a for a in s.args if a.numeric]
+    if check_fd and fits and live and y_f is not MISSING:
+        check_jvp(s, ydot, [xdots[a.index] for a in live], y_ref, frule_f)
+    elif not check_fd:
+        report.note("numerical check: off (check_fd=False): structural checks only")
+
+    note_unchecked(report, s.args)
+    report.finish()
 
 
 def _tangents(s: Setup) -> list[Any]:
+    """The input tangents: ``with_tangent`` ones, else random ones (``NoTangent()`` for the
+    arguments not differentiated)."""
     out: list[Any] = []
     for a in s.args:
         if a.tangent is not None:
@@ -45,18 +136,17 @@ def _tangents(s: Setup) -> list[Any]:
     return out
 
 
-def _call_rule(
-    s: Setup, frule_f: Any, tangents: tuple[Any, ...], rule_args: tuple[Any, ...], call: str
-) -> Any:
+def call_rule(s: Setup, frule_f: Any, tangents: tuple[Any, ...], inputs: Inputs, call: str) -> Any:
+    """Check: a rule exists and returns ``(y, ydot)`` (None when not)."""
     report = s.report
     try:
-        res = frule_f(tangents, s.f, *rule_args, **s.fkwargs)
+        res = frule_f(tangents, s.f, *inputs.args, **inputs.kwargs)
     except Exception as exc:
-        report.exception("exception", call, exc)
+        report.exception(Check.EXCEPTION, call, exc)
         return None
     if res is None:
         report.problem(
-            "rule",
+            Check.RULE,
             call,
             f"no rule: {describe(frule_f)} returned None (register one "
             "with register_frule, or pass frule_f=)",
@@ -65,7 +155,7 @@ def _call_rule(
         return None
     if not isinstance(res, tuple) or len(res) != 2:
         report.problem(
-            "rule",
+            Check.RULE,
             call,
             f"returned {describe(res)}; expected a tuple (y, ydot)",
             actual=res,
@@ -75,59 +165,14 @@ def _call_rule(
     return res
 
 
-def run_frule_checks(s: Setup, frule_f: Any, check_fd: bool) -> None:
-    __tracebackhide__ = True
-    report = s.report
-    primals = s.primals
-    before = [snapshot(p) for p in primals]
-    rule_args = tuple(
-        snapshot(p) if copyable(b) else p for p, b in zip(primals, before, strict=True)
-    )
-    xdots = _tangents(s)
-    fdot = NO_TANGENT if s.fdot is None else s.fdot
-    dot_snap = snapshot(xdots)
-    xdots_in = snapshot(xdots) if copyable(dot_snap) else xdots
-    y_f = call_f(s, before)
-
-    res = _call_rule(s, frule_f, (fdot, *xdots_in), rule_args, "frule_f((fdot, *xdots), f, *args)")
-    if res is None:
-        report.raise_now()
-    y, ydot = res
-    check_mutation(s, rule_args, before, "the frule")
-    if copyable(dot_snap):
-        for where in changes(dot_snap, xdots_in, "xdots"):
-            report.problem(
-                "mutation",
-                where.split(":")[0],
-                f"the frule mutated an input tangent: {where.split(': ', 1)[1]}",
-            )
-    y_ref = check_primal(s, y, y_f)
-    if is_lazy(ydot):
-        report.problem(
-            "type",
-            "ydot",
-            f"the frule returned a lazy {type(ydot).__name__} as ydot; return a collected value",
-            actual=ydot,
-        )
-        report.raise_now()
-    fits = _check_ydot_type(s, y_ref, ydot)
-
-    live = [a for a in s.args if a.numeric]
-    if check_fd and fits and live and y_f is not MISSING:
-        _check_jvp(s, ydot, [xdots[a.index] for a in live], y_ref, frule_f)
-    elif not check_fd:
-        report.note("numerical check: off (check_fd=False): structural checks only")
-
-    note_unchecked(report, s.args)
-    report.finish()
-
-
-def _check_ydot_type(s: Setup, y: Any, ydot: Any) -> bool:
+def check_ydot_type(s: Setup, y: Any, ydot: Any) -> bool:
+    """Check: ``ydot`` fits ``y`` (type, shape, dtype; ``NoTangent()`` for an output without
+    coordinates)."""
     if not has_coordinates(y):
-        if isinstance(ydot, AbstractZero) or not nonzero_paths(ydot, "ydot"):
+        if isinstance(ydot, AbstractZero) or not nonzero(ydot):
             return True
         s.report.problem(
-            "type",
+            Check.TYPE,
             "ydot",
             f"{describe(ydot)} for an output without a tangent "
             f"space ({describe(y)}); expected NoTangent()",
@@ -141,44 +186,4 @@ def _check_ydot_type(s: Setup, y: Any, ydot: Any) -> bool:
     return not problems
 
 
-def _check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) -> None:
-    report = s.report
-    live = [a for a in s.args if a.numeric]
-    domain, dom_primals = domain_for(s, frule_f)
-    rtol, atol = s.tolerances(y_ref)
-    try:
-        if is_broadcast(s.f) and s.args and not s.args[0].numeric:
-            fdm = ref.fdm_for_domain(s.fdm, domain, dom_primals)
-            pos = {a.index: k for k, a in enumerate(live)}
-            pairs = [
-                (a.primal, dots[pos[a.index]] if a.index in pos else NO_TANGENT) for a in s.args[1:]
-            ]
-            rules = ruleset_of(frule_f)  # its scalar rules say whether f takes whole arrays
-            g: Any = functools.partial(broadcasted_in, rules, s.primals[0], **s.fkwargs)
-            est = broadcast_jvp(fdm, g, *pairs, y=y_ref)
-            mode = "structured broadcast jvp"
-        else:
-            fdm = ref.fdm_for_domain(s.fdm, domain, s.primals)
-            g = ref.closed_over(s.f, s.fkwargs, s.primals, [a.index for a in live])
-            if ref.coordinate_count(live) <= ref.JVP_DENSE_LIMIT:
-                est = ref.dense_jvp(fdm, g, [a.primal for a in live], dots, y_ref, s.cache)
-                mode = "finite-difference Jacobian times the input tangents"
-            else:
-                est = jvp_estimate(fdm, g, *zip((a.primal for a in live), dots, strict=True))
-                mode = "finite-difference jvp"
-    except Exception as exc:
-        fd_failure(report, exc, "register_frule")
-        return
-    report.reference(mode, fdm)
-    compare(
-        report,
-        "numeric",
-        f"ydot: the output tangent differs from the numerical jvp ({mode})",
-        ydot,
-        est.value,
-        "ydot",
-        rtol,
-        ref.widen(atol, est.error),
-    )
-    report.measured(ydot, est.value)
-    note_unchecked_elements(report, "ydot", est.error)
+test_frule.__test__ = False  # type: ignore[attr-defined]

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from rruletest._seed import current_test_seed
 from rruletest.tangents import NO_TANGENT, AbstractZero, Tangent, unthunk
 
 __all__ = ["rand_tangent", "resolve_rng"]
@@ -46,8 +47,6 @@ def resolve_rng(rng: Any) -> tuple[np.random.Generator, int | None]:
     (7, True)
     """
     if rng is None:
-        from rruletest._plugin.options import current_test_seed
-
         seed = current_test_seed()
         if seed is None:
             seed = int(np.random.SeedSequence().generate_state(1, np.uint32)[0])

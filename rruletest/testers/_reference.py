@@ -1,187 +1,272 @@
-"""The numerical reference a tester compares a rule with, and the tolerance it allows.
+"""The one place that chooses the numerical reference a tester compares a rule with, for the
+vjp (``test_rrule``) and the jvp (``test_frule``) alike:
 
-Three ways to get the reference cotangents of ``f`` at ``xs`` for an output cotangent ``ybar``:
+- ``broadcast``: ``f`` is ``broadcasted``; the structured vjp/jvp perturbs every element at
+  once (cost independent of the size);
+- ``scalar``: one real or complex number in, a number out: one scalar finite difference per
+  real coordinate (shared by ``test_scalar``'s two testers);
+- ``dense``: the numerical Jacobian, one finite difference per input coordinate, up to
+  ``DENSE_LIMIT`` coordinates for a vjp (always with ``vjp_mode="full"``) and
+  ``JVP_DENSE_LIMIT`` for a jvp (beyond it, one jvp along ``x + t * xdot``);
+- ``adjoint``: beyond ``DENSE_LIMIT``, the adjoint identity ``<xbar, v> == <ybar, J v>`` along
+  ``ADJOINT_DIRECTIONS`` random directions ``v`` (one jvp each).
 
-- ``broadcast``: ``f`` is ``broadcasted``; the structured vjp perturbs every element at once
-  (cost independent of the size);
-- ``dense``: one finite difference per input coordinate (``vjp_estimate``), up to
-  ``DENSE_LIMIT`` coordinates (or always, with ``vjp_mode="full"``);
-- ``adjoint``: beyond that, the adjoint identity ``<xbar, v> == <ybar, J v>`` along a few
-  random directions ``v`` (one jvp each).
-
-The tolerance of each element is the default (or given) one for the dtypes involved, widened
-by ``ERROR_FACTOR`` times the engine's own error estimate for that element.
-
->>> tolerances((np.ones(2, np.float32),), None, None)
-(0.0001, 0.0001)
+Each element's tolerance is the default (or given) one, widened by ``ERROR_FACTOR`` times the
+engine's own error estimate (``_fd_inputs.widen``). The limits live in ``rruletest.defaults``.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from rruletest.domains import Domain
+from rruletest.broadcast._apply import broadcasted_in
+from rruletest.defaults import ADJOINT_DIRECTIONS, DENSE_LIMIT, ERROR_FACTOR, JVP_DENSE_LIMIT
 from rruletest.finite_differences import (
     Estimate,
-    FiniteDifferenceMethod,
+    broadcast_jvp,
+    broadcast_vjp,
     jacobian_estimate,
+    jvp_estimate,
     to_vec,
 )
-from rruletest.tangents import AbstractZero, Tangent, unthunk
-from rruletest.testers._args import Arg
-from rruletest.testers._checks import _kids
-from rruletest.tolerances import default_tolerances
+from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
+from rruletest.testers._checks import compare
+from rruletest.testers._fd_inputs import (
+    coordinate_count,
+    fdm_for_domain,
+    of_live,
+    raised_by_f,
+    recorded,
+    unchecked,
+    widen,
+)
+from rruletest.testers._rand_tangent import rand_tangent
+from rruletest.testers._report import Check, Report
+from rruletest.testers._setup import Setup, domain_for, ruleset_of
+from rruletest.testers._snapshot import abs_inner, inner, nonzero, short
 
 __all__ = [
     "ADJOINT_DIRECTIONS",
     "DENSE_LIMIT",
     "ERROR_FACTOR",
+    "check_adjoint",
+    "check_jvp",
+    "check_vjp",
     "closed_over",
-    "coordinate_count",
     "dense_jvp",
     "dense_vjp",
-    "fdm_for_domain",
-    "leaf_dtypes",
-    "tolerances",
-    "unchecked",
-    "widen",
 ]
 
-DENSE_LIMIT = 2000  # input coordinates beyond which the dense numerical vjp is too slow
-ADJOINT_DIRECTIONS = 3  # random directions for the adjoint identity
-# Up to this many input coordinates test_frule builds the numerical Jacobian (one snapped step
-# per coordinate) rather than differentiating along x + t * xdot, whose rounding in float32 at
-# large |x| is not in the engine's error estimate.
-JVP_DENSE_LIMIT = 32
-ERROR_FACTOR = 10.0  # multiples of the FD error estimate added to each element's tolerance
-ROOM_FRACTION = 0.9  # stencils stay within this fraction of the distance to a domain edge
+
+def closed_over(
+    f: Callable[..., Any], fkwargs: dict[str, Any], primals: Sequence[Any], live: Sequence[int]
+) -> Callable[..., Any]:
+    """``f`` as a function of the arguments at positions ``live`` only (others fixed)."""
+    return of_live(f, fkwargs, primals, live)
 
 
-def leaf_dtypes(x: Any, out: set[np.dtype] | None = None, depth: int = 0) -> set[np.dtype]:
-    """The float/complex dtypes of the numeric leaves of ``x`` (Python floats are float64)."""
-
-    out = set() if out is None else out
-    if isinstance(x, np.ndarray) and x.dtype.kind in "fc":
-        out.add(x.dtype)
-        return out
-    if type(x) is float:
-        out.add(np.dtype(np.float64))
-        return out
-    x = unthunk(x)
-    if depth > 50:
-        return out
-    if isinstance(x, bool | np.bool_):
-        return out
-    if isinstance(x, float | np.floating | complex | np.complexfloating):
-        out.add(np.result_type(x))
-    elif isinstance(x, np.ndarray):
-        if x.dtype.kind in "fc":
-            out.add(x.dtype)
-        elif x.dtype.kind == "O":
-            for v in x.flat[:16]:
-                leaf_dtypes(v, out, depth + 1)
-    else:
-        kids = _kids(x)
-        if kids is not None:
-            for v in kids.values():
-                leaf_dtypes(v, out, depth + 1)
-    return out
+def fd_failure(report: Report, exc: BaseException, register: str, g: Any = None) -> None:
+    """Record an exception raised while computing the numerical reference: by ``f`` at a
+    perturbed input (``g`` recorded it: a domain problem, usually) or inside the engine itself
+    (a bug to report)."""
+    if g is not None and not raised_by_f(exc, g):
+        report.exception(
+            Check.NUMERIC,
+            "the finite-difference engine",
+            exc,
+            hint="this is a bug in rruletest's finite differences (not in the rule): please "
+            "report it with the reproduce line; check_fd=False runs the other checks meanwhile",
+        )
+        return
+    report.exception(
+        Check.NUMERIC,
+        "f at inputs perturbed by the finite differences",
+        exc,
+        hint=f"if f is defined only on part of its inputs, declare the rule's domain "
+        f"({register}(..., domain=...)) or pass an fdm with a smaller max_range",
+    )
 
 
-def tolerances(
-    values: Sequence[Any], rtol: float | None, atol: float | None
-) -> tuple[float, float]:
-    """``(rtol, atol)``: the given ones, else the loosest default among the values' dtypes."""
-
-    dts: set[np.dtype] = set()
-    for v in values:
-        leaf_dtypes(v, dts)
-    r, a = default_tolerances(np.dtype(np.float64))
-    for dt in dts:
-        r2, a2 = default_tolerances(dt)
-        r, a = max(r, r2), max(a, a2)
-    return (float(r) if rtol is None else rtol, float(a) if atol is None else atol)
+def _note_unchecked_elements(report: Report, path: str, error: Any) -> None:
+    n = unchecked(error)
+    if n:
+        report.note(
+            f"{path}: {n} element(s) could not be estimated numerically (their stencils left "
+            "f's domain) and were not compared"
+        )
 
 
-def widen(atol: float, error: Any) -> Any:
-    """``atol`` plus ``ERROR_FACTOR`` times the error estimate, leaf by leaf (per element for
-    arrays), keeping the structure of ``error``. An element the engine could not estimate
-    (infinite or NaN error) gets an infinite tolerance: it is not checked (see ``unchecked``).
-
-    >>> widen(1e-9, np.array([0.0, 1e-10, np.inf]))
-    array([1.e-09, 2.e-09,    inf])
-    """
-
-    if isinstance(error, AbstractZero) or error is None:
-        return atol
-    if isinstance(error, np.ndarray | float | int | np.number) and not isinstance(error, bool):
-        out = np.abs(np.asarray(error, dtype=np.float64))  # a fresh array: worked in place
-        if out.ndim == 0:
-            err = float(out)
-            return atol + ERROR_FACTOR * (np.inf if np.isnan(err) else err)
-        out *= ERROR_FACTOR
-        out += atol
-        out[np.isnan(out)] = np.inf
-        return out
-    if isinstance(error, Tangent):
-        if isinstance(error.backing, tuple):
-            return Tangent(error.primal_type, *(widen(atol, v) for v in error.backing))
-        if issubclass(error.primal_type, dict):
-            return Tangent(error.primal_type, {k: widen(atol, v) for k, v in error.items()})
-        return Tangent(error.primal_type, **{k: widen(atol, v) for k, v in error.items()})
-    if isinstance(error, tuple) and hasattr(type(error), "_fields"):
-        return type(error)(*(widen(atol, v) for v in error))
-    if isinstance(error, tuple | list):
-        return type(error)(widen(atol, v) for v in error)
-    if isinstance(error, dict):
-        return {k: widen(atol, v) for k, v in error.items()}
-    return atol + ERROR_FACTOR * _max_leaf(error)
+def _broadcast_f(s: Setup, rule_f: Any) -> Callable[..., Any]:
+    rules = ruleset_of(rule_f)  # its scalar rules say whether f takes whole arrays
+    return recorded(functools.partial(broadcasted_in, rules, s.primals[0], **s.kwargs()))
 
 
-def _max_leaf(x: Any) -> float:
+def _is_broadcast(s: Setup) -> bool:
+    from rruletest.broadcast import broadcasted
 
-    if isinstance(x, np.ndarray | float | int | np.number) and not isinstance(x, bool):
-        arr = np.abs(np.asarray(x, dtype=np.float64))
-        arr = arr[np.isfinite(arr)]
-        return float(arr.max()) if arr.size else 0.0
-    kids = _kids(x)
-    if not kids:
-        return 0.0
-    return max((_max_leaf(v) for v in kids.values()), default=0.0)
+    return s.f is broadcasted and bool(s.args) and not s.args[0].numeric
 
 
-def unchecked(error: Any) -> int:
-    """How many elements of an error estimate are not finite (the engine gave up on them)."""
+def check_vjp(
+    s: Setup,
+    out: tuple[Any, ...],
+    good: set[int],
+    ybar: Any,
+    y_ref: Any,
+    vjp_mode: str,
+    rrule_f: Any,
+) -> None:
+    """Check: each cotangent that fits its primal (positions ``good`` in ``out``) matches the
+    numerical vjp chosen for ``f`` (see the module's docstring)."""
+    report = s.report
+    live = [a for a in s.args if a.numeric]
+    if not live:
+        return
+    if isinstance(ybar, AbstractZero):
+        for a in live:
+            for path, value in nonzero(out[a.index + 1]):
+                report.at(
+                    Check.NUMERIC, "args", (a.step, *path),
+                    f"a zero output cotangent must give a zero cotangent: {short(value)} "
+                    "(expected zero)",
+                )  # fmt: skip
+        return
+    domain, dom_primals = domain_for(s, rrule_f)
+    rtol, atol = s.tolerances(y_ref)
+    g: Any = None
+    try:
+        if _is_broadcast(s):
+            fdm = fdm_for_domain(s.fdm, domain, dom_primals)
+            g = _broadcast_f(s, rrule_f)
+            ests: Any = broadcast_vjp(fdm, g, ybar, *s.primals[1:], y=y_ref)
+            est_of = {a.index: ests[a.index - 1] for a in live}
+            mode = "structured broadcast vjp"
+        else:
+            fdm = fdm_for_domain(s.fdm, domain, s.primals)
+            ncoord = coordinate_count(s.args)
+            if vjp_mode == "adjoint" or (vjp_mode == "auto" and ncoord > DENSE_LIMIT):
+                why = (
+                    "vjp_mode='adjoint'"
+                    if vjp_mode == "adjoint"
+                    else f"{ncoord} input coordinates > {DENSE_LIMIT}; vjp_mode='full' forces dense"
+                )
+                report.reference(
+                    f"adjoint identity <xbar, v> == <ybar, J v> along "
+                    f"{ADJOINT_DIRECTIONS} random directions v ({why})",
+                    fdm,
+                )
+                check_adjoint(s, out, good, ybar, fdm, rtol, atol)
+                return
+            g = closed_over(s.f, s.fkwargs, s.primals, [a.index for a in live])
+            ests = dense_vjp(fdm, g, [a.primal for a in live], ybar, y_ref, s.cache)
+            est_of = {a.index: e for a, e in zip(live, ests, strict=True)}
+            mode = f"dense finite-difference vjp ({ncoord} coordinates)"
+    except Exception as exc:
+        fd_failure(report, exc, "register_rrule", g)
+        return
+    report.reference(mode, fdm)
+    for a in live:
+        if a.index + 1 not in good:
+            continue
+        est = est_of[a.index]
+        compare(
+            report,
+            Check.NUMERIC,
+            f"{a.path}: the cotangent differs from the numerical vjp ({mode})",
+            out[a.index + 1],
+            est.value,
+            a.path,
+            rtol,
+            widen(atol, est.error),
+        )
+        report.measured(out[a.index + 1], est.value)
+        _note_unchecked_elements(report, a.path, est.error)
 
-    if type(error) is float:  # a scalar's estimate (the common case), without numpy
-        return 0 if math.isfinite(error) else 1
-    if isinstance(error, np.ndarray | float | int | np.number) and not isinstance(error, bool):
-        return int(np.sum(~np.isfinite(np.asarray(error, dtype=np.float64))))
-    kids = _kids(error)
-    return sum(unchecked(v) for v in kids.values()) if kids else 0
+
+def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) -> None:
+    """Check: ``ydot`` matches the numerical jvp chosen for ``f`` along the input tangents
+    ``dots`` of the numerically checked arguments (see the module's docstring)."""
+    report = s.report
+    live = [a for a in s.args if a.numeric]
+    domain, dom_primals = domain_for(s, frule_f)
+    rtol, atol = s.tolerances(y_ref)
+    g: Any = None
+    try:
+        if _is_broadcast(s):
+            fdm = fdm_for_domain(s.fdm, domain, dom_primals)
+            pos = {a.index: k for k, a in enumerate(live)}
+            pairs = [
+                (a.primal, dots[pos[a.index]] if a.index in pos else NO_TANGENT) for a in s.args[1:]
+            ]
+            g = _broadcast_f(s, frule_f)
+            est = broadcast_jvp(fdm, g, *pairs, y=y_ref)
+            mode = "structured broadcast jvp"
+        else:
+            fdm = fdm_for_domain(s.fdm, domain, s.primals)
+            g = closed_over(s.f, s.fkwargs, s.primals, [a.index for a in live])
+            if coordinate_count(live) <= JVP_DENSE_LIMIT:
+                est = dense_jvp(fdm, g, [a.primal for a in live], dots, y_ref, s.cache)
+                mode = "finite-difference Jacobian times the input tangents"
+            else:
+                est = jvp_estimate(fdm, g, *zip((a.primal for a in live), dots, strict=True))
+                mode = "finite-difference jvp"
+    except Exception as exc:
+        fd_failure(report, exc, "register_frule", g)
+        return
+    report.reference(mode, fdm)
+    compare(
+        report,
+        Check.NUMERIC,
+        f"ydot: the output tangent differs from the numerical jvp ({mode})",
+        ydot,
+        est.value,
+        "ydot",
+        rtol,
+        widen(atol, est.error),
+    )
+    report.measured(ydot, est.value)
+    _note_unchecked_elements(report, "ydot", est.error)
 
 
-def coordinate_count(args: Sequence[Arg]) -> int:
-    """How many real coordinates the numerically checked arguments have."""
-
-    n = 0
-    for a in args:
-        if a.numeric:
-            p = a.primal
-            if isinstance(p, float | np.floating):  # a number: no flattening needed
-                n += 1
-                continue
-            if isinstance(p, complex | np.complexfloating):
-                n += 2
-                continue
-            vec, _ = to_vec(p)
-            n += int(np.size(vec))
-    return n
+def check_adjoint(
+    s: Setup, out: tuple[Any, ...], good: set[int], ybar: Any, fdm: Any, rtol: float, atol: float
+) -> None:
+    report = s.report
+    live = [a for a in s.args if a.numeric]
+    if any(a.index + 1 not in good for a in live):
+        return
+    g = closed_over(s.f, s.fkwargs, s.primals, [a.index for a in live])
+    for k in range(ADJOINT_DIRECTIONS):
+        vs = [rand_tangent(s.gen, a.primal) for a in live]
+        try:
+            est = jvp_estimate(fdm, g, *zip((a.primal for a in live), vs, strict=True))
+        except Exception as exc:
+            fd_failure(report, exc, "register_rrule", g)
+            return
+        lhs = sum((inner(out[a.index + 1], v) for a, v in zip(live, vs, strict=True)), 0.0)
+        rhs = inner(ybar, est.value)
+        scale = sum(
+            (abs_inner(out[a.index + 1], v) for a, v in zip(live, vs, strict=True)), 0.0
+        ) + abs_inner(ybar, est.value)
+        err = abs_inner(ybar, est.error)
+        tol = atol + rtol * scale + ERROR_FACTOR * err
+        report.measured(lhs, rhs, scale=scale)
+        if not abs(lhs - rhs) <= tol:
+            report.problem(
+                Check.NUMERIC,
+                "args",
+                f"adjoint identity fails along random direction "
+                f"{k}: <xbar, v> = {lhs!r} but <ybar, J v> = {rhs!r} (difference "
+                f"{abs(lhs - rhs):.3g} > tolerance {tol:.3g}); some cotangent is wrong "
+                f"(use vjp_mode='full' on a smaller input to locate it)",
+                actual=lhs,
+                expected=rhs,
+            )
+            return
 
 
 def _jacobians(
@@ -313,76 +398,3 @@ def dense_vjp(
             error = np.where(used, est.error.T * weight, 0.0).sum(axis=1)
         out.append(Estimate(xback.tangent(value), xback.error(error), None))
     return out
-
-
-def closed_over(
-    f: Callable[..., Any], fkwargs: dict[str, Any], primals: Sequence[Any], live: Sequence[int]
-) -> Callable[..., Any]:
-    """``f`` as a function of the arguments at positions ``live`` only (others fixed)."""
-    fixed = list(primals)
-
-    def g(*xs: Any) -> Any:
-        full = list(fixed)
-        for i, x in zip(live, xs, strict=True):
-            full[i] = x
-        return f(*full, **fkwargs)
-
-    return g
-
-
-def domain_room(domain: Domain | None, primals: Sequence[Any]) -> float | None:
-    """The largest step that keeps every real input strictly inside its declared interval."""
-    if domain is None:
-        return None
-    room = np.inf
-    for i, x in enumerate(primals):
-        try:
-            arr = np.asarray(x)
-        except Exception:
-            continue
-        if arr.dtype.kind != "f" or arr.size == 0:
-            continue
-        interval = (
-            domain.interval(i) if i < len(domain.intervals) or len(domain.intervals) == 1 else None
-        )
-        if interval is None:
-            continue
-        finite = arr[np.isfinite(arr)]
-        if finite.size == 0:
-            continue
-        if np.isfinite(interval.lo):
-            room = min(room, float(np.min(finite - interval.lo)))
-        if np.isfinite(interval.hi):
-            room = min(room, float(np.min(interval.hi - finite)))
-    if not np.isfinite(room) or room <= 0:
-        return None
-    return room
-
-
-def fdm_for_domain(fdm: Any, domain: Domain | None, primals: Sequence[Any]) -> Any:
-    """``fdm`` limited so its stencils never leave the declared domain (see ``domain_room``).
-
-    Only a plain ``FiniteDifferenceMethod`` is rebuilt (with a smaller ``max_range``); other
-    methods are used as they are and rely on the engine's own domain safety (an element whose
-    stencil meets NaN retries with smaller and one-sided steps).
-    """
-
-    room = domain_room(domain, primals)
-    if room is None or type(fdm) is not FiniteDifferenceMethod:
-        return fdm
-    limit = ROOM_FRACTION * room
-    if fdm.max_range <= limit:
-        return fdm
-    return _with_max_range(fdm, limit)
-
-
-@functools.lru_cache(maxsize=256)
-def _with_max_range(fdm: Any, max_range: float) -> Any:
-    return type(fdm)(
-        fdm.grid,
-        fdm.q,
-        adapt=fdm.adapt,
-        condition=fdm.condition,
-        factor=fdm.factor,
-        max_range=max_range,
-    )

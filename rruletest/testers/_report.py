@@ -1,32 +1,103 @@
-"""Collecting every problem a tester finds into one ``RuleTestFailure``.
+"""What a tester call produces: problems as records, rendered to text once.
 
-A ``Report`` names the tester call (function and a summary of the arguments: shapes and dtypes,
-not huge arrays), gathers ``Mismatch``es from every check, notes what was and was not checked
-numerically, and raises one failure at the end, chained to the first exception the rule raised.
+``Check`` names the testers' checks (typed values, in the order the testers run them). A
+``Report`` collects the problems one tester call finds, each a ``rruletest.errors.Mismatch``
+carrying its check, its path (as text and as walk steps), the values and the hint, and raises
+one ``RuleTestFailure`` at the end, chained to the first exception the rule raised. A passing
+call returns a ``TesterReport``: what was checked and how closely.
 
 >>> import numpy as np
 >>> r = Report("test_rrule", np.sin, (np.ones(1000),), {}, seed=5)
->>> r.problem("rule", "rrule", "no rule: rrule_f returned None", actual=None, expected="a rule")
+>>> r.problem(Check.RULE, "rrule", "no rule: rrule_f returned None", expected="a rule")
 >>> print(r.failure())
 test_rrule(np.sin, float64[1000]) failed
 [rule] rrule: no rule: rrule_f returned None
 reproduce: test_rrule(np.sin, float64[1000], rng=5)
+>>> worst_errors(np.array([1.0, 2.0]), np.array([1.0, 2.5]))
+(0.5, 0.2)
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 import textwrap
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import numpy as np
 
 from rruletest.errors import Mismatch, RuleTestFailure
+from rruletest.tangents import AbstractZero, unthunk
 from rruletest.testers._args import describe
+from rruletest.walk import Element, Path, Step, WalkError, children, leaves, render_path
 
-if TYPE_CHECKING:
-    from rruletest.testers._result import TesterReport
+__all__ = ["Check", "Report", "TesterReport", "combine", "worst_errors"]
 
-__all__ = ["Report"]
+
+class Check(enum.StrEnum):
+    """The testers' checks, in the order ``test_rrule`` runs them (``test_frule`` runs the
+    same ones that apply to a forward rule). Each is a ``str`` (``Check.NUMERIC ==
+    "numeric"``), the ``check`` of the ``Mismatch``es it records and what
+    ``RuleTestFailure.checks`` lists."""
+
+    INPUT = "input"  #: an argument the testers cannot walk (it contains itself)
+    RULE = "rule"  #: a rule exists and returns ``(y, pullback)`` / ``(y, ydot)``
+    PRIMAL = "primal"  #: ``y`` matches ``f(*args)``, a collected value, not a thunk
+    OUTPUT = "output"  #: the pullback returns a tuple, one tangent for ``f`` then one per arg
+    TYPE = "type"  #: each tangent's type, shape and dtype fit its primal
+    NOTANGENT = "notangent"  #: ``NoTangent()`` for ``f`` and non-differentiable arguments
+    NUMERIC = "numeric"  #: the tangents match the numerical reference
+    REPEAT = "repeat"  #: a second call of the pullback gives the same
+    THUNK = "thunk"  #: ``pullback(Thunk(ybar))`` gives the same
+    ZERO = "zero"  #: ``pullback(ZeroTangent())`` gives zeros
+    MUTATION = "mutation"  #: neither inputs, keyword arguments, tangents nor ``ybar`` mutated
+    EXCEPTION = "exception"  #: ``f``, the rule or the pullback raised
+    CONVENTION = "convention"  #: a complex pullback used ``f'(z)`` for ``conj(f'(z))``
+    INTERNAL = "internal"  #: rruletest itself failed on a value (a bug to report)
+
+    def __repr__(self) -> str:
+        return repr(self.value)  # shown as the string it equals: ['numeric']
+
+
+@dataclass(frozen=True)
+class TesterReport:
+    """The result of a passing tester call.
+
+    Attributes:
+        tester: ``"test_rrule"``, ``"test_frule"`` or ``"test_scalar"``.
+        function: the function tested, as reports name it (``"np.sin"``).
+        numerical: the numerical reference used (``"dense finite-difference vjp (3
+            coordinates)"``, ``"structured broadcast vjp"``, ...), or None when nothing was
+            compared numerically (``check_fd=False``, no differentiable argument).
+        not_checked: the paths of the arguments not checked numerically (``"args[1]"``;
+            the notes say why).
+        pullback_calls: how many times the pullback was called (0 for ``test_frule``).
+        worst_abs_err: the largest absolute difference from the numerical reference, or None.
+        worst_rel_err: the largest normwise relative difference from the numerical reference
+            (per leaf, ``max|actual - reference| / max(max|reference|, 1)``), or None: a
+            relative error where the reference is of size 1 or more, an absolute one below, as
+            the default tolerances (``rtol == atol``) judge it. So a derivative that is nearly
+            zero everywhere (tanh's at 20 is 1e-17) does not make a passing rule look wrong.
+        seed: the seed of the random tangents (None for a ``Generator`` passed as ``rng``).
+        notes: the notes of the report (what was checked, how).
+        parts: for ``test_scalar``, the report of each tester call it made.
+    """
+
+    __test__ = False  # not a pytest test class, whatever the name
+
+    tester: str
+    function: str
+    numerical: str | None
+    not_checked: tuple[str, ...]
+    pullback_calls: int
+    worst_abs_err: float | None
+    worst_rel_err: float | None
+    seed: int | None
+    notes: tuple[str, ...] = ()
+    parts: tuple[TesterReport, ...] = ()
 
 
 class Report:
@@ -40,15 +111,15 @@ class Report:
         fkwargs: dict[str, Any],
         *,
         seed: int | None,
-        extra: str = "",
     ) -> None:
-        self._what = (tester, f, args, fkwargs, extra)
+        self.tester = tester
+        self._what = (f, args, fkwargs)
         self._call: str | None = None
         self.seed = seed
         self.mismatches: list[Mismatch] = []
         self.notes: list[str] = []
         self.cause: BaseException | None = None
-        self.mutated: set[str] = set()  # paths already reported as mutated
+        self.mutated: set[tuple[str, Path]] = set()  # places already reported as mutated
         self.numerical: str | None = None  # the numerical reference used, once one was
         self.pullback_calls = 0
         self.worst_abs_err: float | None = None
@@ -58,10 +129,10 @@ class Report:
     def call(self) -> str:
         """The tester call, its arguments summarised (built only when a report is needed)."""
         if self._call is None:
-            tester, f, args, fkwargs, extra = self._what
+            f, args, fkwargs = self._what
             parts = [describe(f), *(describe(a) for a in args)]
             parts += [f"{k}={describe(v)}" for k, v in fkwargs.items()]
-            self._call = f"{tester}({', '.join(parts)}{extra})"
+            self._call = f"{self.tester}({', '.join(parts)})"
         return self._call
 
     # -- recording ---------------------------------------------------------------------------
@@ -74,25 +145,32 @@ class Report:
 
     def problem(
         self,
-        check: str,
+        check: Check,
         path: str,
         text: str,
         *,
+        steps: Sequence[Step] = (),
         actual: Any = None,
         expected: Any = None,
         hint: str | None = None,
     ) -> None:
-        """Record a problem described in words."""
-        self.add(Mismatch(check, path, actual, expected, f"{path}: {text}", hint=hint))
+        """Record a problem described in words at ``path`` (rendered text; ``steps`` the same
+        place as data, below the root the text starts with)."""
+        m = Mismatch(check, path, actual, expected, f"{path}: {text}", hint=hint)
+        self.add(dataclasses.replace(m, steps=tuple(steps)))
 
-    def titled(self, check: str, title: str, found: list[Mismatch]) -> None:
+    def at(self, check: Check, root: str, steps: Path, text: str, **kw: Any) -> None:
+        """Record a problem at the walk path ``steps`` below ``root`` (rendered here, once)."""
+        self.problem(check, render_path(root, steps), text, steps=steps, **kw)
+
+    def titled(self, check: Check, title: str, found: list[Mismatch]) -> None:
         """Record mismatches from ``collect_mismatches`` under one explaining title each."""
         for m in found:
             body = textwrap.indent(m.message.rstrip("\n"), "  ")
             self.add(dataclasses.replace(m, check=check, message=f"{title}\n{body}"))
 
     def exception(
-        self, check: str, call: str, exc: BaseException, *, hint: str | None = None
+        self, check: Check, call: str, exc: BaseException, *, hint: str | None = None
     ) -> None:
         """Record that ``call`` raised ``exc`` (the first such exception becomes the cause)."""
         if self.cause is None:
@@ -111,8 +189,6 @@ class Report:
     def measured(self, actual: Any, expected: Any, *, scale: float | None = None) -> None:
         """Track the worst differences of a tangent from its numerical reference (relative to
         ``scale`` when given, else to the reference)."""
-        from rruletest.testers._result import combine, worst_errors
-
         found = worst_errors(actual, expected)
         if found is not None and scale is not None:
             found = (found[0], found[0] / scale if scale > 0 else float(found[0] > 0) * math.inf)
@@ -122,12 +198,9 @@ class Report:
 
     def result(self, not_checked: tuple[str, ...]) -> TesterReport:
         """The ``TesterReport`` a passing tester returns."""
-        from rruletest.testers._result import TesterReport
-
-        tester, f, _, _, _ = self._what
         return TesterReport(
-            tester=tester,
-            function=describe(f),
+            tester=self.tester,
+            function=describe(self._what[0]),
             numerical=self.numerical,
             not_checked=not_checked,
             pullback_calls=self.pullback_calls,
@@ -138,18 +211,13 @@ class Report:
         )
 
     # -- raising -----------------------------------------------------------------------------
-    @property
-    def failed(self) -> bool:
-        return bool(self.mismatches)
-
     def reproduce(self) -> str:
         if self.seed is None:
             return (
                 f"{self.call} with the same numpy Generator state (pass an int rng=seed "
                 "to make tangents reproducible)"
             )
-        call = self.call[:-1] + f", rng={self.seed})"
-        return call
+        return self.call[:-1] + f", rng={self.seed})"
 
     def failure(self) -> RuleTestFailure:
         header = "\n".join([f"{self.call} failed", *(f"  {n}" for n in self.notes)])
@@ -165,3 +233,82 @@ class Report:
         __tracebackhide__ = True
         if self.mismatches:
             raise self.failure() from self.cause
+
+
+# -- worst errors -------------------------------------------------------------------------------
+
+
+def _follow(x: Any, path: Path) -> Any:
+    """The part of ``x`` at ``path`` (zeros stay zeros below them); None when it has none."""
+    for step in path:
+        x = unthunk(x)
+        if isinstance(x, AbstractZero):
+            return 0.0
+        if isinstance(step, Element) and isinstance(x, np.ndarray):
+            x = x[step.key]
+            continue
+        kids = children(x)
+        found = None if kids is None else next((v for s, v in kids if s.key == step.key), None)
+        if found is None:
+            return None
+        x = found
+    x = unthunk(x)
+    return 0.0 if isinstance(x, AbstractZero) else x
+
+
+_SCALARS = frozenset({float, complex, np.float64, np.float32, np.complex128, np.complex64})
+
+
+def worst_errors(actual: Any, expected: Any) -> tuple[float, float] | None:
+    """The largest absolute and normwise relative differences of ``actual`` from ``expected``
+    over the numeric leaves of ``expected`` (found with the one walk, dataclass fields and
+    plain objects included; NaN in ``expected``: not estimated, skipped); None if none compare.
+
+    The relative difference of a leaf is ``max|a - e| / max(max|e|, 1)``: elementwise ratios
+    would blow up where the reference is nearly zero (tanh's derivative at 20 is 1e-17), which
+    says nothing about the rule.
+    """
+    if type(expected) in _SCALARS and type(actual) in _SCALARS:  # the common case, no walk
+        with np.errstate(all="ignore"):
+            dist = abs(complex(actual) - complex(expected))
+        if dist != dist:
+            return None
+        return float(dist), float(dist) / max(abs(complex(expected)), 1.0)
+    worst_abs = worst_rel = -1.0
+    try:
+        pairs = [
+            (_follow(actual, path), e)
+            for path, e in leaves(expected)
+            if isinstance(e, np.ndarray | np.number | float | int | complex)
+            and not isinstance(e, bool | np.bool_)
+        ]
+    except (WalkError, Exception):
+        return None
+    for a, e in pairs:
+        if a is None:
+            continue
+        try:
+            with np.errstate(all="ignore"):
+                ea = np.asarray(e)
+                dist = np.abs(np.asarray(a) - ea)
+                keep = ~np.isnan(dist)
+        except Exception:
+            continue
+        if dist.shape != ea.shape or not keep.any():
+            continue
+        leaf_abs = float(np.max(dist[keep]))
+        scale = max(float(np.max(np.abs(ea[keep]))), 1.0)
+        worst_abs = max(worst_abs, leaf_abs)
+        worst_rel = max(worst_rel, leaf_abs / scale)
+    if worst_abs < 0:
+        return None
+    return worst_abs, worst_rel
+
+
+def combine(a: float | None, b: float | None) -> float | None:
+    """The larger of two optional errors (NaN-free)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return max(a, b) if not (math.isnan(a) or math.isnan(b)) else math.nan

@@ -1,7 +1,8 @@
 """What every tester does first: validate its options, resolve the rng, classify arguments.
 
-Misuse of a tester (a bad option) raises ``TypeError``/``ValueError`` with a ``name=value`` echo,
-never ``RuleTestFailure``.
+Misuse of a tester (a bad option) raises ``TypeError``/``ValueError`` with a ``name=value`` echo
+(the one tolerance validator, ``rruletest.defaults.check_tolerance``), never
+``RuleTestFailure``. ``guarded`` then runs the tester's checks so that nothing internal leaks.
 
 >>> s = setup("test_rrule", lambda x: x, (1.0, 2), rtol=None, atol=None, fdm=None,
 ...           fkwargs=None, rng=3, rule_f=lambda *a: None, rule_name="rrule_f", check_fd=False)
@@ -22,38 +23,21 @@ from typing import Any
 
 import numpy as np
 
+from rruletest import defaults
+from rruletest.errors import RuleTestFailure
 from rruletest.rules import RuleSet, default_ruleset
 from rruletest.testers._args import Arg, WithTangent, classify_args
 from rruletest.testers._rand_tangent import resolve_rng
-from rruletest.testers._report import Report
+from rruletest.testers._report import Check, Report
+from rruletest.testers._snapshot import copyable, snapshot
+from rruletest.tolerances import tolerances_for
+from rruletest.walk import MAX_DEPTH, Index, Key, WalkError, leaves
 
-__all__ = ["BadArgumentError", "Setup", "guarded", "ruleset_of", "setup"]
+__all__ = ["BadArgumentError", "Setup", "check_options", "guarded", "ruleset_of", "setup"]
 
 
 class BadArgumentError(ValueError):
     """A tester was given a value it cannot use (misuse, raised as it is, never as a failure)."""
-
-
-def guarded(s: Setup, run: Callable[..., None], *args: Any) -> None:
-    """Run a tester's checks; an unexpected exception becomes a reported failure (chained),
-    so nothing internal leaks from a tester. ``RuleTestFailure`` and misuse pass through.
-    """
-    __tracebackhide__ = True
-    from rruletest.errors import RuleTestFailure
-
-    try:
-        run(s, *args)
-    except (RuleTestFailure, BadArgumentError):
-        raise
-    except Exception as exc:
-        s.report.exception(
-            "internal",
-            "rruletest while checking the rule",
-            exc,
-            hint="rruletest could not handle a value the rule, f or the pullback produced; "
-            "please report this with the reproduce line",
-        )
-        s.report.raise_now()
 
 
 @dataclass
@@ -63,14 +47,13 @@ class Setup:
     f: Any
     fdot: Any  # the tangent given for f with with_tangent, or None
     args: list[Arg]
-    fkwargs: dict[str, Any]
+    fkwargs: dict[str, Any]  # as the caller gave them: never passed on (see ``kwargs``)
     fdm: Any
     rtol: float | None
     atol: float | None
     gen: np.random.Generator
     seed: int | None
     report: Report
-
     primals: tuple[Any, ...] = ()
     tolerance: tuple[float, float] | None = None  # (rtol, atol) for the primals and output
     cache: dict[Any, Any] | None = None  # numerical Jacobians shared by test_scalar's testers
@@ -80,20 +63,71 @@ class Setup:
         """``(rtol, atol)`` in force: the given ones, else the loosest default among the
         dtypes of the primals and the output ``y`` (computed once)."""
         if self.tolerance is None:
-            from rruletest.testers._reference import tolerances
-
-            self.tolerance = tolerances([*self.primals, y], self.rtol, self.atol)
+            self.tolerance = tolerances_for([*self.primals, y], self.rtol, self.atol)
         return self.tolerance
+
+    def kwargs(self) -> dict[str, Any]:
+        """A fresh copy of the keyword arguments for one call of ``f`` or the rule, so a call
+        that changes one in place changes neither the caller's value nor the next call's."""
+        if not self.fkwargs:
+            return {}
+        snap = {k: snapshot(v) for k, v in self.fkwargs.items()}
+        return {k: (v if copyable(v) else self.fkwargs[k]) for k, v in snap.items()}
+
+
+def guarded(s: Setup, run: Callable[..., None], *args: Any) -> None:
+    """Run a tester's checks; an unexpected exception becomes a reported failure (chained),
+    so nothing internal leaks from a tester. ``RuleTestFailure`` and misuse pass through.
+    """
+    __tracebackhide__ = True
+    try:
+        run(s, *args)
+    except (RuleTestFailure, BadArgumentError):
+        raise
+    except RecursionError as exc:
+        s.report.exception(
+            Check.INPUT,
+            "rruletest while walking the arguments",
+            exc,
+            hint="a value nests too deeply for rruletest to follow: test the rule on a "
+            "flatter input",
+        )
+        s.report.raise_now()
+    except Exception as exc:
+        s.report.exception(
+            Check.INTERNAL,
+            "rruletest while checking the rule",
+            exc,
+            hint="rruletest could not handle a value the rule, f or the pullback produced; "
+            "please report this with the reproduce line",
+        )
+        s.report.raise_now()
 
 
 def _tol(name: str, value: Any, tester: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float | np.floating | np.integer):
-        raise TypeError(f"{tester}: {name} must be a number >= 0 or None, got {name}={value!r}")
-    if not value >= 0:
-        raise ValueError(f"{tester}: {name} must be a number >= 0, got {name}={value!r}")
-    return float(value)
+    try:
+        return defaults.check_tolerance(name, value)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{tester}: {exc}") from None
+
+
+def check_options(
+    tester: str, *, rtol: Any, atol: Any, fdm: Any, fkwargs: Any
+) -> tuple[dict[str, Any], float | None, float | None]:
+    """Validate the options every tester takes; returns ``(fkwargs, rtol, atol)``."""
+    if fkwargs is None:
+        fkwargs = {}
+    if not isinstance(fkwargs, dict) or not all(isinstance(k, str) for k in fkwargs):
+        raise TypeError(
+            f"{tester}: fkwargs must be a dict of keyword arguments for f, got fkwargs={fkwargs!r}"
+        )
+    r, a = _tol("rtol", rtol, tester), _tol("atol", atol, tester)
+    if fdm is not None and not callable(getattr(fdm, "estimate", None)):
+        raise TypeError(
+            f"{tester}: fdm must be a FiniteDifferenceMethod (e.g. central_fdm(5, 1)), "
+            f"got fdm={fdm!r}"
+        )
+    return fkwargs, r, a
 
 
 def setup(
@@ -109,9 +143,10 @@ def setup(
     rule_f: Any,
     rule_name: str,
     check_fd: bool,
-    extra: str = "",
 ) -> Setup:
-    """Validate a tester's options and build its ``Setup`` (and empty ``Report``)."""
+    """Validate a tester's options and build its ``Setup`` (and empty ``Report``); an argument
+    the walk cannot follow (it contains itself, or nests deeper than ``walk.MAX_DEPTH``) is
+    reported at once."""
     __tracebackhide__ = True
     fdot = None
     if isinstance(f, WithTangent):
@@ -120,42 +155,53 @@ def setup(
         raise TypeError(f"{tester}: f must be callable, got f={f!r}")
     if not callable(rule_f):
         raise TypeError(f"{tester}: {rule_name} must be callable, got {rule_name}={rule_f!r}")
-    if fkwargs is None:
-        fkwargs = {}
-    if not isinstance(fkwargs, dict) or not all(isinstance(k, str) for k in fkwargs):
-        raise TypeError(
-            f"{tester}: fkwargs must be a dict of keyword arguments for f, got fkwargs={fkwargs!r}"
-        )
+    fkwargs, r, a = check_options(tester, rtol=rtol, atol=atol, fdm=fdm, fkwargs=fkwargs)
     if not isinstance(check_fd, bool):
         raise TypeError(f"{tester}: check_fd must be True or False, got check_fd={check_fd!r}")
-    r, a = _tol("rtol", rtol, tester), _tol("atol", atol, tester)
-    if fdm is not None and not callable(getattr(fdm, "estimate", None)):
-        raise TypeError(
-            f"{tester}: fdm must be a FiniteDifferenceMethod (e.g. central_fdm(5, 1)), "
-            f"got fdm={fdm!r}"
-        )
     gen, seed = resolve_rng(rng)
     if fdm is None and check_fd:
         from rruletest.finite_differences import default_fdm
 
         fdm = default_fdm()
+    report = Report(tester, f, args, fkwargs, seed=seed)
+    _check_walkable(report, args, fkwargs)
     classified = classify_args(args)
-    report = Report(tester, f, args, fkwargs, seed=seed, extra=extra)
     primals = tuple(c.primal for c in classified)
     return Setup(
-        f,
-        fdot,
-        classified,
-        dict(fkwargs),
-        fdm,
-        r,
-        a,
-        gen,
-        seed,
-        report,
-        primals,
+        f, fdot, classified, dict(fkwargs), fdm, r, a, gen, seed, report, primals,
         rules=ruleset_of(rule_f),
+    )  # fmt: skip
+
+
+def _check_walkable(report: Report, args: tuple[Any, ...], fkwargs: dict[str, Any]) -> None:
+    """Report (and stop at) an argument that contains itself or nests too deeply."""
+    __tracebackhide__ = True
+    for i, x in enumerate(args):
+        value = x.primal if isinstance(x, WithTangent) else x
+        if isinstance(value, float | int | complex | np.ndarray | np.generic | str):
+            continue
+        try:
+            for _ in leaves(value, thunks=False):
+                pass
+        except WalkError as exc:
+            report.at(Check.INPUT, "args", (Index(i), *exc.path), _why(exc))
+            report.raise_now()
+    for k, v in fkwargs.items():
+        try:
+            for _ in leaves(v, thunks=False):
+                pass
+        except WalkError as exc:
+            report.at(Check.INPUT, "fkwargs", (Key(k), *exc.path), _why(exc))
+            report.raise_now()
+
+
+def _why(exc: WalkError) -> str:
+    what = (
+        "the value contains itself (a cycle)"
+        if exc.reason == "cycle"
+        else f"the value nests deeper than {MAX_DEPTH} levels"
     )
+    return f"{what}; the testers cannot walk it (pass a value without cycles)"
 
 
 def ruleset_of(rule_f: Callable[..., Any]) -> RuleSet:
@@ -164,3 +210,20 @@ def ruleset_of(rule_f: Callable[..., Any]) -> RuleSet:
     """
     owner = getattr(rule_f, "__self__", None)
     return owner if isinstance(owner, RuleSet) else default_ruleset
+
+
+def domain_for(s: Setup, rule_f: Any) -> tuple[Any, tuple[Any, ...]]:
+    """The rule's declared domain and the primals it describes (``broadcasted``'s function
+    excluded), or ``(None, primals)``."""
+    from rruletest.broadcast import broadcasted
+
+    rules = ruleset_of(rule_f)
+    f, primals = s.f, s.primals
+    try:
+        if f is broadcasted and primals:
+            info = rules.rrule_info(f, *primals) or rules.scalar_info(primals[0])
+            return (info.domain if info is not None else None), primals[1:]
+        info = rules.rrule_info(f, *primals) or rules.frule_info(f, *primals)
+    except Exception:
+        return None, primals
+    return (info.domain if info is not None else None), primals

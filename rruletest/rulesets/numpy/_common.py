@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from rruletest import defaults
 from rruletest.projection import is_differentiable, unbroadcast
 from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, unthunk
 
@@ -55,7 +56,7 @@ __all__ = [
 #: Generated inputs keep at least this far from kinks, poles and branch cuts, so that no
 #: finite-difference stencil straddles one (float32 steps are a few hundredths, and a tester
 #: moves along tangents of a few units).
-MARGIN = 0.25
+MARGIN = defaults.AVOID_MARGIN
 
 
 def number_objects(x: Any) -> bool:

@@ -1,0 +1,150 @@
+"""Collects what the report page shows while pytest runs rule items (``--rruletest-report DIR``).
+
+``ReportCollector`` is a pytest plugin object: it records each rule item's outcome, what it was
+checked on, its failure text and reproduce line, and (in the process that ran the item) the
+``Mismatch`` records of a ``RuleTestFailure`` for the heatmaps. At the end of the session it
+computes the curves of scalar rules and writes the page with ``report_page.write_report``.
+Under pytest-xdist the workers' exceptions stay in the workers, so the page then has the table
+and the failure texts without heatmaps.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rruletest._plugin.report_page import RuleRow, ScalarCurve, write_report
+
+__all__ = ["ReportCollector", "scalar_curve"]
+
+_PREFIX = "rruletest::"
+_GRID = 401  # points of a scalar rule's curve
+_WINDOW = 4.0  # an unbounded side of a domain is shown this far from zero (or from the bound)
+
+
+def _window(lo: float, hi: float) -> tuple[float, float]:
+    if math.isfinite(lo) and math.isfinite(hi):
+        pad = 1e-3 * (hi - lo)
+        return lo + pad, hi - pad
+    if math.isfinite(lo):
+        return lo + 1e-3, lo + 2 * _WINDOW
+    if math.isfinite(hi):
+        return hi - 2 * _WINDOW, hi - 1e-3
+    return -_WINDOW, _WINDOW
+
+
+def scalar_curve(info: Any, tried: list[float] | None = None) -> ScalarCurve | None:
+    """The curve of a unary scalar rule over its domain: the rule's derivative (its frule along
+    ones, through ``broadcasted``) and the structured finite-difference jvp, exact per point.
+    None for rules that are not unary scalar rules or cannot be evaluated."""
+    import numpy as np
+
+    from rruletest.broadcast import broadcasted
+    from rruletest.finite_differences import broadcast_jvp
+    from rruletest.rules import RuleSet
+    from rruletest.tangents import NO_TANGENT
+
+    if info.kind != "scalar" or info.partials is None or len(info.key) != 1:
+        return None
+    f = info.function
+    domain = info.domain
+    try:
+        interval = domain.interval(0) if domain is not None else None
+        lo, hi = (interval.lo, interval.hi) if interval is not None else (-math.inf, math.inf)
+        a, b = _window(float(lo), float(hi))
+        x = np.linspace(a, b, _GRID)
+        rules = RuleSet()
+        rules.scalar_rule(f, info.partials)
+        res = rules.frule((NO_TANGENT, NO_TANGENT, np.ones_like(x)), broadcasted, f, x)
+        if res is None:
+            return None
+        rule = np.asarray(res[1], dtype=np.float64)
+        ref = broadcast_jvp(None, f, (x, np.ones_like(x))).value
+        reference = np.asarray(ref, dtype=np.float64)
+    except Exception:
+        return None
+    if rule.shape != x.shape or reference.shape != x.shape:
+        return None
+    inside = [t for t in (tried or []) if a <= t <= b]
+    bad = np.abs(rule - reference) > 1e-6 * (1 + np.abs(reference))
+    return ScalarCurve(x=x, rule=rule, reference=reference, tried=inside, failing=list(x[bad]))
+
+
+class ReportCollector:
+    """Records rule items as they run and writes the report page at the end."""
+
+    def __init__(self, directory: Path | str, *, pictures: bool = True, meta: str = "") -> None:
+        self.directory = Path(directory)
+        self.pictures = pictures
+        self.meta = meta
+        self.rows: dict[str, RuleRow] = {}
+        self.infos: dict[str, Any] = {}
+        self.page: Path | None = None
+
+    def _row(self, nodeid: str) -> RuleRow:
+        row = self.rows.get(nodeid)
+        if row is None:
+            module = nodeid.split("::")[1] if nodeid.count("::") >= 1 else ""
+            name = nodeid.rsplit("::", 1)[-1]
+            row = self.rows[nodeid] = RuleRow(nodeid, name, "", "not run", module=module)
+        return row
+
+    def pytest_itemcollected(self, item: Any) -> None:
+        info = getattr(item, "info", None)
+        if item.nodeid.startswith(_PREFIX) and info is not None:
+            self.infos[item.nodeid] = info
+            row = self._row(item.nodeid)
+            row.name, row.kind = info.name, info.kind
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: Any, call: Any) -> Generator[None, Any, None]:
+        outcome = yield
+        if call.excinfo is not None and item.nodeid.startswith(_PREFIX):
+            mismatches = getattr(call.excinfo.value, "mismatches", None)
+            if mismatches:
+                self._row(item.nodeid).mismatches = list(mismatches)
+        del outcome
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if not report.nodeid.startswith(_PREFIX):
+            return
+        row = self._row(report.nodeid)
+        props = dict(report.user_properties)
+        row.name = str(props.get("rruletest_rule", row.name))
+        row.kind = str(props.get("rruletest_kind", row.kind))
+        if "rruletest_examples" in props:
+            row.examples = int(props["rruletest_examples"])
+        if "rruletest_checked_on" in props:
+            row.checked_on = str(props["rruletest_checked_on"])
+        for key in ("rruletest_err_over_tol", "rruletest_worst_rel_err"):
+            if key in props:
+                row.err_over_tol = float(props[key])
+                break
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            row.status = "passed" if report.passed else "skipped" if report.skipped else "failed"
+        elif report.when == "teardown" and report.failed:
+            row.status = "error"
+        if report.failed:
+            text = report.longreprtext
+            row.failure = text
+            for line in text.splitlines():
+                if line.strip().startswith(("reproduce:", "rerun with:")):
+                    row.reproduce = line.split(":", 1)[1].strip()
+
+    def pytest_sessionfinish(self, session: Any) -> None:
+        if self.pictures:
+            for nodeid, info in self.infos.items():
+                row = self.rows.get(nodeid)
+                if row is not None and row.curve is None:
+                    row.curve = scalar_curve(info)
+        self.page = write_report(
+            self.directory, list(self.rows.values()), pictures=self.pictures, meta=self.meta
+        )
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.page is not None:
+            terminalreporter.write_line(f"rruletest report: {self.page}")

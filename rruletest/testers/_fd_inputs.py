@@ -1,0 +1,201 @@
+"""What the numerical reference is computed from: ``f`` of the checked arguments only (each
+call recording what ``f`` raised), a method whose stencils stay inside the rule's declared
+domain, and the tolerance widened by the engine's own error estimate.
+
+>>> widen(1e-9, np.array([0.0, 1e-10, np.inf]))
+array([1.e-09, 2.e-09,    inf])
+>>> g = of_live(lambda x, n: x * n, {}, (1.0, 3), [0])
+>>> g(2.0), g.raised
+(6.0, [])
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from rruletest.defaults import ERROR_FACTOR, ROOM_FRACTION
+from rruletest.domains import Domain
+from rruletest.finite_differences import FiniteDifferenceMethod, to_vec
+from rruletest.tangents import AbstractZero
+from rruletest.testers._args import Arg
+from rruletest.testers._snapshot import copyable, snapshot
+from rruletest.walk import leaves, map_leaves
+
+__all__ = [
+    "coordinate_count",
+    "domain_room",
+    "fdm_for_domain",
+    "of_live",
+    "raised_by_f",
+    "recorded",
+    "unchecked",
+    "widen",
+]
+
+
+def recorded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, remembering in its ``raised`` list every exception it raised (raised on)."""
+    raised: list[BaseException] = []
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            raised.append(exc)
+            raise
+
+    setattr(call, "raised", raised)  # noqa: B010 - an attribute of a function
+    return call
+
+
+def of_live(
+    f: Callable[..., Any], fkwargs: dict[str, Any], primals: Sequence[Any], live: Sequence[int]
+) -> Callable[..., Any]:
+    """``f`` as a function of the arguments at positions ``live`` only (the others fixed), its
+    keyword arguments copied for every call (``f`` may change them in place); like
+    ``recorded``, it remembers what ``f`` raised. One frame per call: the finite differences
+    call it hundreds of times."""
+    fixed, where = list(primals), list(live)
+    raised: list[BaseException] = []
+
+    def g(*xs: Any) -> Any:
+        full = list(fixed)
+        for i, x in zip(where, xs, strict=True):
+            full[i] = x
+        try:
+            if not fkwargs:
+                return f(*full)
+            kw = {k: (c if copyable(c := snapshot(v)) else v) for k, v in fkwargs.items()}
+            return f(*full, **kw)
+        except Exception as exc:
+            raised.append(exc)
+            raise
+
+    setattr(g, "raised", raised)  # noqa: B010 - an attribute of a function
+    return g
+
+
+def raised_by_f(exc: BaseException, g: Any) -> bool:
+    """Whether ``exc`` is (or was caused by) an exception ``f`` raised inside ``g``."""
+    mine = {id(e) for e in getattr(g, "raised", ())}
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        if id(e) in mine:
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def widen(atol: float, error: Any) -> Any:
+    """``atol`` plus ``ERROR_FACTOR`` times the error estimate, leaf by leaf (per element for
+    arrays), keeping the structure of ``error``. An element the engine could not estimate
+    (infinite or NaN error) gets an infinite tolerance: it is not checked (see ``unchecked``).
+    """
+    if isinstance(error, AbstractZero) or error is None:
+        return atol
+    return map_leaves(lambda _, e: _widen_leaf(atol, e), error, thunks=False)
+
+
+def _widen_leaf(atol: float, error: Any) -> Any:
+    if isinstance(error, np.ndarray | float | int | np.number) and not isinstance(error, bool):
+        out = np.abs(np.asarray(error, dtype=np.float64))  # a fresh array: worked in place
+        if out.ndim == 0:
+            err = float(out)
+            return atol + ERROR_FACTOR * (np.inf if np.isnan(err) else err)
+        out *= ERROR_FACTOR
+        out += atol
+        out[np.isnan(out)] = np.inf
+        return out
+    return atol
+
+
+def unchecked(error: Any) -> int:
+    """How many elements of an error estimate are not finite (the engine gave up on them)."""
+    if type(error) is float:  # a scalar's estimate (the common case), without numpy
+        return 0 if math.isfinite(error) else 1
+    n = 0
+    for _, e in leaves(error, thunks=False):
+        if isinstance(e, np.ndarray | float | int | np.number) and not isinstance(e, bool):
+            n += int(np.sum(~np.isfinite(np.asarray(e, dtype=np.float64))))
+    return n
+
+
+def coordinate_count(args: Sequence[Arg]) -> int:
+    """How many real coordinates the numerically checked arguments have."""
+    n = 0
+    for a in args:
+        if a.numeric:
+            p = a.primal
+            if isinstance(p, float | np.floating):  # a number: no flattening needed
+                n += 1
+                continue
+            if isinstance(p, complex | np.complexfloating):
+                n += 2
+                continue
+            vec, _ = to_vec(p)
+            n += int(np.size(vec))
+    return n
+
+
+def domain_room(domain: Domain | None, primals: Sequence[Any]) -> float | None:
+    """The largest step that keeps every real input strictly inside its declared interval."""
+    if domain is None:
+        return None
+    room = np.inf
+    for i, x in enumerate(primals):
+        try:
+            arr = np.asarray(x)
+        except Exception:
+            continue
+        if arr.dtype.kind != "f" or arr.size == 0:
+            continue
+        interval = (
+            domain.interval(i) if i < len(domain.intervals) or len(domain.intervals) == 1 else None
+        )
+        if interval is None:
+            continue
+        finite = arr[np.isfinite(arr)]
+        if finite.size == 0:
+            continue
+        if np.isfinite(interval.lo):
+            room = min(room, float(np.min(finite - interval.lo)))
+        if np.isfinite(interval.hi):
+            room = min(room, float(np.min(interval.hi - finite)))
+    if not np.isfinite(room) or room <= 0:
+        return None
+    return float(room)
+
+
+def fdm_for_domain(fdm: Any, domain: Domain | None, primals: Sequence[Any]) -> Any:
+    """``fdm`` limited so its stencils never leave the declared domain (see ``domain_room``).
+
+    Only a plain ``FiniteDifferenceMethod`` is rebuilt (with a smaller ``max_range``); other
+    methods are used as they are and rely on the engine's own domain safety (an element whose
+    stencil meets NaN retries with smaller and one-sided steps).
+    """
+    room = domain_room(domain, primals)
+    if room is None or type(fdm) is not FiniteDifferenceMethod:
+        return fdm
+    limit = ROOM_FRACTION * room
+    if fdm.max_range <= limit:
+        return fdm
+    return _with_max_range(fdm, limit)
+
+
+@functools.lru_cache(maxsize=256)
+def _with_max_range(fdm: Any, max_range: float) -> Any:
+    return type(fdm)(
+        fdm.grid,
+        fdm.q,
+        adapt=fdm.adapt,
+        condition=fdm.condition,
+        factor=fdm.factor,
+        max_range=max_range,
+    )

@@ -1,0 +1,46 @@
+"""Tests for rruletest._naming: one way to show a function everywhere."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from rruletest import RuleSet, broadcasted
+from rruletest._naming import function_name
+from rruletest._plugin.cases import fname
+from rruletest.broadcast._apply import fname as broadcast_fname
+from rruletest.testers import test_rrule
+from rruletest.testers._args import describe
+
+
+def _local() -> object:
+    def inner(x: float) -> float:
+        return x
+
+    return inner
+
+
+@pytest.mark.parametrize(
+    ("f", "short", "qualified"),
+    [
+        pytest.param(np.sin, "np.sin", "np.sin", id="ufunc"),
+        pytest.param(np.linalg.norm, "np.linalg.norm", "np.linalg.norm", id="submodule"),
+        pytest.param(np.sum, "np.sum", "np.sum", id="numpy-function"),
+        pytest.param(math.sqrt, "sqrt", "math.sqrt", id="stdlib"),
+        pytest.param(len, "len", "len", id="builtin"),
+        pytest.param(_local(), "inner", "inner", id="local"),
+        pytest.param(broadcasted, "broadcasted", "broadcasted", id="rruletest"),
+    ],
+)
+def test_function_names(f: object, short: str, qualified: str) -> None:
+    assert function_name(f) == short
+    assert function_name(f, qualified=True) == qualified
+
+
+def test_np_linalg_norm_is_shown_one_way_everywhere() -> None:
+    f = np.linalg.norm
+    assert describe(f) == fname(f) == broadcast_fname(f) == "np.linalg.norm"
+    with pytest.raises(AssertionError, match=r"^test_rrule\(np\.linalg\.norm, "):
+        test_rrule(f, np.ones(3), rrule_f=RuleSet().rrule, rng=0)

@@ -1,0 +1,173 @@
+"""The report page: a self-contained HTML table with heatmaps and curves, looked at in a browser."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rruletest._plugin import report_plots
+from rruletest._plugin.report_collect import ReportCollector, scalar_curve
+from rruletest._plugin.report_page import RuleRow, write_report
+from rruletest.errors import Mismatch
+from rruletest.rules import RuleSet
+
+pytest_plugins = ["pytester"]
+
+RULES = """
+import numpy as np
+from rruletest import register_rrule, NoTangent, scalar_rule
+
+def rep_sin(x):
+    return np.sin(x)
+
+def rep_bad_cos(x):
+    return np.cos(x)
+
+scalar_rule(rep_sin, lambda x, y: (np.cos(x),))
+scalar_rule(rep_bad_cos, lambda x, y: (np.sin(x),))  # wrong sign
+"""
+
+
+def _one_wrong_element() -> Mismatch:
+    expected = np.linspace(1.0, 2.0, 10_000)
+    actual = expected.copy()
+    actual[4321] *= 1.001
+    return Mismatch(
+        check="fd",
+        path="args[0]",
+        actual=actual,
+        expected=expected,
+        message="differ",
+        rtol=1e-9,
+        atol=1e-9,
+    )
+
+
+def test_table_lists_failing_rules_first_with_links(tmp_path: Path) -> None:
+    rows = [
+        RuleRow("rruletest::m::a[scalar]", "a", "scalar", "passed", checked_on="float64"),
+        RuleRow(
+            "rruletest::m::b[rrule]",
+            "b",
+            "rrule",
+            "failed",
+            failure="b is wrong",
+            reproduce="pytest --rruletest-seed=1 'rruletest::m::b[rrule]'",
+            err_over_tol=12.6,
+        ),
+    ]
+    text = write_report(tmp_path, rows, pictures=False).read_text()
+    assert text.index(">b</a>") < text.index(">a<")
+    assert 'href="#rule-rruletest--m--b-rrule-"' in text
+    assert "pytest --rruletest-seed=1 &#x27;rruletest::m::b[rrule]&#x27;" in text
+    assert ">13<" in text  # error / tolerance, two significant digits
+    assert "http" not in text.replace("http-equiv", "")  # nothing is fetched at view time
+
+
+def test_heatmap_keeps_one_wrong_element_of_ten_thousand_visible() -> None:
+    m = _one_wrong_element()
+    ratio = report_plots.error_ratio(m.actual, m.expected, m.rtol, m.atol)
+    assert int(np.sum(ratio > 1)) == 1
+    grid, _, _ = report_plots._block_max(report_plots.as_grid(ratio))
+    assert np.nanmax(grid) == pytest.approx(ratio.max())
+    row = RuleRow("rruletest::m::b[rrule]", "b", "rrule", "failed", mismatches=[m])
+    [(caption, uri)] = report_plots.images_for(row)
+    assert caption.startswith("args[0]: |rule - reference| / tolerance over shape (10000,)")
+    assert "at [4321], 1 of 10000 elements over" in caption
+    assert uri.startswith("data:image/png;base64,")
+
+
+def test_scalar_curve_follows_the_rule_and_flags_wrong_points() -> None:
+    rules = RuleSet()
+    good = rules.scalar_rule(np.sin, lambda x, y: (np.cos(x),))
+    bad = rules.scalar_rule(np.cos, lambda x, y: (np.sin(x),))
+    c = scalar_curve(good)
+    assert c is not None
+    np.testing.assert_allclose(c.rule, np.cos(c.x))
+    np.testing.assert_allclose(c.reference, np.cos(c.x), atol=1e-9)
+    assert c.failing == []
+    wrong = scalar_curve(bad)
+    assert wrong is not None
+    assert len(wrong.failing) > 300
+
+
+def test_log_domain_curve_stays_inside() -> None:
+    rules = RuleSet()
+    info = rules.scalar_rule(np.log, lambda x, y: (1 / x,), domain="(0, inf)")
+    c = scalar_curve(info)
+    assert c is not None
+    assert c.x.min() > 0
+    assert c.failing == []
+
+
+def _run_gate(pytester: pytest.Pytester, directory: Path) -> ReportCollector:
+    pytester.makepyfile(rep_rules=RULES)
+    pytester.syspathinsert()
+    collector = ReportCollector(directory)
+    result = pytester.runpytest(
+        "--rruletest-check=rep_rules", "-p", "no:cacheprovider", plugins=[collector]
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    return collector
+
+
+def test_a_gate_run_writes_the_page(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    collector = _run_gate(pytester, tmp_path / "report")
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert collector.page == tmp_path / "report" / "index.html"
+    assert re.search(r"<tr class=\"failed\">.*rep_bad_cos", page)
+    assert page.count("data:image/png;base64,") == 2  # a curve for each scalar rule
+    bad = page[page.index('<section class="rule failed"') :]
+    assert "rep_bad_cos" in bad.split("</section>")[0]
+    assert "data:image/png;base64," in bad.split("</section>")[0]
+    assert "reproduce: <code>pytest --rruletest-seed=" in page
+
+
+def test_without_matplotlib_the_page_says_how_to_get_pictures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(report_plots, "available", lambda: False)
+    row = RuleRow(
+        "rruletest::m::b[rrule]", "b", "rrule", "failed", mismatches=[_one_wrong_element()]
+    )
+    text = write_report(tmp_path, [row]).read_text()
+    assert "<code>pip install 'rruletest[report]'</code>" in text
+    assert "data:image/png" not in text
+
+
+_CHROMIUM = shutil.which("chromium-headless-shell") or shutil.which("chromium")
+
+
+@pytest.mark.skipif(_CHROMIUM is None, reason="headless Chromium is not installed")
+def test_the_page_as_a_person_sees_it(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    _run_gate(pytester, tmp_path / "report")
+    page = tmp_path / "report" / "index.html"
+    shot = tmp_path / "shot.png"
+    subprocess.run(
+        [
+            _CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--screenshot={shot}",
+            "--window-size=1200,1600",
+            page.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(shot)[..., :3]
+    assert pixels.std() > 0.05  # not blank
+    # The failing rule's section holds its pictures: a red X marks a failing point on a curve,
+    # and the error map is drawn in the page's colours; both show as saturated red pixels.
+    red = (pixels[..., 0] > 0.7) & (pixels[..., 1] < 0.3) & (pixels[..., 2] < 0.3)
+    assert red.sum() > 50
