@@ -22,7 +22,7 @@ import numpy as np
 
 from rruletest.errors import Mismatch
 from rruletest.tangents import AbstractZero, Tangent, Thunk, unthunk
-from rruletest.testers._report import Check
+from rruletest.testers._check import Check
 from rruletest.walk import Element, Path, Step, children, render_path
 
 __all__ = ["fit_problems", "precision_of"]

@@ -20,7 +20,6 @@ reproduce: test_rrule(np.sin, float64[1000], rng=5)
 from __future__ import annotations
 
 import dataclasses
-import enum
 import math
 import textwrap
 from collections.abc import Sequence
@@ -32,34 +31,10 @@ import numpy as np
 from rruletest.errors import Mismatch, RuleTestFailure
 from rruletest.tangents import AbstractZero, unthunk
 from rruletest.testers._args import describe
+from rruletest.testers._check import Check
 from rruletest.walk import Element, Path, Step, WalkError, children, leaves, render_path
 
 __all__ = ["Check", "Report", "TesterReport", "combine", "worst_errors"]
-
-
-class Check(enum.StrEnum):
-    """The testers' checks, in the order ``test_rrule`` runs them (``test_frule`` runs the
-    same ones that apply to a forward rule). Each is a ``str`` (``Check.NUMERIC ==
-    "numeric"``), the ``check`` of the ``Mismatch``es it records and what
-    ``RuleTestFailure.checks`` lists."""
-
-    INPUT = "input"  #: an argument the testers cannot walk (it contains itself)
-    RULE = "rule"  #: a rule exists and returns ``(y, pullback)`` / ``(y, ydot)``
-    PRIMAL = "primal"  #: ``y`` matches ``f(*args)``, a collected value, not a thunk
-    OUTPUT = "output"  #: the pullback returns a tuple, one tangent for ``f`` then one per arg
-    TYPE = "type"  #: each tangent's type, shape and dtype fit its primal
-    NOTANGENT = "notangent"  #: ``NoTangent()`` for ``f`` and non-differentiable arguments
-    NUMERIC = "numeric"  #: the tangents match the numerical reference
-    REPEAT = "repeat"  #: a second call of the pullback gives the same
-    THUNK = "thunk"  #: ``pullback(Thunk(ybar))`` gives the same
-    ZERO = "zero"  #: ``pullback(ZeroTangent())`` gives zeros
-    MUTATION = "mutation"  #: neither inputs, keyword arguments, tangents nor ``ybar`` mutated
-    EXCEPTION = "exception"  #: ``f``, the rule or the pullback raised
-    CONVENTION = "convention"  #: a complex pullback used ``f'(z)`` for ``conj(f'(z))``
-    INTERNAL = "internal"  #: rruletest itself failed on a value (a bug to report)
-
-    def __repr__(self) -> str:
-        return repr(self.value)  # shown as the string it equals: ['numeric']
 
 
 @dataclass(frozen=True)
