@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import find
 
-from rruletest import Example
+from rruletest import Example, NoTangent, unthunk
 from rruletest._plugin import arrays as _arrays
 from rruletest._plugin import cases as _rule_cases
 from rruletest._plugin import checks as _rule_checks
@@ -145,10 +145,9 @@ def test_dtypes_without_room_are_dropped_and_none_left_names_the_rule() -> None:
 def test_run_record_summarises_dtypes_and_shapes() -> None:
     record = RunRecord()
     record.ran(Case(("test_rrule",), abs, (1.0,), Domain()))
-    assert record.scalars_only
-    assert record.shape_summary() == "scalars only"
+    assert (record.scalars_only, record.shape_summary()) == (True, "scalars only")
     record.ran(Case(("test_rrule",), abs, (np.ones((2, 2), np.float32), 3), Domain()))
-    assert not record.scalars_only
+    assert record.scalars_only is False
     assert record.dtype_summary() == "float64,float32"
     assert record.shape_summary() == "scalars, arrays 2-d (max 4 el.)"
     assert RunRecord().shape_summary() == "-"
@@ -168,3 +167,30 @@ def test_example_keywords_reach_f_and_the_case_repr() -> None:
     assert repr(case).endswith("fkwargs={'axis': 0})")
     assert finite_output(case)
     assert calls == [{"axis": 0}]
+
+
+def test_guessed_array_shapes_that_f_rejects_are_not_failures() -> None:
+    from rruletest.rules import default_ruleset, register_rrule
+
+    def rules_inner(a: Any, b: Any) -> Any:
+        if np.ndim(a) != 1 or np.ndim(b) != 1:
+            raise ValueError("vectors only")
+        return a @ b
+
+    @register_rrule(rules_inner)
+    def _inner_rrule(a: Any, b: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            return NoTangent(), ybar * b, ybar * a
+
+        return rules_inner(a, b), pullback
+
+    try:
+        info = default_ruleset.rrule_info(rules_inner)
+        assert info is not None
+        record = RunRecord()
+        check_rule(info, RuleTestConfig(seed=3, examples=25), record)
+        assert not record.scalars_only
+        assert record.examples == 26
+    finally:
+        del default_ruleset._rrules[(rules_inner,)]
