@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     )
     from rruletest.projection import project
     from rruletest.rules import (
+        Example,
         RuleInfo,
         RuleSet,
         derivatives_given_output,
@@ -73,6 +74,7 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(["Mismatch", "RuleTestFailure"], "rruletest.errors"),
     **dict.fromkeys(
         [
+            "Example",
             "RuleInfo",
             "RuleSet",
             "derivatives_given_output",
@@ -130,6 +132,7 @@ __all__ = [
     "Check",
     "Domain",
     "Evidence",
+    "Example",
     "FiniteDifferenceMethod",
     "InplaceableThunk",
     "Interval",

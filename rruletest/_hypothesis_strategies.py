@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 import hypothesis.strategies as st
@@ -25,7 +26,7 @@ from rruletest.domains import Domain, DomainLike
 from rruletest.projection import is_differentiable
 from rruletest.tangents import NO_TANGENT
 
-__all__ = ["broadcastable_args", "elements", "primals", "scalars", "tangents"]
+__all__ = ["broadcastable_args", "elements", "primals", "scalars", "shaped_args", "tangents"]
 
 
 def _floats(lo: float, hi: float, excl_lo: bool, excl_hi: bool, real: np.dtype[Any]) -> Any:
@@ -244,3 +245,54 @@ def broadcastable_args(
     if dom.avoid is not None:
         _assume(not np.any(near_avoided(dom.avoid, *args)))
     return args
+
+
+@st.composite
+def shaped_args(
+    draw: Any,
+    domain: DomainLike,
+    shapes: Sequence[Sequence[int | str]],
+    *,
+    dtype: Any = "float64",
+    max_side: int = 4,
+    edges: bool = True,
+    margin: float = 0.0,
+    magnitude: float | None = None,
+) -> tuple[Any, ...]:
+    """A tuple of arrays, one per declared shape, each in its argument's interval.
+
+    A shape holds sizes (``3``) and size names (``"n"``); each name is drawn once per example
+    (1 to ``max_side``) and shared by every argument that uses it, so ``[("m", "n"), ("n",)]``
+    gives a matrix and a vector that can be multiplied. ``()`` gives a numpy scalar. The
+    domain's ``avoid`` is applied to the whole call.
+
+    >>> from hypothesis import find
+    >>> a, v = find(shaped_args("(0, 1)", [("m", "n"), ("n",)]), lambda xs: xs[0].shape[0] == 2)
+    >>> a.shape[1] == v.shape[0], bool((a > 0).all())
+    (True, True)
+    """
+    dt = _dtype(dtype)
+    dom = Domain.of(domain)
+    if max_side < 1:
+        raise ValueError(f"shaped_args needs max_side >= 1, got max_side={max_side!r}")
+    sizes: dict[str, int] = {}
+    out: list[Any] = []
+    for i, shape in enumerate(shapes):
+        dims: list[int] = []
+        for d in shape:
+            if isinstance(d, str):
+                if d not in sizes:
+                    sizes[d] = draw(st.integers(1, max_side))
+                dims.append(sizes[d])
+            else:
+                dims.append(int(d))
+        elems = elements(dom, dtype=dt, arg=i, edges=edges, margin=margin, magnitude=magnitude)
+        arr = draw(hnp.arrays(dt, tuple(dims), elements=elems))
+        out.append(_as_value(arr, tuple(dims)))
+    if dom.avoid is not None:
+        try:
+            bad = bool(np.any(near_avoided(dom.avoid, *out)))
+        except (TypeError, ValueError):  # an avoid that cannot judge these shapes
+            bad = False
+        _assume(not bad)
+    return tuple(out)

@@ -2,36 +2,44 @@
 
 ``check`` runs the rule items of the pytest plugin (one per registered rule, tested with
 hypothesis-generated inputs inside the rule's domain) through pytest, in-process, so every pytest
-option works (give them after ``--``). It prints one row per rule (name, kind, examples, status,
-worst relative error) and a summary line.
+option works (give them after ``--``). It prints one row per rule (name, kind, examples, the
+dtypes and shapes it was checked on, status, worst relative error), what the error column means,
+and a summary line; a failure adds the ``rruletest check`` command that repeats the run.
 
 Which modules: those named on the command line; else the modules that installed packages declare
 in the entry point group ``rruletest.rules``; else the built-in numpy ruleset.
 
-Exit codes: 0 every rule passed, 1 a rule failed, 2 usage error (an unknown module, a bad option).
+Exit codes: 0 every rule passed, 1 a rule failed, 2 usage error (an unknown module, a bad option),
+3 no rule was checked (the modules register none, or every rule was deselected or skipped; the
+run says where it looked and which submodules do register rules).
 The seed is shared with pytest through its cache: ``--seed last`` here or
 ``pytest --rruletest-seed=last`` reuses the previous run's, and each failure prints the ``pytest``
-command that reruns that one rule.
+command that reruns that one rule. Without ``--seed``, ``$RRULETEST_SEED`` or the ini key
+``rruletest_seed`` pins it, else it is random.
 
     rruletest check                                  # the built-in numpy ruleset
-    rruletest check mypkg.rules --examples 50 -n 2 --junitxml report.xml
+    rruletest check mypkg.rules --examples 50 --strict --junitxml report.xml
     rruletest check mypkg.rules -- -x -k "sin or cos"
+    rruletest check mypkg.rules -- --lf              # only the rules that failed last time
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
-import math
+import io
 import os
+import pkgutil
+import shlex
 import sys
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TextIO
 
 from rruletest._plugin import options as opts
+from rruletest._plugin.table import ERROR_NOTE, STATUS_ORDER, Results, print_table
 
 __all__ = ["DEFAULT_MODULES", "ENTRY_POINT_GROUP", "main"]
 
@@ -39,7 +47,7 @@ DEFAULT_MODULES = ("rruletest.rulesets.numpy",)
 #: Installed packages list their rule modules here: ``mypkg = "mypkg.rules"``.
 ENTRY_POINT_GROUP = "rruletest.rules"
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_RULES = 0, 1, 2, 3
 
 
 class UsageError(Exception):
@@ -57,7 +65,8 @@ def _parser() -> argparse.ArgumentParser:
         help="check every rule that the given modules register",
         description="Check every rule the modules register, with hypothesis-generated inputs "
         "inside each rule's domain. Options for pytest go after '--'.",
-        epilog="exit status: 0 all rules passed, 1 a rule failed, 2 usage error",
+        epilog="exit status: 0 all rules passed, 1 a rule failed, 2 usage error, "
+        "3 no rule was checked",
     )
     check.add_argument(
         "modules",
@@ -66,7 +75,12 @@ def _parser() -> argparse.ArgumentParser:
         help="modules whose rules to check (default: modules declared in the entry point group "
         f"{ENTRY_POINT_GROUP!r}, else {', '.join(DEFAULT_MODULES)})",
     )
-    check.add_argument("--seed", metavar="N|last", help="session seed (default: random)")
+    check.add_argument(
+        "--seed",
+        metavar="N|last",
+        help="session seed (default: $RRULETEST_SEED, else the project's ini key "
+        "rruletest_seed, else random)",
+    )
     check.add_argument(
         "--examples",
         metavar="N",
@@ -74,7 +88,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--dtypes", metavar="LIST", help="real dtypes to draw inputs in")
     check.add_argument(
-        "-n", dest="numprocesses", metavar="N", help="run on N processes (needs pytest-xdist)"
+        "-n",
+        dest="numprocesses",
+        metavar="N",
+        help="run on N >= 1 processes, or 'auto' (needs pytest-xdist; on 2 cores it is "
+        "slower than the default serial run, see the CI guide)",
+    )
+    check.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail rules that could be tried at scalars only (rrules/frules registered without "
+        "examples= or shapes= whose function rejects arrays)",
     )
     check.add_argument("--junitxml", metavar="PATH", help="write a JUnit XML report to PATH")
     return parser
@@ -109,109 +133,19 @@ def _import(module: str) -> None:
         raise UsageError(f"importing module {module!r} failed: {tb}") from None
 
 
-@dataclass
-class _Row:
-    nodeid: str
-    module: str
-    rule: str = ""
-    kind: str = ""
-    examples: int | None = None
-    worst: float | None = None
-    status: str = "not run"
-
-
-@dataclass(eq=False)  # pluggy keeps plugins in sets: hashable by identity
-class _Results:
-    """A pytest plugin object that records each rule item's outcome (also under xdist)."""
-
-    rows: dict[str, _Row] = field(default_factory=dict)
-    seed: int | None = None
-
-    def pytest_configure(self, config: Any) -> None:
-        from rruletest._plugin.items import SESSION_KEY
-
-        session = config.stash.get(SESSION_KEY, None)
-        if session is not None:
-            self.seed = session.seed
-
-    def _row(self, nodeid: str) -> _Row:
-        row = self.rows.get(nodeid)
-        if row is None:
-            row = self.rows[nodeid] = _Row(nodeid, opts.module_of_node(nodeid))
-        return row
-
-    def pytest_itemcollected(self, item: Any) -> None:
-        info = getattr(item, "info", None)
-        if item.nodeid.startswith(opts.NODE_PREFIX + "::") and info is not None:
-            row = self._row(item.nodeid)
-            row.rule, row.kind = info.name, info.kind
-
-    def pytest_deselected(self, items: Sequence[Any]) -> None:
-        for item in items:
-            if item.nodeid in self.rows:
-                self.rows[item.nodeid].status = "deselected"
-
-    def pytest_runtest_logreport(self, report: Any) -> None:
-        if not report.nodeid.startswith(opts.NODE_PREFIX + "::"):
-            return
-        row = self._row(report.nodeid)
-        props = dict(report.user_properties)
-        row.rule = str(props.get("rruletest_rule", row.rule))
-        row.kind = str(props.get("rruletest_kind", row.kind))
-        if "rruletest_examples" in props:
-            row.examples = int(props["rruletest_examples"])
-        if "rruletest_worst_rel_err" in props:
-            row.worst = float(props["rruletest_worst_rel_err"])
-        if report.when == "call" or (report.when == "setup" and not report.passed):
-            row.status = "passed" if report.passed else "skipped" if report.skipped else "FAILED"
-        elif report.when == "teardown" and report.failed:
-            row.status = "ERROR"
-
-
-_STATUS_ORDER = ("passed", "FAILED", "ERROR", "skipped", "deselected", "not run")
-
-
-def _fmt_err(x: float | None) -> str:
-    if x is None:
-        return "-"
-    return "inf" if math.isinf(x) else f"{x:.1e}"
-
-
-def _print_table(results: _Results, modules: Sequence[str], out: TextIO) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    order = {m: i for i, m in enumerate(modules)}
-    rows = sorted(results.rows.values(), key=lambda r: (order.get(r.module, len(order)), r.nodeid))
-    width = max([len("rule"), *(len(r.rule or r.nodeid) for r in rows)])
-    current = None
-    for r in rows:
-        if r.module != current:
-            current = r.module
-            n = sum(1 for x in rows if x.module == current)
-            print(f"\n{current} ({n} rule{'s' if n != 1 else ''})", file=out)
-            print(
-                f"  {'rule':<{width}}  {'kind':<18}  {'examples':>8}  {'status':<7}  worst rel err",
-                file=out,
-            )
-        ex = "-" if r.examples is None else str(r.examples)
-        print(
-            f"  {r.rule or r.nodeid:<{width}}  {r.kind:<18}  {ex:>8}  {r.status:<7}  "
-            f"{_fmt_err(r.worst)}",
-            file=out,
-        )
-        counts[r.status] = counts.get(r.status, 0) + 1
-    return counts
-
-
 def _pytest_args(ns: argparse.Namespace, modules: Sequence[str], extra: Sequence[str]) -> list[str]:
     # pytest's cache stays on: the seed is shared with pytest (``--rruletest-seed=last`` works
     # from either side) and ``rruletest check -- --lf`` reruns the rules that failed.
-    args = ["--rruletest-seed", str(ns.seed)]
+    # No --seed: the plugin's own order ($RRULETEST_SEED, the ini key, else random).
+    args = [] if ns.seed is None else ["--rruletest-seed", str(ns.seed)]
     if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         args += ["-p", "rruletest.pytest_plugin"]
     if ns.examples is not None:
         args += ["--rruletest-examples", str(ns.examples)]
     if ns.dtypes is not None:
         args += ["--rruletest-dtypes", ns.dtypes]
+    if ns.strict:
+        args += ["--rruletest-strict"]
     if ns.numprocesses is not None:
         args += ["-n", str(ns.numprocesses)]
     if ns.junitxml is not None:
@@ -219,18 +153,22 @@ def _pytest_args(ns: argparse.Namespace, modules: Sequence[str], extra: Sequence
     # Rule items hold no assert statements: no rewriting (it would warn that the already
     # imported rruletest cannot be rewritten).
     args += ["-q", "-rN", "--assert=plain"]
-    return [*args, *extra, *(f"{opts.NODE_PREFIX}::{m}" for m in modules)]
+    # A rule node id after ``--`` narrows its module to it (as with pytest's own ids).
+    named = {opts.module_of_node(a) for a in opts.split_node_args(extra)[1]}
+    return [*args, *extra, *(f"{opts.NODE_PREFIX}::{m}" for m in modules if m not in named)]
 
 
 def _check(ns: argparse.Namespace, extra: Sequence[str], out: TextIO) -> int:
     import pytest
 
     try:
-        ns.seed = opts.new_seed() if ns.seed is None else opts.parse_seed(ns.seed)
+        ns.seed = None if ns.seed is None else opts.parse_seed(ns.seed)
         if ns.examples is not None:
             ns.examples = opts.parse_examples(ns.examples)
         if ns.dtypes is not None:
-            opts.parse_dtypes([ns.dtypes])
+            ns.dtypes = ",".join(opts.parse_dtypes([ns.dtypes]))
+        if ns.numprocesses is not None:
+            ns.numprocesses = parse_processes(ns.numprocesses)
         if ns.numprocesses is not None and not _have_xdist():
             raise UsageError(
                 f"-n {ns.numprocesses} needs pytest-xdist, which is not installed "
@@ -255,15 +193,17 @@ def _check(ns: argparse.Namespace, extra: Sequence[str], out: TextIO) -> int:
     for module in modules:
         _import(module)
     print(f"rruletest check: {', '.join(modules)} (from {source})", file=out)
-    results = _Results()
+    results = Results()
     code = pytest.main(_pytest_args(ns, modules, extra), plugins=[results])
-    counts = _print_table(results, modules, out)
+    counts = print_table(results, modules, out)
+    if results.rows:
+        print(f"\n{ERROR_NOTE}", file=out)
     total = sum(counts.values())
     if results.seed is not None:
         ns.seed = results.seed  # the one pytest used ("last" resolved)
     seed = f"seed={ns.seed}"
     parts = (
-        ", ".join(f"{counts[s]} {s.lower()}" for s in _STATUS_ORDER if counts.get(s))
+        ", ".join(f"{counts[s]} {s.lower()}" for s in STATUS_ORDER if counts.get(s))
         or "nothing run"
     )
     print(
@@ -271,13 +211,20 @@ def _check(ns: argparse.Namespace, extra: Sequence[str], out: TextIO) -> int:
         f"module{'s' if len(modules) != 1 else ''}: {parts} ({seed})",
         file=out,
     )
+    checked = sum(counts.get(s, 0) for s in ("passed", "FAILED", "ERROR"))
     if code in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
-        for m in modules:
-            if not any(r.module == m for r in results.rows.values()):
-                print(f"rruletest check: {m} registers no rules", file=out)
+        empty = [m for m in modules if not any(r.module == m for r in results.rows.values())]
+        for m in empty:
+            print(_no_rules_message(m), file=out)
+        if checked == 0:
+            why = "no rule was checked"
+            if total:
+                why += f" ({parts}: every rule was deselected or skipped)"
+            print(f"rruletest check: {why}; exit code {EXIT_NO_RULES}", file=out)
+            return EXIT_NO_RULES
         return EXIT_OK
     if code == pytest.ExitCode.TESTS_FAILED or counts.get("FAILED") or counts.get("ERROR"):
-        print(f"rerun with: rruletest check {' '.join(modules)} --seed {ns.seed}", file=out)
+        print(f"rerun with: {rerun_command(ns, modules, extra)}", file=out)
         return EXIT_FAILED
     what = {
         int(pytest.ExitCode.INTERRUPTED): "was interrupted (see the errors above)",
@@ -286,6 +233,99 @@ def _check(ns: argparse.Namespace, extra: Sequence[str], out: TextIO) -> int:
     }.get(int(code), f"exited with code {int(code)}")
     print(f"rruletest check: pytest {what}", file=sys.stderr)
     return EXIT_FAILED if code == pytest.ExitCode.INTERNAL_ERROR else EXIT_USAGE
+
+
+def parse_processes(text: str) -> str:
+    """``-n``'s value: a number of processes >= 1, or ``auto``/``logical`` (pytest-xdist's).
+
+    >>> parse_processes("2"), parse_processes("auto")
+    ('2', 'auto')
+    >>> parse_processes("0")
+    Traceback (most recent call last):
+    ...
+    ValueError: -n takes a number of processes >= 1 or 'auto', got -n 0; drop -n to run serially
+    """
+    value = str(text).strip()
+    if value in ("auto", "logical"):
+        return value
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(
+            f"-n takes a number of processes >= 1 or 'auto', got -n {text}; drop -n to run serially"
+        )
+    return str(n)
+
+
+def rerun_command(ns: argparse.Namespace, modules: Sequence[str], extra: Sequence[str]) -> str:
+    """The ``rruletest check`` command that repeats this run: every option that shaped it.
+
+    >>> ns = argparse.Namespace(seed=5, examples=50, dtypes="float32", strict=True)
+    >>> rerun_command(ns, ["pkg.rules"], ["-k", "sin or cos"])
+    "rruletest check pkg.rules --seed 5 --examples 50 --dtypes float32 --strict -- -k 'sin or cos'"
+    """
+    words = ["rruletest", "check", *modules, "--seed", str(ns.seed)]
+    if ns.examples is not None:
+        words += ["--examples", str(ns.examples)]
+    if ns.dtypes is not None:
+        words += ["--dtypes", ns.dtypes]
+    if ns.strict:
+        words.append("--strict")
+    if extra:
+        words += ["--", *extra]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+#: At most this many submodules are imported to look for rules (a package without rules).
+MAX_SUBMODULES = 500
+
+
+def _submodules_with_rules(module: str) -> list[tuple[str, int]]:
+    """Submodules of package ``module`` that register rules when imported, with their counts
+    (each is imported, quietly, but test modules; one that fails to import is left out)."""
+    from rruletest.rules import default_ruleset
+
+    mod = sys.modules.get(module)
+    path = getattr(mod, "__path__", None)
+    if path is None:
+        return []
+    found: list[tuple[str, int]] = []
+    sink = io.StringIO()
+    walk = pkgutil.walk_packages(path, prefix=module + ".", onerror=lambda _: None)
+    for k, info in enumerate(walk):
+        last = info.name.rsplit(".", 1)[-1]
+        if k >= MAX_SUBMODULES:
+            break
+        if last in ("tests", "conftest") or last.startswith("test_"):
+            continue
+        try:
+            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+                importlib.import_module(info.name)
+        except Exception:
+            continue
+    for sub in sorted({i.module for i in default_ruleset.rules(module=module)}):
+        n = len(default_ruleset.rules(module=sub))
+        top = next((m for m, _ in found if sub.startswith(m + ".")), None)
+        if top is None:
+            found.append((sub, n))
+    return found
+
+
+def _no_rules_message(module: str) -> str:
+    where = (
+        f"rruletest check: {module} registers no rules (looked for rules defined in {module} "
+        f"and in the submodules importing {module} loads)"
+    )
+    subs = _submodules_with_rules(module)
+    if not subs:
+        return where
+    listed = ", ".join(f"{m} ({n} rule{'s' if n != 1 else ''})" for m, n in subs)
+    return (
+        f"{where}; its submodules {listed} do register rules: check them with "
+        f"`rruletest check {' '.join(m for m, _ in subs)}`, or import them in {module}"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,9 +4,10 @@ Loaded by pytest at start-up, so beyond ``import rruletest`` it imports only the
 pytest, ``rruletest._seed``, ``rruletest._plugin.options`` and ``rruletest._plugin.items``: no
 findiff, scipy, sympy or hypothesis until a rule item runs or a fixture is used. It provides:
 
-- a session seed: ``--rruletest-seed=N``, ``--rruletest-seed=last`` (from pytest's cache), else a
-  random one; printed in the header (``rruletest: seed=N``) and in every rruletest failure.
-  Each test derives its own seed from it and its node id, so one command reproduces one failure;
+- a session seed: ``--rruletest-seed=N``, ``--rruletest-seed=last`` (from pytest's cache), else
+  the one pinned by ``$RRULETEST_SEED`` or the ini key ``rruletest_seed``, else a random one;
+  printed in the header (``rruletest: seed=N``) and in every rruletest failure. Each test
+  derives its own seed from it and its node id, so one command reproduces one failure;
 - fixtures ``rruletest_rng`` (a seeded ``numpy.random.Generator``) and ``rruletest_config``
   (a ``RuleTestConfig``: seed, tolerance overrides per dtype, fdm, and testers using them);
   during each test ``rruletest._seed.current_test_seed()`` gives the test's seed, and the
@@ -26,6 +27,7 @@ findiff, scipy, sympy or hypothesis until a rule item runs or a fixture is used.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 from collections.abc import Callable
 from typing import Any
@@ -54,6 +56,10 @@ __all__ = [
 
 CACHE_KEY = "rruletest/seed"
 
+#: An environment variable that pins the session seed (below ``--rruletest-seed``, above the
+#: ini key ``rruletest_seed``).
+SEED_ENV = "RRULETEST_SEED"
+
 
 def _arg(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     def convert(text: str) -> Any:
@@ -75,7 +81,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=_arg(opts.parse_seed),
         default=None,
         help="session seed for rruletest's random inputs; 'last' reuses the previous run's "
-        "(default: random, printed in the header)",
+        f"(default: ${SEED_ENV}, else the ini key rruletest_seed, else random; printed in the "
+        "header)",
     )
     group.addoption(
         "--rruletest-check",
@@ -102,6 +109,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="real dtypes rule items draw inputs in, comma separated "
         f"(default {','.join(opts.DEFAULT_DTYPES)})",
     )
+    group.addoption(
+        "--rruletest-strict",
+        dest="rruletest_strict",
+        action="store_true",
+        default=None,
+        help="fail rule items that could be tried at scalars only (rrules/frules without "
+        "examples= or shapes= whose function rejects arrays)",
+    )
     for which in ("rtol", "atol"):
         group.addoption(
             f"--rruletest-{which}",
@@ -119,9 +134,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="finite-difference method: central:5 (default), forward:3, backward:3, ...",
     )
+    parser.addini("rruletest_seed", "session seed, N or 'last' (default: random)", "string", "")
     parser.addini("rruletest_check", "modules whose registered rules are test items", "args", [])
     parser.addini("rruletest_examples", "generated examples per rule item", "string", "")
     parser.addini("rruletest_dtypes", "real dtypes rule items draw inputs in", "args", [])
+    parser.addini("rruletest_strict", "fail rule items tried at scalars only", "bool", False)
     parser.addini("rruletest_rtol", "default rtol, [DTYPE=]VALUE entries", "args", [])
     parser.addini("rruletest_atol", "default atol, [DTYPE=]VALUE entries", "args", [])
     parser.addini("rruletest_fdm", "finite-difference method, KIND:POINTS", "string", "")
@@ -130,11 +147,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pinned_seed(config: pytest.Config) -> tuple[int | str | None, str]:
+    """The seed pinned outside the command line: ``RRULETEST_SEED``, else the ini key
+    ``rruletest_seed``; with a note saying which (None when neither is set)."""
+    for text, where in (
+        (os.environ.get(SEED_ENV, ""), f"from ${SEED_ENV}"),
+        (str(config.getini("rruletest_seed")), "from the ini key rruletest_seed"),
+    ):
+        if text.strip():
+            try:
+                return opts.parse_seed(text), f" ({where})"
+            except ValueError as err:
+                raise pytest.UsageError(f"rruletest: {err} ({where})") from None
+    return None, ""
+
+
 def _resolve_seed(config: pytest.Config) -> tuple[int, str]:
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and "rruletest_seed" in workerinput:
         return int(workerinput["rruletest_seed"]), ""
-    raw = config.option.rruletest_seed
+    raw, source = config.option.rruletest_seed, ""
+    if raw is None:
+        raw, source = pinned_seed(config)
     cache = getattr(config, "cache", None)
     if raw == "last":
         if cache is None:
@@ -148,7 +182,7 @@ def _resolve_seed(config: pytest.Config) -> tuple[int, str]:
     elif raw is None:
         seed, note = opts.new_seed(), ""
     else:
-        seed, note = int(raw), ""
+        seed, note = int(raw), source
     if cache is not None:
         cache.set(CACHE_KEY, seed)
     return seed, note
@@ -185,6 +219,9 @@ def _read_session(config: pytest.Config) -> Session:
     repro += [f"--rruletest-atol={shlex.quote(v)}" for v in o.rruletest_atol]
     if o.rruletest_fdm:
         repro.append(f"--rruletest-fdm={fdm[0]}:{fdm[1]}")  # type: ignore[index]
+    strict = bool(o.rruletest_strict or config.getini("rruletest_strict"))
+    if o.rruletest_strict:
+        repro.append("--rruletest-strict")
 
     plain, nodes = opts.split_node_args(config.args)
     if nodes:
@@ -196,6 +233,7 @@ def _read_session(config: pytest.Config) -> Session:
     cfg = opts.RuleTestConfig(
         seed=seed, examples=examples, rtol=rtol, atol=atol, fdm_spec=fdm, dtypes=dtypes,
         check_zero_output_tangent=bool(config.getini("rruletest_check_zero_output_tangent")),
+        strict=strict,
     )  # fmt: skip
     return Session(cfg, note, tuple(modules), tuple(nodes), tuple(repro))
 

@@ -8,8 +8,8 @@ to each bound, and large magnitudes. "Large" stays within what a rule test can c
 so ``exp`` or ``cosh`` of any drawn value stays finite. Pass ``magnitude`` to change it.
 
 Importing this module is light: hypothesis loads on first use of a strategy (``primals``,
-``scalars``, ``tangents``, ``broadcastable_args``, ``elements``), so ``import rruletest``, the
-pytest plugin and ``rruletest check`` start fast.
+``scalars``, ``tangents``, ``broadcastable_args``, ``shaped_args``, ``elements``), so
+``import rruletest``, the pytest plugin and ``rruletest check`` start fast.
 
 >>> import numpy as np
 >>> from hypothesis import find
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         elements,
         primals,
         scalars,
+        shaped_args,
         tangents,
     )
 
@@ -53,10 +54,11 @@ __all__ = [
     "near_avoided",
     "primals",
     "scalars",
+    "shaped_args",
     "tangents",
 ]
 
-_LAZY = ("broadcastable_args", "elements", "primals", "scalars", "tangents")
+_LAZY = ("broadcastable_args", "elements", "primals", "scalars", "shaped_args", "tangents")
 
 
 def __getattr__(name: str) -> Any:

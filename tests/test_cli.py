@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import itertools
+import os
 import re
+import shlex
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -82,10 +85,20 @@ def test_passing_module_exits_0_with_a_row_per_rule(
     code, out, _ = _run(capsys, "check", mod, "--seed", "3", "--examples", "4")
     assert code == 0
     assert f"rruletest check: {mod} (from the command line)" in out
-    assert re.search(r"^  rule\s+kind\s+examples\s+status\s+worst rel err$", out, re.M)
-    # passing rules show their worst relative error too (what the testers return)
-    assert re.search(r"^  cube\s+rrule\s+4\s+passed\s+\d\.\de[+-]\d\d$", out, re.M)
-    assert re.search(r"^  triple\s+scalar\s+4\s+passed\s+\d\.\de[+-]\d\d$", out, re.M)
+    assert re.search(
+        r"^  rule\s+kind\s+examples\s+dtypes\s+shapes\s+status\s+worst rel err$", out, re.M
+    )
+    # passing rules show their worst relative error too (what the testers return), and what
+    # they were checked on: cube has no examples, so it gets a fixed array case, then numbers
+    # and same-shape arrays
+    assert re.search(
+        r"^  cube\s+rrule\s+5\s+float\S+\s+(scalars, )?arrays [\d-]+-d \(max \d+ el\.\)\s+"
+        r"passed\s+\d\.\de[+-]\d\d$",
+        out,
+        re.M,
+    )
+    assert re.search(r"^  triple\s+scalar\s+4\s+\S+\s+.+\s+passed\s+\d\.\de[+-]\d\d$", out, re.M)
+    assert "worst rel err: the largest max|rule - finite differences|" in out
     assert "rruletest check: 2 rules in 1 module: 2 passed (seed=3)" in out
 
 
@@ -95,8 +108,8 @@ def test_failing_module_exits_1_and_says_how_to_rerun(
     mod = _module(tmp_path, BAD, "bad")
     code, out, _ = _run(capsys, "check", mod, "--seed", "5")
     assert code == 1
-    assert re.search(r"^  half\s+scalar\s+\d+\s+FAILED\s+\d\.\de[+-]\d\d$", out, re.M)
-    assert re.search(r"^  triple\s+scalar\s+\d+\s+passed", out, re.M)
+    assert re.search(r"^  half\s+scalar\s+\d+\s+\S+\s+.+\s+FAILED\s+\d\.\de[+-]\d\d$", out, re.M)
+    assert re.search(r"^  triple\s+scalar\s+\d+\s+\S+\s+.+\s+passed", out, re.M)
     assert "2 rules in 1 module: 1 passed, 1 failed (seed=5)" in out
     assert f"reproduce: pytest --rruletest-seed=5 'rruletest::{mod}::half[scalar]'" in out
     assert f"rerun with: rruletest check {mod} --seed 5" in out
@@ -148,8 +161,13 @@ def test_n_without_xdist_is_a_usage_error(
 
 def test_no_module_checks_the_builtin_ruleset(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, "check", "--examples", "1", "--", "-k", "nothing_matches_this")
-    assert code == 0
+    assert code == cli.EXIT_NO_RULES == 3
     assert "rruletest check: rruletest.rulesets.numpy (from the built-in ruleset)" in out
+    assert re.search(
+        r"no rule was checked \(\d+ deselected: every rule was deselected or skipped\); "
+        r"exit code 3",
+        out,
+    )
 
 
 def test_module_without_rules_is_reported(
@@ -157,9 +175,10 @@ def test_module_without_rules_is_reported(
 ) -> None:
     mod = _module(tmp_path, EMPTY, "empty")
     code, out, _ = _run(capsys, "check", mod)
-    assert code == 0
-    assert f"rruletest check: {mod} registers no rules" in out
+    assert code == 3
+    assert f"rruletest check: {mod} registers no rules (looked for rules defined in {mod}" in out
     assert "0 rules in 1 module: nothing run" in out
+    assert "rruletest check: no rule was checked; exit code 3" in out
 
 
 def test_entry_points_name_the_modules_when_none_is_given(
@@ -185,7 +204,7 @@ def test_pytest_options_pass_through_and_junitxml(
         capsys, "check", mod, "--junitxml", str(xml), "--seed", "2", "--", "-k", "triple"
     )
     assert code == 0
-    assert re.search(r"^  half\s+scalar\s+-\s+deselected", out, re.M)
+    assert re.search(r"^  half\s+scalar\s+-\s+-\s+-\s+deselected", out, re.M)
     assert "1 passed, 1 deselected" in out
     names = [c.get("name") for c in ET.parse(xml).iter("testcase")]
     assert names == ["triple[scalar]"]
@@ -195,7 +214,7 @@ def test_x_stops_at_the_first_failure(tmp_path: Path, capsys: pytest.CaptureFixt
     mod = _module(tmp_path, BAD, "stop")
     code, out, _ = _run(capsys, "check", mod, "--", "-x")
     assert code == 1
-    assert re.search(r"^  triple\s+scalar\s+-\s+not run", out, re.M)
+    assert re.search(r"^  triple\s+scalar\s+-\s+-\s+-\s+not run", out, re.M)
 
 
 @pytest.mark.skipif("xdist" not in sys.modules and not cli._have_xdist(), reason="no xdist")
@@ -207,8 +226,8 @@ def test_n_runs_on_xdist_workers(
     mod = _module(tmp_path, BAD, "xdist")
     code, out, _ = _run(capsys, "check", mod, "-n", "2", "--seed", "8", "--examples", "3")
     assert code == 1
-    assert re.search(r"^  half\s+scalar\s+\d+\s+FAILED", out, re.M)
-    assert re.search(r"^  triple\s+scalar\s+3\s+passed", out, re.M)
+    assert re.search(r"^  half\s+scalar\s+\d+\s+\S+\s+.+\s+FAILED", out, re.M)
+    assert re.search(r"^  triple\s+scalar\s+3\s+\S+\s+.+\s+passed", out, re.M)
 
 
 def test_runs_inside_a_project_with_its_own_pytest_configuration(
@@ -244,3 +263,216 @@ def test_seed_last_reuses_the_previous_runs_seed(
     code, out, _ = _run(capsys, "check", mod, "--seed", "last", "--examples", "2")
     assert code == 0
     assert "2 passed (seed=31)" in out
+
+
+# -- run as users run it: a subprocess -----------------------------------------------------------
+
+MEAN = """
+import numpy as np
+from rruletest import NoTangent, register_rrule
+
+def mymean(x):
+    return np.sum(x) / np.size(x)
+
+@register_rrule(mymean)
+def _mymean_rrule(x):
+    return mymean(x), lambda ybar: (NoTangent(), ybar * np.ones_like(x))  # forgot / size
+"""
+
+SCALAR_ONLY = """
+import math
+from rruletest import NoTangent, register_rrule
+
+def msin(x):
+    return math.sin(x)
+
+@register_rrule(msin)
+def _msin_rrule(x):
+    return msin(x), lambda ybar: (NoTangent(), ybar * math.cos(x))
+"""
+
+SHAPED = """
+import numpy as np
+from rruletest import Example, NoTangent, register_frule, register_rrule, unthunk
+
+def matvec(a, x):
+    return a @ x
+
+@register_rrule(matvec, shapes=[("m", "n"), ("n",)])
+def _matvec_rrule(a, x):
+    def pullback(ybar):
+        ybar = unthunk(ybar)
+        return NoTangent(), np.outer(ybar, x), a.T @ ybar
+    return a @ x, pullback
+
+def total(x, axis=None):
+    return np.sum(x, axis=axis)
+
+@register_frule(total, examples=[Example(np.ones((2, 3)), axis=0), Example(np.ones(4))])
+def _total_frule(tangents, x, axis=None):
+    return total(x, axis=axis), np.sum(tangents[1], axis=axis)
+"""
+
+TINY = """
+import numpy as np
+from rruletest import scalar_rule
+
+def double(x):
+    return 2.0 * x
+
+scalar_rule(double, lambda x, y: (2.0 * np.ones_like(x),), domain=(1, 1 + 4.5e-16))
+"""
+
+
+def _cli(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(cwd), *sys.path])}
+    env.pop("PYTEST_ADDOPTS", None)
+    return subprocess.run(
+        [sys.executable, "-m", "rruletest", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_package_whose_rules_live_in_a_submodule_exits_3_and_names_it(tmp_path: Path) -> None:
+    pkg = tmp_path / "mypkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text('"""A package that does not import its rules."""\n')
+    (pkg / "rules.py").write_text(MEAN.replace("mymean", "pkgmean"))
+    (pkg / "other.py").write_text("X = 1\n")
+    run = _cli(tmp_path, "check", "mypkg", "--seed", "1")
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert (
+        "rruletest check: mypkg registers no rules (looked for rules defined in mypkg and in the "
+        "submodules importing mypkg loads); its submodules mypkg.rules (1 rule) do register "
+        "rules: check them with `rruletest check mypkg.rules`, or import them in mypkg"
+    ) in run.stdout
+    assert "rruletest check: no rule was checked; exit code 3" in run.stdout
+
+
+def test_a_mean_that_forgets_to_divide_fails_the_gate(tmp_path: Path) -> None:
+    (tmp_path / "umean.py").write_text(MEAN)
+    run = _cli(tmp_path, "check", "umean", "--seed", "1")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert re.search(r"^  mymean\s+rrule\s+\d+\s+float64.*arrays.*FAILED", run.stdout, re.M)
+    assert "falsifying inputs: test_rrule(umean.mymean, np.array([" in run.stdout
+
+
+def test_dtypes_are_honoured_and_shown(tmp_path: Path) -> None:
+    (tmp_path / "cube32.py").write_text(GOOD)
+    run = _cli(tmp_path, "check", "cube32", "--seed", "2", "--examples", "6", "--dtypes", "float32")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert re.search(r"^  cube\s+rrule\s+7\s+float64,float32\s+", run.stdout, re.M)
+    assert re.search(r"^  triple\s+scalar\s+6\s+float32\s+", run.stdout, re.M)
+
+
+def test_rule_tried_at_scalars_only_says_so_and_strict_fails_it(tmp_path: Path) -> None:
+    (tmp_path / "sonly.py").write_text(SCALAR_ONLY)
+    run = _cli(tmp_path, "check", "sonly", "--seed", "1", "--examples", "3")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert re.search(
+        r"^  msin\s+rrule\s+3\s+float64,float32\s+scalars only\s+passed", run.stdout, re.M
+    )
+    strict = _cli(tmp_path, "check", "sonly", "--seed", "1", "--examples", "3", "--strict")
+    assert strict.returncode == 1, strict.stdout + strict.stderr
+    assert (
+        "msin (rrule, registered by sonly) was tried at scalars only (3 examples): it has no "
+        "examples=, no shapes=, and sonly.msin does not accept arrays of shape (3,)"
+    ) in strict.stdout
+    assert "rerun with: rruletest check sonly --seed 1 --examples 3 --strict" in strict.stdout
+
+
+def test_declared_shapes_and_example_keywords(tmp_path: Path) -> None:
+    (tmp_path / "shaped.py").write_text(SHAPED)
+    run = _cli(tmp_path, "check", "shaped", "--seed", "4", "--examples", "5")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert re.search(r"^  matvec\s+rrule\s+6\s+float64,float32\s+arrays 1-2-d", run.stdout, re.M)
+    assert re.search(r"^  total\s+frule\s+\d+\s+float64\s+arrays 1-2-d .*passed", run.stdout, re.M)
+    wrong = SHAPED.replace("np.outer(ybar, x)", "np.outer(ybar, x) * 1.01")
+    (tmp_path / "shaped_bad.py").write_text(wrong)
+    bad = _cli(tmp_path, "check", "shaped_bad", "--seed", "4", "--examples", "5")
+    assert bad.returncode == 1
+    assert re.search(r"^  matvec\s+rrule\s+1\s+.*FAILED", bad.stdout, re.M)
+    # a keyword the example carries reaches f and the report: axis=0 is f's, not the tester's
+    kw = SHAPED.replace("np.sum(tangents[1], axis=axis)", "np.sum(tangents[1])")
+    (tmp_path / "kw_bad.py").write_text(kw)
+    bad = _cli(tmp_path, "check", "kw_bad", "--seed", "4", "--examples", "2")
+    assert bad.returncode == 1
+    assert "falsifying inputs: test_frule(kw_bad.total, np.array([[1., 1., 1.]," in bad.stdout
+    assert "fkwargs={'axis': 0})" in bad.stdout
+
+
+@pytest.mark.parametrize("n", ["0", "-1", "two"])
+def test_n_below_one_is_rejected(tmp_path: Path, n: str) -> None:
+    run = _cli(tmp_path, "check", "-n", n)
+    assert run.returncode == 2
+    assert (
+        f"rruletest check: error: -n takes a number of processes >= 1 or 'auto', got -n {n}; "
+        "drop -n to run serially"
+    ) in run.stderr
+
+
+def test_a_domain_too_narrow_to_draw_in_names_the_rule_and_domain(tmp_path: Path) -> None:
+    (tmp_path / "tiny.py").write_text(TINY)
+    run = _cli(tmp_path, "check", "tiny", "--seed", "1")
+    assert run.returncode == 1
+    assert (
+        "rruletest could not test the rule for double (scalar, registered by tiny): its domain "
+        "(1, 1.0000000000000004) is unusable"
+    ) in run.stdout
+    assert "cannot draw inputs for double: its domain (1, 1.0000000000000004) is too narrow" in (
+        run.stdout
+    )
+    assert "Traceback" not in run.stdout + run.stderr
+    assert "hypothesis" not in run.stdout
+
+
+def test_rerun_with_keeps_every_option_that_shaped_the_run(tmp_path: Path) -> None:
+    (tmp_path / "rerun.py").write_text(BAD)
+    argv = ["check", "rerun", "--seed", "7", "--examples", "3", "--dtypes", "float32,float64"]
+    run = _cli(tmp_path, *argv, "--", "-k", "half or triple")
+    assert run.returncode == 1
+    line = (
+        "rerun with: rruletest check rerun --seed 7 --examples 3 --dtypes float32,float64 -- -k "
+        "'half or triple'"
+    )
+    assert line in run.stdout
+    again = _cli(tmp_path, *shlex.split(line.removeprefix("rerun with: rruletest ")))
+    assert again.returncode == 1
+    assert again.stdout.splitlines()[-2:] == run.stdout.splitlines()[-2:]
+
+
+def test_ci_gate_seeds_come_from_the_commit_and_are_printed(tmp_path: Path) -> None:
+    script = (Path(__file__).parents[1] / ".ci" / "run").read_text()
+    assert "seq 1 20" not in script
+    start = script.index("commit=$(")
+    end = script.index('echo "seeds', start)
+    snippet = script[start:end] + 'echo "$first $last"\n'
+    outs = []
+    for commit in ("0" * 40, "f" * 40, "1234abcd" + "0" * 32):
+        fake = tmp_path / commit[:8]
+        fake.mkdir()
+        (fake / "git").write_text(f"#!/bin/sh\necho {commit}\n")
+        (fake / "git").chmod(0o755)
+        env = {**os.environ, "PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"}
+        res = subprocess.run(["bash", "-c", snippet], env=env, capture_output=True, text=True)
+        first, last = map(int, res.stdout.split())
+        assert last - first == 19
+        outs.append(first)
+    assert outs == [1, 0xFFFFFFFF % 1000000 + 1, 0x1234ABCD % 1000000 + 1]
+    assert 'echo "seeds $first..$last (from ${commit:0:12})"' in script
+
+
+def test_a_rule_node_id_after_double_dash_narrows_the_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mod = _module(tmp_path, BAD, "narrow")
+    code, out, _ = _run(
+        capsys, "check", mod, "--seed", "2", "--", f"rruletest::{mod}::half[scalar]"
+    )
+    assert code == 1
+    assert "1 rule in 1 module: 1 failed (seed=2)" in out
+    assert f"rerun with: rruletest check {mod} --seed 2 -- 'rruletest::{mod}::half[scalar]'" in out

@@ -657,3 +657,101 @@ def test_tester_without_rng_outside_pytest_draws_a_fresh_seed() -> None:
         TEST_SEED.reset(token)
     assert seed == 123
     assert gen.random() == np.random.default_rng(123).random()
+
+
+# -- pytest conventions: --lf, node ids, pinned seeds, --strict ---------------------------------
+def test_lf_reruns_the_rule_items_that_failed(pytester: pytest.Pytester, rules_module: str) -> None:
+    first = pytester.runpytest(f"--rruletest-check={rules_module}", "--rruletest-seed=3")
+    first.assert_outcomes(passed=4, failed=2)
+    again = pytester.runpytest(f"--rruletest-check={rules_module}", "--rruletest-seed=3", "--lf")
+    again.assert_outcomes(failed=2, deselected=4)
+    again.stdout.fnmatch_lines(["run-last-failure: rerun previous 2 failures"])
+    ff = pytester.runpytest(f"--rruletest-check={rules_module}", "--rruletest-seed=3", "--ff", "-v")
+    ff.assert_outcomes(passed=4, failed=2)
+    ran = re.findall(r"^rruletest::\S+::(\S+) (?:PASSED|FAILED)", ff.stdout.str(), re.M)
+    assert ran[:2] == ["bad_cos[scalar]", "bad_square[frule]"], ran
+
+
+def test_a_rule_node_id_narrows_rruletest_check_to_it(
+    pytester: pytest.Pytester, rules_module: str
+) -> None:
+    nodeid = f"rruletest::{rules_module}::cube[rrule]"
+    result = pytester.runpytest(f"--rruletest-check={rules_module}", "--rruletest-seed=3", nodeid)
+    result.assert_outcomes(passed=1)
+    whole = pytester.runpytest(
+        f"--rruletest-check={rules_module}", "--rruletest-seed=3", f"rruletest::{rules_module}"
+    )
+    whole.assert_outcomes(passed=4, failed=2)
+
+
+@pytest.mark.parametrize("where", ["env", "ini", "both"])
+def test_the_seed_can_be_pinned_by_an_environment_variable_or_an_ini_key(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    pytester.makepyfile("def test_ok(): pass")
+    if where in ("ini", "both"):
+        pytester.makeini("[pytest]\nrruletest_seed = 77\n")
+    if where in ("env", "both"):
+        monkeypatch.setenv("RRULETEST_SEED", "4242")
+    result = pytester.runpytest()
+    expected = {
+        "env": "rruletest: seed=4242 (from $RRULETEST_SEED)",
+        "ini": "rruletest: seed=77 (from the ini key rruletest_seed)",
+        "both": "rruletest: seed=4242 (from $RRULETEST_SEED)",
+    }[where]
+    result.stdout.fnmatch_lines([expected])
+    # the command line wins over both
+    result = pytester.runpytest("--rruletest-seed=5")
+    result.stdout.fnmatch_lines(["rruletest: seed=5"])
+
+
+def test_a_bad_pinned_seed_is_a_usage_error(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile("def test_ok(): pass")
+    monkeypatch.setenv("RRULETEST_SEED", "minus one")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*rruletest: a seed is a non-negative integer or 'last', got seed='minus one' "
+            "(from $RRULETEST_SEED)*"
+        ]
+    )
+
+
+SCALAR_ONLY = """
+import math
+from rruletest import NoTangent, register_rrule
+
+def rules_msin(x):
+    return math.sin(x)
+
+@register_rrule(rules_msin)
+def _rrule(x):
+    return rules_msin(x), lambda ybar: (NoTangent(), ybar * math.cos(x))
+"""
+
+
+def test_strict_fails_rules_tried_at_scalars_only(pytester: pytest.Pytester) -> None:
+    name = f"rules_sonly_{next(_counter)}"
+    pytester.makepyfile(**{name: SCALAR_ONLY})
+    pytester.syspathinsert()
+    loose = pytester.runpytest(f"--rruletest-check={name}", "--rruletest-examples=3")
+    loose.assert_outcomes(passed=1)
+    strict = pytester.runpytest(
+        f"--rruletest-check={name}", "--rruletest-examples=3", "--rruletest-strict"
+    )
+    strict.assert_outcomes(failed=1)
+    strict.stdout.fnmatch_lines(
+        [
+            "--strict: the rule for rules_msin was tried at scalars only",
+            "*rules_msin (rrule, registered by rules_sonly_*) was tried at scalars only (3 exam*",
+            f"reproduce: pytest --rruletest-seed=* --rruletest-examples=3 --rruletest-strict "
+            f"'rruletest::{name}::rules_msin[[]rrule[]]'",
+        ],
+        consecutive=False,
+    )
+    pytester.makeini("[pytest]\nrruletest_strict = true\n")
+    ini = pytester.runpytest(f"--rruletest-check={name}", "--rruletest-examples=3")
+    ini.assert_outcomes(failed=1)

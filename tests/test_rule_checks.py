@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import hypothesis.strategies as st
 import numpy as np
 import pytest
 from hypothesis import find
 
+from rruletest import Example, NoTangent, unthunk
+from rruletest._plugin import arrays as _arrays
 from rruletest._plugin import cases as _rule_cases
 from rruletest._plugin import checks as _rule_checks
 from rruletest._plugin.cases import Case, bound_margin, finite_output, rule_arity
@@ -91,3 +94,103 @@ def test_nothing_to_draw_is_a_clear_failure(monkeypatch: pytest.MonkeyPatch) -> 
     assert str(exc.value).startswith("rruletest could not test the rule for sin\n")
     assert "every input drawn in its domain (-inf, inf)" in str(exc.value)
     assert record.examples == 0
+
+
+# -- rules without examples: arrays, dtypes with room, what a run was checked on ----------------
+def test_array_support_is_probed_once_inside_the_domain() -> None:
+    seen: list[Any] = []
+
+    def positive_sum(x: Any) -> Any:
+        seen.append(np.array(x))
+        assert np.all(np.asarray(x) > 0)
+        return np.sum(np.log(x))
+
+    assert _arrays.accepts_arrays(positive_sum, (), Domain.of("(0, inf)"), 1)
+    assert seen[0].shape == (3,)
+    assert not _arrays.accepts_arrays(math.sin, (), Domain(), 1)
+    assert not _arrays.accepts_arrays(lambda x, y: float(x) + y, (), Domain(), 2)
+    assert _arrays.accepts_arrays(lambda x, y: x @ y, (), Domain(), 2)
+
+
+def test_probe_case_first_for_rrules_without_examples() -> None:
+    rules = RuleSet()
+
+    def f(a: Any, x: Any) -> Any:
+        return a @ x
+
+    def rule(a: Any, x: Any) -> Any:
+        return f(a, x), None
+
+    rules.register_rrule(f, shapes=[("m", "n"), ("n",)])(rule)
+    rules.register_rrule(math.cos)(rule)
+    rules.register_rrule(np.tanh, examples=[(1.0,)])(rule)
+    (case,) = _rule_cases.probe_cases(rules.rrule_info(f))  # type: ignore[arg-type]
+    assert [np.shape(a) for a in case.args] == [(2, 3), (3,)]
+    assert case.testers == ("test_rrule",)
+    assert _rule_cases.probe_cases(rules.rrule_info(math.cos)) == []  # type: ignore[arg-type]
+    assert _rule_cases.probe_cases(rules.rrule_info(np.tanh)) == []  # type: ignore[arg-type]
+
+
+def test_dtypes_without_room_are_dropped_and_none_left_names_the_rule() -> None:
+    cfg = RuleTestConfig(seed=1, dtypes=("float64", "float32"))
+    narrow = Domain.of("(1, 1.00001)")  # room in float64, none at float32's margin
+    assert _arrays.usable_dtypes(cfg, narrow, "f", 1) == ["float64"]
+    with pytest.raises(_arrays.UnusableDomain) as exc:
+        _arrays.usable_dtypes(cfg, Domain.of((1, 1 + 4.5e-16)), "my_rule", 1)
+    assert str(exc.value).startswith(
+        "cannot draw inputs for my_rule: its domain (1, 1.0000000000000004) is too narrow"
+    )
+
+
+def test_run_record_summarises_dtypes_and_shapes() -> None:
+    record = RunRecord()
+    record.ran(Case(("test_rrule",), abs, (1.0,), Domain()))
+    assert (record.scalars_only, record.shape_summary()) == (True, "scalars only")
+    record.ran(Case(("test_rrule",), abs, (np.ones((2, 2), np.float32), 3), Domain()))
+    assert record.scalars_only is False
+    assert record.dtype_summary() == "float64,float32"
+    assert record.shape_summary() == "scalars, arrays 2-d (max 4 el.)"
+    assert RunRecord().shape_summary() == "-"
+
+
+def test_example_keywords_reach_f_and_the_case_repr() -> None:
+    rules = RuleSet()
+    calls: list[dict[str, Any]] = []
+
+    def total(x: Any, axis: Any = None) -> Any:
+        calls.append({"axis": axis})
+        return np.sum(x, axis=axis)
+
+    rules.register_frule(total, examples=[Example(np.ones((2, 2)), axis=0)])(lambda t, x: None)
+    (case,) = _rule_cases.example_cases(rules.frule_info(total))  # type: ignore[arg-type]
+    assert case.kwargs == {"axis": 0}
+    assert repr(case).endswith("fkwargs={'axis': 0})")
+    assert finite_output(case)
+    assert calls == [{"axis": 0}]
+
+
+def test_guessed_array_shapes_that_f_rejects_are_not_failures() -> None:
+    from rruletest.rules import default_ruleset, register_rrule
+
+    def rules_inner(a: Any, b: Any) -> Any:
+        if np.ndim(a) != 1 or np.ndim(b) != 1:
+            raise ValueError("vectors only")
+        return a @ b
+
+    @register_rrule(rules_inner)
+    def _inner_rrule(a: Any, b: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            return NoTangent(), ybar * b, ybar * a
+
+        return rules_inner(a, b), pullback
+
+    try:
+        info = default_ruleset.rrule_info(rules_inner)
+        assert info is not None
+        record = RunRecord()
+        check_rule(info, RuleTestConfig(seed=3, examples=25), record)
+        assert not record.scalars_only
+        assert record.examples == 26
+    finally:
+        del default_ruleset._rrules[(rules_inner,)]

@@ -749,6 +749,58 @@ def test_det_of_a_complex_batch() -> None:
     check(np.linalg.inv, a, rng=5)
 
 
+SINGULAR = [
+    pytest.param(np.array([[1.0, 2.0], [2.0, 4.0]]), id="rank-1"),
+    pytest.param(np.zeros((3, 3)), id="zero"),
+    pytest.param(np.diag([2.0, 0.0, 3.0]), id="diagonal-with-a-zero"),
+    pytest.param(np.array([[[1.0, 1j], [1j, -1.0]], [[2.0, 0.0], [0.0, 1.0]]]), id="complex-batch"),
+]
+
+
+def _cofactors(a: Any) -> Any:
+    """The cofactor matrix of a stack of square matrices, from minors (``Abar`` of ``det``
+    for ``ybar = 1`` is its conjugate)."""
+    a = np.asarray(a)
+    n = a.shape[-1]
+    out = np.zeros_like(a)
+    for i in range(n):
+        for j in range(n):
+            minor = np.delete(np.delete(a, i, axis=-2), j, axis=-1)
+            out[..., i, j] = (-1) ** (i + j) * (np.linalg.det(minor) if n > 1 else 1.0)
+    return out
+
+
+@pytest.mark.parametrize("a", SINGULAR)
+def test_det_at_a_singular_matrix_gives_the_adjugate(a: Any) -> None:
+    _, pullback = rrule(np.linalg.det, a)  # type: ignore[misc]
+    ybar = np.ones(a.shape[:-2]) if a.ndim > 2 else 1.0
+    np.testing.assert_allclose(pullback(ybar)[1], np.conj(_cofactors(a)), atol=1e-12)
+    adot = np.arange(a.size, dtype=float).reshape(a.shape)
+    _, ydot = frule((NoTangent(), adot), np.linalg.det, a)  # type: ignore[misc]
+    np.testing.assert_allclose(ydot, np.sum(_cofactors(a) * adot, axis=(-2, -1)), atol=1e-12)
+    check(np.linalg.det, a, rng=3)
+
+
+@pytest.mark.parametrize("f", [np.sum, np.cumsum, np.mean])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_object_arrays_of_floats_are_differentiated(f: Any, axis: Any) -> None:
+    x = np.array([[1.0, 2.5, -3.0], [0.5, 4.0, 2.0]], dtype=object)
+    y, pullback = rrule(f, x, axis)  # type: ignore[misc]
+    ybar = np.ones(np.shape(y))
+    xbar = pullback(ybar)[1]
+    assert xbar.dtype == object
+    _, expected_pullback = rrule(f, x.astype(float), axis)  # type: ignore[misc]
+    np.testing.assert_allclose(xbar.astype(float), expected_pullback(ybar)[1])
+    _, ydot = frule((NoTangent(), np.ones_like(x), NoTangent()), f, x, axis)  # type: ignore[misc]
+    np.testing.assert_allclose(np.asarray(ydot, dtype=float), f(np.ones(x.shape), axis))
+
+
+def test_object_arrays_with_an_integer_element_are_not_differentiated() -> None:
+    x = np.array([1.0, 2], dtype=object)
+    _, pullback = rrule(np.sum, x)  # type: ignore[misc]
+    assert pullback(1.0) == (NoTangent(), NoTangent())
+
+
 @pytest.mark.parametrize(
     ("f", "args"),
     [(np.transpose, (np.ones((2, 3)),)), (np.reshape, (np.ones((2, 3)), (3, 2)))],

@@ -21,6 +21,7 @@ from rruletest.strategies import (
     near_avoided,
     primals,
     scalars,
+    shaped_args,
     tangents,
 )
 
@@ -199,3 +200,33 @@ def test_reprs_read_like_calls() -> None:
     assert repr(primals("(0, 1)", dtype="float32")) == "primals(domain='(0, 1)', dtype='float32')"
     assert repr(broadcastable_args("(0, 1)", 2)) == "broadcastable_args(domain='(0, 1)', nargs=2)"
     assert repr(tangents(1.0)) == "tangents(1.0)"
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data(), dtype=st.sampled_from(REAL_DTYPES), domain=st.sampled_from(DOMAINS))
+def test_shaped_args_share_named_sizes_and_stay_inside(
+    data: st.DataObject, dtype: str, domain: str
+) -> None:
+    a, v, c, s = data.draw(
+        shaped_args(domain, [("m", "n"), ("n",), (2, "m"), ()], dtype=dtype, max_side=3)
+    )
+    assert a.ndim == 2
+    assert 1 <= a.shape[0] <= 3
+    assert 1 <= a.shape[1] <= 3
+    assert v.shape == (a.shape[1],)
+    assert c.shape == (2, a.shape[0])
+    assert isinstance(s, np.generic)
+    assert s.dtype == np.dtype(dtype)
+    for x in (a, v, c, s):
+        assert np.asarray(x).dtype == np.dtype(dtype)
+        assert _inside(domain, x)
+
+
+def test_shaped_args_draw_each_argument_in_its_interval_and_avoid() -> None:
+    dom = Domain((Interval(0, 1), Interval(-3, -2)), avoid=lambda x, y: np.abs(x - 0.5) < 0.1)
+    x, y = find(shaped_args(dom, [("n",), ("n",)]), lambda xs: xs[0].shape == (3,))
+    assert np.all((x > 0) & (x < 1))
+    assert np.all((y > -3) & (y < -2))
+    assert not np.any(np.abs(x - 0.5) < 0.1)
+    with pytest.raises(ValueError, match="shaped_args needs max_side >= 1, got max_side=0"):
+        find(shaped_args(None, [("n",)], max_side=0), lambda xs: True)

@@ -1,8 +1,10 @@
 """The test cases of a collected rule: which tester, which function, which inputs.
 
 A scalar rule gets numbers and broadcast arrays drawn inside its domain (in each configured dtype,
-complex too where the domain allows); an rrule or frule gets its registered examples, then
-inputs drawn near them, or numbers of the right count when it has none; a non-differentiable
+complex too where the domain allows); an rrule or frule gets its registered examples (keywords
+of an ``Example`` included), then inputs drawn near them; without examples, arrays of its
+declared ``shapes=``, else numbers and same-shape arrays of the right count (numbers only when
+the function rejects arrays: the rule is then "tried at scalars only"); a non-differentiable
 declaration gets numbers. Generated inputs whose output overflows are discarded. An argument
 the rule was registered with a space for (``spaces=``) is drawn with the space's ``points``,
 and an example is perturbed along its space only, so every generated input is a point of it.
@@ -15,7 +17,7 @@ import inspect
 import math
 import operator
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import hypothesis.strategies as st
@@ -24,19 +26,31 @@ from hypothesis.extra import numpy as hnp
 
 from rruletest import strategies as rst
 from rruletest._naming import function_name
+from rruletest._plugin.arrays import (
+    UnusableDomain,
+    accepts_arrays,
+    bound_margin,
+    declared_args,
+    probe_args,
+    same_shape_args,
+    usable_dtypes,
+)
 from rruletest._plugin.options import RuleTestConfig
 from rruletest.domains import Domain
 from rruletest.projection import is_differentiable
 from rruletest.rules import RuleInfo
+from rruletest.rules.inputs import example_kwargs
 
 __all__ = [
     "CannotGenerate",
     "Case",
+    "UnusableDomain",
     "bound_margin",
     "example_cases",
     "finite_output",
     "fname",
     "generated_cases",
+    "probe_cases",
     "rule_arity",
 ]
 
@@ -44,17 +58,6 @@ __all__ = [
 MIN_DIMS = 0
 #: Perturbations of registered examples: relative sizes hypothesis chooses from.
 PERTURBATIONS = (0.0, 1e-6, 1e-3, 1e-1)
-
-
-def bound_margin(dtype: Any) -> float:
-    """How far (relative to ``max(1, |bound|)``) generated inputs keep from a finite bound: 1e-6,
-    but at least 1024 ulps (a stencil needs room to resolve), at most 1e-2 (float16).
-
-    >>> bound_margin("float64"), bound_margin("float32")
-    (1e-06, 0.0001220703125)
-    """
-    eps = float(np.finfo(np.dtype(dtype)).eps)
-    return min(1e-2, max(1e-6, 1024 * eps))
 
 
 class CannotGenerate(Exception):
@@ -69,10 +72,22 @@ class Case:
     f: Any
     args: tuple[Any, ...]
     domain: Domain
+    kwargs: dict[str, Any] = field(default_factory=dict)
 
     def __repr__(self) -> str:
-        args = ", ".join([fname(self.f), *(_short(a) for a in self.args)])
+        parts = [fname(self.f), *(_short(a) for a in self.args)]
+        if self.kwargs:
+            parts.append(f"fkwargs={self.kwargs!r}")
+        args = ", ".join(parts)
         return "; ".join(f"{t}({args})" for t in self.testers)
+
+    def dtypes(self) -> list[str]:
+        """The dtypes of the differentiable arguments (``float64`` for Python floats)."""
+        return [np.result_type(a).name for a in self.args if is_differentiable(a)]
+
+    def shapes(self) -> list[tuple[int, ...]]:
+        """The shapes of the differentiable arguments (``()`` for numbers)."""
+        return [np.shape(a) for a in self.args if is_differentiable(a)]
 
 
 def fname(f: Any) -> str:
@@ -132,13 +147,6 @@ def rule_arity(info: RuleInfo, f: Any | None = None) -> int | None:
 
 
 # -- cases ------------------------------------------------------------------------
-def _dtypes(config: RuleTestConfig, domain: Domain) -> list[str]:
-    out = list(config.dtypes)
-    if domain.complex:
-        out.append("complex128")
-    return out
-
-
 def _scalar_args(domain: Domain, n: int, dtype: str) -> st.SearchStrategy[tuple[Any, ...]]:
     one = [
         rst.scalars(domain, dtype=dtype, arg=i, margin=bound_margin(dtype)).map(
@@ -254,12 +262,28 @@ def finite_output(case: Case) -> bool:
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            y = np.asarray(case.f(*case.args))
+            y = np.asarray(case.f(*case.args, **case.kwargs))
     except Exception:
         return True
     if y.dtype.kind not in "fc":
         return True
     return bool(np.all(np.abs(y) <= math.sqrt(float(np.finfo(y.dtype).max))))
+
+
+def _runs_on(f: Any, prefix: tuple[Any, ...]) -> Any:
+    """A predicate: whether ``f(*prefix, *xs)`` returns without raising (warnings and
+    floating-point errors silenced)."""
+
+    def runs(xs: tuple[Any, ...]) -> bool:
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                f(*prefix, *xs)
+        except Exception:
+            return False
+        return True
+
+    return runs
 
 
 def _assume(condition: bool) -> None:
@@ -280,7 +304,7 @@ def generated_cases(info: RuleInfo, config: RuleTestConfig) -> st.SearchStrategy
         n = rule_arity(info)
         if n is None:
             raise CannotGenerate(f"cannot tell how many arguments {info.name} takes")
-        dtypes = _dtypes(config, domain)
+        dtypes = usable_dtypes(config, domain, info.name, n)
         scal = [
             _scalar_args(domain, n, d).map(lambda xs: Case(testers, f, xs, domain)) for d in dtypes
         ]
@@ -291,31 +315,48 @@ def generated_cases(info: RuleInfo, config: RuleTestConfig) -> st.SearchStrategy
         return st.one_of(*scal, *arrs)
     if info.examples:
         near = [
-            _perturbed(domain, _with_prefix(prefix, e), len(prefix), info.spaces)
+            _perturbed(domain, _with_prefix(prefix, e), len(prefix), info.spaces).map(
+                _maker(testers, info.key[0], domain, example_kwargs(e))
+            )
             for e in info.examples
         ]
-        return st.one_of(*near).map(lambda xs: Case(testers, info.key[0], tuple(xs), domain))
+        return st.one_of(*near)
+    shapes = getattr(info, "shapes", None)
     if info.key[0] is broadcasted and len(prefix) >= 1:
         n = rule_arity(info, prefix[0])
         if n is None:
             raise CannotGenerate(f"cannot tell how many arguments {fname(prefix[0])} takes")
-        strategies = [_array_args(domain, n, d) for d in _dtypes(config, domain)]
+        strategies = [
+            _array_args(domain, n, d) for d in usable_dtypes(config, domain, info.name, n)
+        ]
+    elif shapes is not None:
+        dtypes = usable_dtypes(config, domain, info.name, len(shapes))
+        strategies = [declared_args(domain, shapes, d) for d in dtypes]
     else:
         n = rule_arity(info)
         if n is None:
             raise CannotGenerate(
                 f"cannot tell how many arguments {info.name} takes; register the rule with "
-                "examples=[(x, ...)] or a domain with one interval per argument"
+                "examples=[(x, ...)], shapes=[...] or a domain with one interval per argument"
             )
-        make = _space_args if info.spaces else None
-        strategies = [
-            _scalar_args(domain, n, d) if make is None else make(domain, info.spaces, n, d)
-            for d in _dtypes(config, domain)
-        ]
+        dtypes = usable_dtypes(config, domain, info.name, n)
+        if info.spaces:  # points of the declared spaces, numbers for the other arguments
+            strategies = [_space_args(domain, info.spaces, n, d) for d in dtypes]
+        else:
+            # Numbers and shapes are rruletest's guess, not the rule's: drop those f rejects (a
+            # matrix product of numbers, or of two 2 x 3 arrays), so such an f is not failed.
+            runs = _runs_on(info.key[0], prefix)
+            strategies = [_scalar_args(domain, n, d).filter(runs) for d in dtypes]
+            if accepts_arrays(info.key[0], prefix, domain, n):
+                strategies += [same_shape_args(domain, n, d).filter(runs) for d in dtypes]
     return st.one_of(*strategies).map(lambda xs: Case(testers, info.key[0], (*prefix, *xs), domain))
 
 
 _BOTH = ("test_rrule", "test_frule")
+
+
+def _maker(testers: tuple[str, ...], f: Any, domain: Domain, kwargs: dict[str, Any]) -> Any:
+    return lambda xs: Case(testers, f, tuple(xs), domain, kwargs)
 
 
 def _tester(info: RuleInfo) -> tuple[str, ...]:
@@ -331,8 +372,32 @@ def example_cases(info: RuleInfo) -> list[Case]:
     domain = info.domain or Domain()
     prefix = info.key[1:]
     return [
-        Case(_tester(info), info.key[0], _with_prefix(prefix, e), domain) for e in info.examples
+        Case(_tester(info), info.key[0], _with_prefix(prefix, e), domain, example_kwargs(e))
+        for e in info.examples
     ]
+
+
+def probe_cases(info: RuleInfo) -> list[Case]:
+    """For an rrule or frule registered without examples: one fixed array case (the declared
+    ``shapes=``, else shape (3,) for every argument when the function accepts arrays), run
+    before the generated ones so every run checks the rule on arrays at least once."""
+    from rruletest.broadcast import broadcasted
+
+    if info.examples or info.kind not in ("rrule", "frule") or info.key[0] is broadcasted:
+        return []
+    domain = info.domain or Domain()
+    prefix = info.key[1:]
+    shapes = getattr(info, "shapes", None)
+    if shapes is None:
+        n = rule_arity(info)
+        if n is None or not accepts_arrays(info.key[0], prefix, domain, n):
+            return []
+        shapes = [(3,)] * n
+    args = (*prefix, *probe_args(domain, shapes))
+    case = Case(_tester(info), info.key[0], args, domain)
+    if not (_inside(domain, list(args[len(prefix) :])) and finite_output(case)):
+        return []
+    return [case]
 
 
 def _with_prefix(prefix: tuple[Any, ...], example: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -2,15 +2,17 @@
 
 ``check_rule(info, config, record)`` raises whatever the failing check raised (normally a
 ``RuleTestFailure``) after hypothesis shrank the inputs; ``record`` tells the caller how many
-examples ran, the falsifying inputs and the worst relative error seen. Imports hypothesis and
-the testers: loaded only when a rule item runs, never at plugin load.
+examples ran, on which dtypes and shapes, the falsifying inputs and the worst relative error
+seen. A rule whose domain leaves no room for inputs fails with a message naming it and its
+domain; under ``strict``, so does an rrule or frule that could only be tried at numbers.
+Imports hypothesis and the testers: loaded only when a rule item runs, never at plugin load.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -22,10 +24,12 @@ from rruletest import strategies as rst
 from rruletest._plugin.cases import (
     CannotGenerate,
     Case,
+    UnusableDomain,
     example_cases,
     finite_output,
     fname,
     generated_cases,
+    probe_cases,
 )
 from rruletest._plugin.options import RuleTestConfig
 from rruletest.errors import Mismatch, RuleTestFailure
@@ -37,17 +41,56 @@ __all__ = ["CannotGenerate", "RunRecord", "check_rule", "run_case"]
 
 @dataclass
 class RunRecord:
-    """What a rule item did: examples run, the last (falsifying) case, worst relative error."""
+    """What a rule item did: examples run, the last (falsifying) case, worst relative error,
+    and what it was checked on: the dtypes and argument shapes of the cases that ran.
+
+    >>> from rruletest.domains import Domain
+    >>> r = RunRecord()
+    >>> r.ran(Case(("test_rrule",), abs, (1.0, np.ones((2, 3), np.float32)), Domain()))
+    >>> r.dtype_summary(), r.shape_summary(), r.scalars_only
+    ('float64,float32', 'scalars, arrays 2-d (max 6 el.)', False)
+    """
 
     examples: int = 0
     shrinks: int = 0
     failed: bool = False
     case: Case | None = None
     worst_rel_err: float | None = None
+    dtypes: list[str] = field(default_factory=list)
+    ndims: set[int] = field(default_factory=set)
+    max_size: int = 0
 
     def saw(self, rel: float | None) -> None:
         if rel is not None and math.isfinite(rel):
             self.worst_rel_err = rel if self.worst_rel_err is None else max(rel, self.worst_rel_err)
+
+    def ran(self, case: Case) -> None:
+        """Note the dtypes and shapes of a case that ran (not of shrinking runs)."""
+        for d in case.dtypes():
+            if d not in self.dtypes:
+                self.dtypes.append(d)
+        for shape in case.shapes():
+            self.ndims.add(len(shape))
+            self.max_size = max(self.max_size, math.prod(shape))
+
+    @property
+    def scalars_only(self) -> bool:
+        """Whether every differentiable argument that ran was a number (or a 0-d array)."""
+        return not any(self.ndims)
+
+    def dtype_summary(self) -> str:
+        return ",".join(self.dtypes) or "-"
+
+    def shape_summary(self) -> str:
+        """``scalars only``, ``arrays 1-2-d (max 12 el.)`` or ``scalars, arrays ...``."""
+        if not self.ndims:
+            return "-"
+        if self.scalars_only:
+            return "scalars only"
+        dims = sorted(d for d in self.ndims if d)
+        span = str(dims[0]) if dims[0] == dims[-1] else f"{dims[0]}-{dims[-1]}"
+        arrays = f"arrays {span}-d (max {self.max_size} el.)"
+        return f"scalars, {arrays}" if 0 in self.ndims else arrays
 
 
 # -- running ------------------------------------------------------------------------
@@ -103,6 +146,8 @@ def run_case(case: Case, config: RuleTestConfig) -> float | None:
     fdm = _fdm_for(case, config)
     if fdm is not None:
         kwargs["fdm"] = fdm
+    if case.kwargs:
+        kwargs["fkwargs"] = dict(case.kwargs)
     worst: list[float | None] = []
     for name in case.testers:
         if name == "non_differentiable":
@@ -116,10 +161,10 @@ def run_case(case: Case, config: RuleTestConfig) -> float | None:
 
 
 def _check_non_differentiable(case: Case) -> None:
-    f, args = case.f, case.args
-    y = f(*args)
+    f, args, fkw = case.f, case.args, case.kwargs
+    y = f(*args, **fkw)
     problems: list[Mismatch] = []
-    out = default_ruleset.rrule(f, *args)
+    out = default_ruleset.rrule(f, *args, **fkw)
     if out is None:
         problems.append(Mismatch("rule", "rrule", None, "(y, pullback)", "no rrule found"))
     else:
@@ -138,7 +183,7 @@ def _check_non_differentiable(case: Case) -> None:
                         f"pullback output[{i}] ({path}): expected NoTangent(), got {g!r}",
                     )
                 )
-    fout = default_ruleset.frule((NoTangent(),) * (len(args) + 1), f, *args)
+    fout = default_ruleset.frule((NoTangent(),) * (len(args) + 1), f, *args, **fkw)
     if fout is None:
         problems.append(Mismatch("rule", "frule", None, "(y, ydot)", "no frule found"))
     else:
@@ -184,6 +229,7 @@ def check_rule(
             record.shrinks += 1
         else:
             record.examples += 1
+            record.ran(case)
         try:
             record.saw(run(case, config))
         except BaseException as err:
@@ -192,7 +238,10 @@ def check_rule(
             raise
 
     explicit = example_cases(info)
-    for case in explicit:  # registered examples first, as given (never shrunk)
+    for case in [
+        *explicit,
+        *probe_cases(info),
+    ]:  # registered examples first, as given (never shrunk)
         one(case)
     try:
         strategy = generated_cases(info, config)
@@ -200,6 +249,14 @@ def check_rule(
         if explicit:
             return
         raise
+    except UnusableDomain as err:
+        if explicit:
+            return
+        raise RuleTestFailure(
+            [Mismatch("inputs", "domain", info.domain, None, str(err))],
+            header=f"rruletest could not test the rule for {info.name} ({info.kind}, "
+            f"registered by {info.module}): its domain {info.domain} is unusable",
+        ) from None
 
     def generated(case: Case) -> None:
         assume(finite_output(case))
@@ -232,3 +289,17 @@ def check_rule(
             [Mismatch("inputs", "inputs", None, None, message, hint=hint)],
             header=f"rruletest could not test the rule for {info.name}",
         ) from None
+    if config.strict and info.kind in ("rrule", "frule") and record.scalars_only:
+        message = (
+            f"{info.name} ({info.kind}, registered by {info.module}) was tried at scalars only "
+            f"({record.examples} examples): it has no examples=, no shapes=, and "
+            f"{fname(info.key[0])} does not accept arrays of shape (3,)"
+        )
+        hint = (
+            'register it with shapes=[("n",), ...] or examples=[(np.array([...]),)] so it is '
+            "checked on arrays, or drop --strict if numbers are all it takes"
+        )
+        raise RuleTestFailure(
+            [Mismatch("inputs", "inputs", None, None, message, hint=hint)],
+            header=f"--strict: the rule for {info.name} was tried at scalars only",
+        )

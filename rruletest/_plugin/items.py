@@ -59,12 +59,20 @@ def is_rule_failure(err: BaseException) -> bool:
 
 
 def plan(modules: Sequence[str], nodes: Sequence[str]) -> list[tuple[str, tuple[str, ...] | None]]:
-    """(module, node ids to keep or None for all) in order: modules first, then node ids.
+    """(module, node ids to keep or None for all) in order.
 
+    Without rule node ids, every module in full. Rule node ids select, as test ids do in
+    pytest: given together with ``--rruletest-check`` modules, the run narrows to them (a
+    module's own node id, ``rruletest::a``, keeps all of it).
+
+    >>> plan(["a", "b"], [])
+    [('a', None), ('b', None)]
     >>> plan(["a"], ["rruletest::b::f[rrule]", "rruletest::a::g[rrule]", "rruletest::c"])
-    [('a', None), ('b', ('rruletest::b::f[rrule]',)), ('c', None)]
+    [('b', ('rruletest::b::f[rrule]',)), ('a', ('rruletest::a::g[rrule]',)), ('c', None)]
     """
-    out: dict[str, tuple[str, ...] | None] = dict.fromkeys(modules)
+    if not nodes:
+        return [(m, None) for m in dict.fromkeys(modules)]
+    out: dict[str, tuple[str, ...] | None] = {}
     for node in nodes:
         module = opts.module_of_node(node)
         if module in out and out[module] is None:
@@ -117,7 +125,9 @@ class RuleModule(pytest.Collector):
             if self.select is None or any(
                 nodeid == n or nodeid.startswith((n + "::", n + "[")) for n in self.select
             ):
-                items.append(RuleItem.from_parent(self, name=name, info=info))
+                # The id parsed from its string (not derived as a child), so it equals the id
+                # pytest parses from the cache: --lf and --ff find the rule items again.
+                items.append(RuleItem.from_parent(self, name=name, nodeid=nodeid, info=info))
         if self.select is not None:
             names = {it.nodeid for it in items}
             missing = [n for n in self.select if not any(x.startswith(n) for x in names)]
@@ -172,6 +182,8 @@ class RuleItem(pytest.Item):
             pytest.skip(f"rruletest: {err}")
         finally:
             self.user_properties.append(("rruletest_examples", record.examples))
+            self.user_properties.append(("rruletest_dtypes", record.dtype_summary()))
+            self.user_properties.append(("rruletest_shapes", record.shape_summary()))
             if record.worst_rel_err is not None:
                 self.user_properties.append(("rruletest_worst_rel_err", record.worst_rel_err))
 

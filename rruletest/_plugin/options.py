@@ -202,6 +202,8 @@ class RuleTestConfig:
     fdm_spec: tuple[str, int] | None = None
     dtypes: tuple[str, ...] = DEFAULT_DTYPES
     check_zero_output_tangent: bool = True  # ini rruletest_check_zero_output_tangent
+    #: ``--rruletest-strict``: a rule item tried at scalars only fails.
+    strict: bool = False
 
     def rng(self) -> Any:
         """A fresh ``numpy.random.Generator`` seeded from this test's seed."""

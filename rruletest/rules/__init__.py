@@ -41,6 +41,7 @@ from rruletest.rules.info import (
     rule_label,
     spaces_of,
 )
+from rruletest.rules.inputs import Example, shapes_of
 from rruletest.rules.scalar import (
     ScalarFRule,
     ScalarRRule,
@@ -50,6 +51,7 @@ from rruletest.rules.scalar import (
 from rruletest.tangents import NO_TANGENT
 
 __all__ = [
+    "Example",
     "RuleInfo",
     "RuleReplacedWarning",
     "RuleSet",
@@ -166,6 +168,7 @@ class RuleSet:
         examples: Sequence[Any],
         signature: str | Signature | Callable[..., Any] | None = None,
         spaces: Any = None,
+        shapes: Sequence[Any] | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         call = f"register_{kind}"
         key = check_key(fs, call)
@@ -173,6 +176,7 @@ class RuleSet:
         exs = examples_of(examples)
         sig = signature if signature is None or callable(signature) else Signature.parse(signature)
         sps = spaces_of(spaces, f"{call}({key_name(key)})", exs, key[1:])
+        shps = shapes_of(shapes)
 
         def decorate(rule: Callable[..., Any]) -> Callable[..., Any]:
             if not callable(rule):
@@ -193,6 +197,7 @@ class RuleSet:
                 examples=exs,
                 signature=sig,
                 spaces=sps,
+                shapes=shps,
             )
             self._store([self._rrules if kind == "rrule" else self._frules], info)
             return rule
@@ -206,6 +211,7 @@ class RuleSet:
         examples: Sequence[Any] = (),
         signature: str | Signature | Callable[..., Any] | None = None,
         spaces: Any = None,
+        shapes: Sequence[Any] | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator registering an rrule for ``fs`` (a function, or a tuple key such as
         ``broadcasted, np.sin``). The rule gets the call's arguments (for a tuple key, all but
@@ -214,7 +220,8 @@ class RuleSet:
         Args:
             fs: the function, or the functions of a tuple key.
             domain: valid inputs (see ``rruletest.domains.Domain.of``), for generated tests.
-            examples: argument tuples (or single arguments) to test the rule at.
+            examples: argument tuples (or single arguments) to test the rule at;
+                ``Example(x, axis=0)`` carries keyword arguments too.
             signature: a gufunc core signature such as ``"(n)->(n)"``: the function acts
                 independently on every member of the leading batch dimensions, so the
                 numerical reference perturbs one core coordinate in all members at once
@@ -224,6 +231,8 @@ class RuleSet:
                 right on, None for an unconstrained one (a sequence, or a dict from positions):
                 the testers check such an argument along its space (as with
                 ``with_tangent(x, S)``) and generated tests draw it with ``S.points``.
+            shapes: one shape per argument (sizes and names, ``[("m", "n"), ("n",)]``):
+                generated tests draw arrays of these shapes (see ``rruletest.rules.inputs``).
 
         Raises:
             TypeError: a key that is not callable or not hashable, a rule that is not
@@ -231,7 +240,7 @@ class RuleSet:
             ValueError: a malformed ``signature``; NotInSpaceError: an example outside its
                 space.
         """
-        return self._register("rrule", fs, domain, examples, signature, spaces)
+        return self._register("rrule", fs, domain, examples, signature, spaces, shapes)
 
     def register_frule(
         self,
@@ -240,12 +249,13 @@ class RuleSet:
         examples: Sequence[Any] = (),
         signature: str | Signature | Callable[..., Any] | None = None,
         spaces: Any = None,
+        shapes: Sequence[Any] | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator registering an frule for ``fs``; the rule takes the tangents
         ``(fdot, xdot_1, ..., xdot_n)`` first, then the call's arguments, and returns
         ``(y, ydot)``. Arguments as for ``register_rrule``.
         """
-        return self._register("frule", fs, domain, examples, signature, spaces)
+        return self._register("frule", fs, domain, examples, signature, spaces, shapes)
 
     def scalar_rule(
         self,
@@ -433,10 +443,11 @@ def register_rrule(
     examples: Sequence[Any] = (),
     signature: str | Signature | Callable[..., Any] | None = None,
     spaces: Any = None,
+    shapes: Sequence[Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering an rrule in the default RuleSet (see ``RuleSet.register_rrule``)."""
     return default_ruleset.register_rrule(
-        *fs, domain=domain, examples=examples, signature=signature, spaces=spaces
+        *fs, domain=domain, examples=examples, signature=signature, spaces=spaces, shapes=shapes
     )
 
 
@@ -446,10 +457,11 @@ def register_frule(
     examples: Sequence[Any] = (),
     signature: str | Signature | Callable[..., Any] | None = None,
     spaces: Any = None,
+    shapes: Sequence[Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering an frule in the default RuleSet (see ``RuleSet.register_frule``)."""
     return default_ruleset.register_frule(
-        *fs, domain=domain, examples=examples, signature=signature, spaces=spaces
+        *fs, domain=domain, examples=examples, signature=signature, spaces=spaces, shapes=shapes
     )
 
 

@@ -151,6 +151,10 @@ class RuleInfo:
         found = sig(*args, **kwargs)
         return None if found is None else Signature.parse(found)
 
+    #: ``shapes=``: one declared shape per argument for generated array inputs (see
+    #: ``rruletest.rules.inputs``), or None.
+    shapes: tuple[tuple[int | str, ...], ...] | None = None
+
     @property
     def function(self) -> Any:
         """The function the rule is for (the last element of its key)."""

@@ -28,6 +28,7 @@ __all__ = [
     "MARGIN",
     "bind_options",
     "cotangents",
+    "differentiable",
     "evaluate",
     "examples_rng",
     "expand_reduced",
@@ -40,6 +41,7 @@ __all__ = [
     "near_imag_segment",
     "near_real_segment",
     "normalize_axes",
+    "number_objects",
     "project",
     "pullback_over",
     "pushforward",
@@ -57,9 +59,28 @@ __all__ = [
 MARGIN = defaults.AVOID_MARGIN
 
 
+def number_objects(x: Any) -> bool:
+    """Whether ``x`` is a non-empty object-dtype array of floats or complex numbers
+    (``np.array([1.0, 2.0], dtype=object)``): numpy computes with it as with a float array, so
+    the rules differentiate it as one. (An integer element has no tangent: such arrays are not.)
+
+    >>> floats, mixed = np.array([1.0, 2.5], dtype=object), np.array([1.0, 2], dtype=object)
+    >>> number_objects(floats), number_objects(mixed)
+    (True, False)
+    """
+    if not (isinstance(x, np.ndarray) and x.dtype == object and x.size):
+        return False
+    return all(isinstance(v, float | complex | np.floating | np.complexfloating) for v in x.flat)
+
+
+def differentiable(x: Any) -> bool:
+    """``is_differentiable``, and object arrays of numbers (see ``number_objects``)."""
+    return is_differentiable(x) or number_objects(x)
+
+
 def cotangents(args: Sequence[Any], zero: AbstractZero) -> tuple[Any, ...]:
     """The pullback output for a zero ``ybar``: ``zero`` for differentiable arguments."""
-    return (NO_TANGENT, *(zero if is_differentiable(a) else NO_TANGENT for a in args))
+    return (NO_TANGENT, *(zero if differentiable(a) else NO_TANGENT for a in args))
 
 
 def like_output(y: Any, ydot: Any) -> Any:
@@ -88,13 +109,16 @@ def like_output(y: Any, ydot: Any) -> Any:
 def live_tangent(primal: Any, tangent: Any) -> Any:
     """The tangent as a value, or None when it contributes nothing (zero or non-differentiable)."""
     tangent = unthunk(tangent)
-    if isinstance(tangent, AbstractZero) or not is_differentiable(primal):
+    if isinstance(tangent, AbstractZero) or not differentiable(primal):
         return None
     return tangent
 
 
 def project(x: Any, xbar: Any) -> Any:
-    """``xbar`` as a cotangent of ``x`` (shape, dtype, realness); NoTangent if ``x`` has none."""
+    """``xbar`` as a cotangent of ``x`` (shape, dtype, realness); NoTangent if ``x`` has none.
+    An object array of numbers gets an object array (of the numbers' common type)."""
+    if number_objects(x):
+        return np.array(unbroadcast(np.array(x.tolist()), xbar), dtype=object)
     return unbroadcast(x, xbar) if is_differentiable(x) else NO_TANGENT
 
 
@@ -130,7 +154,7 @@ def first_arg_pullback(
     x = args[0]
 
     def xbars_of(ybar: Any) -> tuple[Any]:
-        return (project(x, xbar_of(ybar)) if is_differentiable(x) else NO_TANGENT,)
+        return (project(x, xbar_of(ybar)) if differentiable(x) else NO_TANGENT,)
 
     return pullback_over((x,), xbars_of, len(args) - 1)
 

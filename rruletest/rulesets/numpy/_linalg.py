@@ -4,15 +4,16 @@
 All four are holomorphic, so ``abar = ybar * conj(dy/dA)`` in the cotangent convention:
 
 - ``inv``: ``Abar = -Y^H @ Ybar @ Y^H`` with ``Y = inv(A)``;
-- ``det``: ``Abar = ybar * conj(det(A)) * inv(A)^H`` (``d det = det * trace(inv(A) @ dA)``);
+- ``det``: ``Abar = ybar * adj(A)^H`` (``d det = trace(adj(A) @ dA)``), with the adjugate
+  ``adj(A) = det(A) inv(A)`` computed from the SVD, so it exists for singular ``A`` too;
 - ``solve(A, b)`` (``x = A^-1 b``): ``bbar = solve(A^H, xbar)``, ``Abar = -bbar @ x^H``, each
   summed over the batch dimensions its operand was broadcast along. ``b`` is a vector when it is
   1-D and a stack of matrices otherwise (numpy 2's rule).
 
 Singular matrices are outside the domain: its ``avoid`` rejects matrices with a condition
 number above ``MAX_CONDITION`` or a singular value below ``MARGIN`` (the examples are well
-conditioned); ``det``'s rule uses ``inv``
-and raises ``LinAlgError`` on a singular matrix rather than return an adjugate.
+conditioned) for generated tests. ``det``'s rules still give the derivative at a singular
+matrix (the adjugate), as ``inv``-based formulas cannot.
 
 >>> import numpy as np
 >>> from rruletest import rrule
@@ -134,18 +135,41 @@ def _inv_frule(tangents: Sequence[Any], a: Any) -> Any:
 # -- det ----------------------------------------------------------------------------------
 
 
+def adjugate(a: Any) -> Any:
+    """The adjugate ``adj(A)`` of a (stack of) square matrices, ``det(A) inv(A)`` where ``A`` is
+    invertible, from the SVD ``A = U diag(s) V^H``: ``adj(A) = det(U) det(V^H) V diag(c) U^H``
+    with ``c_i`` the product of the other singular values (no division, so singular and
+    rank-deficient matrices get their exact adjugate).
+
+    >>> adjugate(np.array([[1.0, 2.0], [2.0, 4.0]])).round(12)
+    array([[ 4., -2.],
+           [-2.,  1.]])
+    """
+    a = np.asarray(a)
+    n = a.shape[-1]
+    if n == 1:
+        return np.ones_like(a)
+    u, s, vh = np.linalg.svd(a)
+    ones = np.ones((*s.shape[:-1], 1), dtype=s.dtype)
+    before = np.cumprod(np.concatenate([ones, s[..., :-1]], axis=-1), axis=-1)
+    after = np.flip(np.cumprod(np.concatenate([ones, np.flip(s, -1)[..., :-1]], axis=-1), -1), -1)
+    others = before * after
+    phase = np.linalg.det(u) * np.linalg.det(vh)
+    adj = _h(vh) @ (others[..., :, None] * _h(u))
+    return (phase[..., None, None] * adj).astype(np.result_type(a, s))
+
+
 @register_rrule(
     np.linalg.det, domain=_SQUARE_DOMAIN, examples=_square_examples(), signature=_DET_SIG
 )
 def _det_rrule(a: Any) -> tuple[Any, Any] | None:
-    """``Abar = ybar * conj(det(A)) * inv(A)^H``."""
+    """``Abar = ybar * adj(A)^H``."""
     y = np.linalg.det(a)
     if not is_array_input(a):
         return None
 
     def xbar_of(ybar: Any) -> Any:
-        g = np.asarray(ybar * np.conj(y))[..., None, None]
-        return g * _h(np.linalg.inv(a))
+        return np.asarray(ybar)[..., None, None] * _h(adjugate(a))
 
     return y, first_arg_pullback((a,), xbar_of)
 
@@ -154,13 +178,13 @@ def _det_rrule(a: Any) -> tuple[Any, Any] | None:
     np.linalg.det, domain=_SQUARE_DOMAIN, examples=_square_examples(), signature=_DET_SIG
 )
 def _det_frule(tangents: Sequence[Any], a: Any) -> Any:
-    """``ydot = det(A) * trace(inv(A) @ Adot)``."""
+    """``ydot = trace(adj(A) @ Adot)``."""
     y = np.linalg.det(a)
     if not is_array_input(a):
         return None
 
     def ydot_of(adot: Any) -> Any:
-        return y * np.sum(np.swapaxes(np.linalg.inv(a), -1, -2) * adot, axis=(-2, -1))
+        return np.sum(np.swapaxes(adjugate(a), -1, -2) * adot, axis=(-2, -1))
 
     return y, pushforward(y, a, tangents[1], ydot_of)
 
