@@ -345,10 +345,15 @@ def generated_cases(info: RuleInfo, config: RuleTestConfig) -> st.SearchStrategy
         else:
             # Numbers and shapes are rruletest's guess, not the rule's: drop those f rejects (a
             # matrix product of numbers, or of two 2 x 3 arrays), so such an f is not failed.
+            # A non-differentiable declaration has no rule to spare that way: the exception
+            # of its f is what the item reports.
             runs = _runs_on(info.key[0], prefix)
-            strategies = [_scalar_args(domain, n, d).filter(runs) for d in dtypes]
-            if accepts_arrays(info.key[0], prefix, domain, n):
-                strategies += [same_shape_args(domain, n, d).filter(runs) for d in dtypes]
+            if info.kind == "non_differentiable":
+                strategies = [_scalar_args(domain, n, d) for d in dtypes]
+            else:
+                strategies = [_scalar_args(domain, n, d).filter(runs) for d in dtypes]
+                if accepts_arrays(info.key[0], prefix, domain, n):
+                    strategies += [same_shape_args(domain, n, d).filter(runs) for d in dtypes]
     return st.one_of(*strategies).map(lambda xs: Case(testers, info.key[0], (*prefix, *xs), domain))
 
 
