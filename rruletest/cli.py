@@ -101,6 +101,11 @@ def _parser() -> argparse.ArgumentParser:
         "examples= or shapes= whose function rejects arrays)",
     )
     check.add_argument("--junitxml", metavar="PATH", help="write a JUnit XML report to PATH")
+    check.add_argument(
+        "--report",
+        metavar="DIR",
+        help="write DIR/index.html: the rules as a table, with pictures of failing rules",
+    )
     return parser
 
 
@@ -150,6 +155,8 @@ def _pytest_args(ns: argparse.Namespace, modules: Sequence[str], extra: Sequence
         args += ["-n", str(ns.numprocesses)]
     if ns.junitxml is not None:
         args += [f"--junitxml={ns.junitxml}"]
+    if ns.report is not None:
+        args += [f"--rruletest-report={ns.report}"]
     # Rule items hold no assert statements: no rewriting (it would warn that the already
     # imported rruletest cannot be rewritten).
     args += ["-q", "-rN", "--assert=plain"]

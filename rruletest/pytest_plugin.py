@@ -127,6 +127,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             help=f"default {which} for testers, for one dtype (float32=1e-4) or all (repeatable)",
         )
     group.addoption(
+        "--rruletest-report",
+        dest="rruletest_report",
+        metavar="DIR",
+        default=None,
+        help="write DIR/index.html: the rule items as a table, with pictures of failing rules",
+    )
+    group.addoption(
         "--rruletest-fdm",
         dest="rruletest_fdm",
         metavar="KIND:POINTS",
@@ -243,6 +250,13 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "rruletest: a registered derivative rule checked by rruletest (rule items)"
     )
     config.stash[SESSION_KEY] = _read_session(config)
+    report_dir = config.getoption("rruletest_report", None)
+    if report_dir and not hasattr(config, "workerinput"):  # the controller writes the page
+        from rruletest._plugin.report_collect import ReportCollector
+
+        seed = config.stash[SESSION_KEY].seed
+        collector = ReportCollector(report_dir, meta=f"seed={seed}")
+        config.pluginmanager.register(collector, "rruletest-report")
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -171,3 +171,33 @@ def test_the_page_as_a_person_sees_it(pytester: pytest.Pytester, tmp_path: Path)
     # and the error map is drawn in the page's colours; both show as saturated red pixels.
     red = (pixels[..., 0] > 0.7) & (pixels[..., 1] < 0.3) & (pixels[..., 2] < 0.3)
     assert red.sum() > 50
+
+
+def test_the_plugin_option_writes_the_page(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    pytester.makepyfile(rep_rules_opt=RULES)
+    pytester.syspathinsert()
+    out = tmp_path / "page"
+    result = pytester.runpytest(
+        "--rruletest-check=rep_rules_opt", f"--rruletest-report={out}", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([f"rruletest report: {out / 'index.html'}"])
+    page = (out / "index.html").read_text()
+    assert "rep_bad_cos" in page
+    assert "seed=" in page
+
+
+def test_the_gate_writes_the_page(tmp_path: Path) -> None:
+    import os
+    import sys
+
+    (tmp_path / "rep_rules_cli.py").write_text(RULES)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    cmd = [sys.executable, "-m", "rruletest", "check", "rep_rules_cli", "--report", "out"]
+    run = subprocess.run(
+        [*cmd, "--seed", "1"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout + run.stderr
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert page.index("rep_bad_cos") < page.index("rep_sin")  # failing rules first

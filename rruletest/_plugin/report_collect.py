@@ -118,8 +118,9 @@ class ReportCollector:
         row.kind = str(props.get("rruletest_kind", row.kind))
         if "rruletest_examples" in props:
             row.examples = int(props["rruletest_examples"])
-        if "rruletest_checked_on" in props:
-            row.checked_on = str(props["rruletest_checked_on"])
+        on = [str(props[k]) for k in ("rruletest_dtypes", "rruletest_shapes") if props.get(k)]
+        if on:
+            row.checked_on = "; ".join(on)
         for key in ("rruletest_err_over_tol", "rruletest_worst_rel_err"):
             if key in props:
                 row.err_over_tol = float(props[key])
