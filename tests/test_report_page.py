@@ -70,6 +70,7 @@ def test_table_lists_failing_rules_first_with_links(tmp_path: Path) -> None:
 
 
 def test_heatmap_keeps_one_wrong_element_of_ten_thousand_visible() -> None:
+    pytest.importorskip("matplotlib")
     m = _one_wrong_element()
     ratio = report_plots.error_ratio(m.actual, m.expected, m.rtol, m.atol)
     assert int(np.sum(ratio > 1)) == 1
@@ -117,6 +118,7 @@ def _run_gate(pytester: pytest.Pytester, directory: Path) -> ReportCollector:
 
 
 def test_a_gate_run_writes_the_page(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
     collector = _run_gate(pytester, tmp_path / "report")
     page = (tmp_path / "report" / "index.html").read_text()
     assert collector.page == tmp_path / "report" / "index.html"
@@ -145,6 +147,7 @@ _CHROMIUM = shutil.which("chromium-headless-shell") or shutil.which("chromium")
 
 @pytest.mark.skipif(_CHROMIUM is None, reason="headless Chromium is not installed")
 def test_the_page_as_a_person_sees_it(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
     _run_gate(pytester, tmp_path / "report")
     page = tmp_path / "report" / "index.html"
     shot = tmp_path / "shot.png"
