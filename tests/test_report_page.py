@@ -58,14 +58,14 @@ def test_table_lists_failing_rules_first_with_links(tmp_path: Path) -> None:
             "failed",
             failure="b is wrong",
             reproduce="pytest --rruletest-seed=1 'rruletest::m::b[rrule]'",
-            err_over_tol=12.6,
+            worst=12.6,
         ),
     ]
     text = write_report(tmp_path, rows, pictures=False).read_text()
     assert text.index(">b</a>") < text.index(">a<")
     assert 'href="#rule-rruletest--m--b-rrule-"' in text
     assert "pytest --rruletest-seed=1 &#x27;rruletest::m::b[rrule]&#x27;" in text
-    assert ">13<" in text  # error / tolerance, two significant digits
+    assert ">13<" in text  # the worst relative error, two significant digits
     assert "http" not in text.replace("http-equiv", "")  # nothing is fetched at view time
 
 

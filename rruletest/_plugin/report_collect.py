@@ -121,10 +121,8 @@ class ReportCollector:
         on = [str(props[k]) for k in ("rruletest_dtypes", "rruletest_shapes") if props.get(k)]
         if on:
             row.checked_on = "; ".join(on)
-        for key in ("rruletest_err_over_tol", "rruletest_worst_rel_err"):
-            if key in props:
-                row.err_over_tol = float(props[key])
-                break
+        if "rruletest_worst_rel_err" in props:
+            row.worst = float(props["rruletest_worst_rel_err"])
         if report.when == "call" or (report.when == "setup" and not report.passed):
             row.status = "passed" if report.passed else "skipped" if report.skipped else "failed"
         elif report.when == "teardown" and report.failed:

@@ -1,7 +1,7 @@
 """The gate's report page: one self-contained HTML file with a table of rules and pictures.
 
 ``write_report(directory, rows)`` writes ``directory/index.html``: the rules as a sortable table
-(status, kind, what each was checked on, examples, error over tolerance), failing rules first,
+(status, kind, what each was checked on, examples, worst relative error), failing rules first,
 each failing rule linked to its full report and reproduce line; for a failing array rule a
 heatmap of ``|rule - reference| / tolerance``; for a scalar rule its derivative next to the
 finite-difference one across its domain. Pictures need matplotlib (``pip install
@@ -48,8 +48,8 @@ class ScalarCurve:
 class RuleRow:
     """One rule of a gate run, as the page shows it.
 
-    ``checked_on`` says what the rule was tried on (dtypes, shapes); ``err_over_tol`` is the
-    worst error divided by the tolerance in force (below 1 passes); ``failure`` the full
+    ``checked_on`` says what the rule was tried on (dtypes, shapes); ``worst`` is the
+    worst relative error (as the gate's table shows it); ``failure`` the full
     failure text and ``reproduce`` the line that runs it again; ``mismatches`` the
     ``rruletest.errors.Mismatch`` records of a failure (array ones get a heatmap).
     """
@@ -61,7 +61,7 @@ class RuleRow:
     module: str = ""
     checked_on: str = ""
     examples: int | None = None
-    err_over_tol: float | None = None
+    worst: float | None = None
     failure: str | None = None
     reproduce: str | None = None
     mismatches: Sequence[Any] = ()
@@ -119,7 +119,7 @@ def _fmt(x: float | None) -> tuple[str, str]:
 
 def _row_html(row: RuleRow) -> str:
     e = html.escape
-    text, key = _fmt(row.err_over_tol)
+    text, key = _fmt(row.worst)
     name = e(row.name)
     if row.status in ("failed", "error"):
         name = f'<a href="#{_anchor(row.nodeid)}">{name}</a>'
@@ -177,10 +177,12 @@ def write_report(
     counts: dict[str, int] = {}
     for r in rows:
         counts[r.status] = counts.get(r.status, 0) + 1
-    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items(), key=lambda i: _ORDER[i[0]]))
+    summary = ", ".join(
+        f"{n} {s}" for s, n in sorted(counts.items(), key=lambda i: _ORDER.get(i[0], 9))
+    )
     head = (
         "<tr><th>status</th><th>rule</th><th>module</th><th>kind</th><th>checked on</th>"
-        "<th>examples</th><th>error / tolerance</th></tr>"
+        "<th>examples</th><th>worst rel err</th></tr>"
     )
     shown = [r for r in ordered if r.status in ("failed", "error") or r.images]
     page = "".join(
