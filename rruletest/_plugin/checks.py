@@ -215,6 +215,11 @@ def _same_output(problems: list[Mismatch], path: str, actual: Any, expected: Any
         )
 
 
+def _no_evidence(err: RuleTestFailure) -> bool:
+    """Whether every problem is a ``nothing was compared`` finding."""
+    return bool(err.mismatches) and all(m.extra.get("evidence") == "none" for m in err.mismatches)
+
+
 def check_rule(
     info: RuleInfo, config: RuleTestConfig, record: RunRecord, *, run: Callable[..., Any] = run_case
 ) -> None:
@@ -260,7 +265,15 @@ def check_rule(
 
     def generated(case: Case) -> None:
         assume(finite_output(case))
-        one(case)
+        try:
+            one(case)
+        except RuleTestFailure as err:
+            # A drawn input where finite differences could estimate nothing is no test point
+            # (a direct call at such an input still fails: its author chose it).
+            if _no_evidence(err):
+                record.failed = False
+                assume(False)
+            raise
 
     test = given(strategy)(generated)
     test = hypothesis_seed(config.test_seed)(test)

@@ -105,4 +105,5 @@ def record(
             "numerically, so the rule's values there are unchecked",
             hint="test at an input where f is finite and differentiable around every element; "
             "pass check_fd=False if only the structural checks are meant",
+            extra={"evidence": "none"},
         )

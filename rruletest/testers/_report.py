@@ -151,10 +151,11 @@ class Report:
         actual: Any = None,
         expected: Any = None,
         hint: str | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
         """Record a problem described in words at ``path`` (rendered text; ``steps`` the same
-        place as data, below the root the text starts with)."""
-        m = Mismatch(check, path, actual, expected, f"{path}: {text}", hint=hint)
+        place as data, below the root the text starts with; ``extra`` data for tools)."""
+        m = Mismatch(check, path, actual, expected, f"{path}: {text}", hint=hint, extra=extra or {})
         self.add(dataclasses.replace(m, steps=tuple(steps)))
 
     def at(self, check: Check, root: str, steps: Path, text: str, **kw: Any) -> None:
