@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         rrule,
         scalar_rule,
     )
+    from rruletest.rules.derived import pullback_of, pushforward_of
     from rruletest.tangents import (
         AbstractZero,
         InplaceableThunk,
@@ -102,6 +103,8 @@ _LAZY: dict[str, str] = {
     "strategies": "rruletest.strategies",
     "spaces": "rruletest.spaces",
     "project": "rruletest.projection",
+    "pullback_of": "rruletest.rules.derived",
+    "pushforward_of": "rruletest.rules.derived",
     "interop": "rruletest.interop",
     "test_approx": "rruletest.approx",
     "collect_mismatches": "rruletest.approx",
@@ -159,6 +162,8 @@ __all__ = [
     "interop",
     "non_differentiable",
     "project",
+    "pullback_of",
+    "pushforward_of",
     "rand_tangent",
     "register_frule",
     "register_rrule",
