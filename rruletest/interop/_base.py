@@ -103,6 +103,7 @@ class Adapted:
         elementwise: bool = False,
         domain: DomainLike = None,
         examples: Sequence[Any] = (),
+        spaces: Any = None,
     ) -> None:
         self.wrapped = wrapped
         self.nondiff_argnums = tuple(sorted(set(nondiff_argnums)))
@@ -121,6 +122,9 @@ class Adapted:
         self.elementwise = elementwise
         self.domain = domain
         self.examples = tuple(examples)
+        #: the space (``rruletest.spaces``) of each argument the rule is right on, as for
+        #: ``register_rrule(..., spaces=)``: the testers check those arguments along it.
+        self.spaces = spaces
         self._install()
 
     def _install(self) -> None:

@@ -24,6 +24,7 @@ class AdapterLike(Protocol):
     elementwise: bool
     domain: Any
     examples: tuple[Any, ...]
+    spaces: Any
     nondiff_argnums: tuple[int, ...]
 
     @property

@@ -58,13 +58,14 @@ class AdapterRules(RuleSet):
 
             keys.append((broadcasted, adapter))
         for key in keys:
-            self.register_rrule(*key, domain=adapter.domain, examples=adapter.examples)(
-                _named(adapter, lambda *a, **k: adapter.dispatch_rrule(adapter, a, k))
-            )
+            spaces = getattr(adapter, "spaces", None) if len(key) == 1 else None
+            self.register_rrule(
+                *key, domain=adapter.domain, examples=adapter.examples, spaces=spaces
+            )(_named(adapter, lambda *a, **k: adapter.dispatch_rrule(adapter, a, k)))
             if adapter.has_frule:
-                self.register_frule(*key, domain=adapter.domain, examples=adapter.examples)(
-                    _named(adapter, lambda t, *a, **k: adapter.dispatch_frule(t, adapter, a, k))
-                )
+                self.register_frule(
+                    *key, domain=adapter.domain, examples=adapter.examples, spaces=spaces
+                )(_named(adapter, lambda t, *a, **k: adapter.dispatch_frule(t, adapter, a, k)))
 
     def rrule(self, f: Any, *args: Any, **kwargs: Any) -> tuple[Any, Pullback]:
         """``(y, pullback)`` from the adapter's reverse rule (see ``Adapted.rrule``)."""
@@ -87,6 +88,7 @@ def register(
     rules: RuleSet | None = None,
     domain: DomainLike = None,
     examples: Sequence[Any] = (),
+    spaces: Any = None,
 ) -> Any:
     """Register ``adapter``'s rrule (and frule, when the framework has one) in ``rules``.
 
@@ -98,6 +100,7 @@ def register(
         rules: the RuleSet; default the default one (the one the gate reads).
         domain: valid inputs; default the adapter's own ``domain``.
         examples: argument tuples to test at (and generate near); default the adapter's.
+        spaces: the argument's spaces (``rruletest.spaces``); default the adapter's.
             An argument given as ``with_tangent(x, NoTangent())`` is not differentiated by
             the framework either; one in the adapter's ``nondiff_argnums`` is marked so.
 
@@ -122,11 +125,16 @@ def register(
     def rrule(*args: Any, **kwargs: Any) -> Any:
         return inner.dispatch_rrule(inner, args, kwargs)
 
-    target.register_rrule(adapter, domain=dom, examples=exs)(_named(adapter, rrule, module))
+    sps = getattr(adapter, "spaces", None) if spaces is None else spaces
+    target.register_rrule(adapter, domain=dom, examples=exs, spaces=sps)(
+        _named(adapter, rrule, module)
+    )
     if adapter.has_frule:
 
         def frule(tangents: Any, *args: Any, **kwargs: Any) -> Any:
             return inner.dispatch_frule(tangents, inner, args, kwargs)
 
-        target.register_frule(adapter, domain=dom, examples=exs)(_named(adapter, frule, module))
+        target.register_frule(adapter, domain=dom, examples=exs, spaces=sps)(
+            _named(adapter, frule, module)
+        )
     return adapter

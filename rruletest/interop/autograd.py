@@ -364,6 +364,7 @@ def from_primitive(
     elementwise: bool = False,
     domain: DomainLike = None,
     examples: Sequence[Any] = (),
+    spaces: Any = None,
 ) -> AutogradPrimitive:
     """Adapt an autograd primitive; its ``defvjp``/``defjvp`` rules are called directly.
 
@@ -386,6 +387,7 @@ def from_primitive(
         elementwise=elementwise,
         domain=domain,
         examples=examples,
+        spaces=spaces,
     )
 
 
@@ -397,6 +399,7 @@ def from_function(
     elementwise: bool = False,
     domain: DomainLike = None,
     examples: Sequence[Any] = (),
+    spaces: Any = None,
 ) -> AutogradFunction:
     """Adapt any function autograd can differentiate (``make_vjp``/``make_jvp``); options as
     for ``from_primitive``."""
@@ -410,6 +413,7 @@ def from_function(
         elementwise=elementwise,
         domain=domain,
         examples=examples,
+        spaces=spaces,
     )
 
 

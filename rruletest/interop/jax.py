@@ -224,6 +224,7 @@ def from_custom_vjp(
     elementwise: bool = False,
     domain: DomainLike = None,
     examples: Sequence[Any] = (),
+    spaces: Any = None,
 ) -> JaxCustomVJP:
     """Adapt a ``jax.custom_vjp`` function; its ``fwd``/``bwd`` are called directly.
 
@@ -250,6 +251,7 @@ def from_custom_vjp(
         elementwise=elementwise,
         domain=domain,
         examples=examples,
+        spaces=spaces,
     )
 
 
@@ -262,6 +264,7 @@ def from_custom_jvp(
     elementwise: bool = False,
     domain: DomainLike = None,
     examples: Sequence[Any] = (),
+    spaces: Any = None,
 ) -> JaxCustomJVP:
     """Adapt a ``jax.custom_jvp`` function; its ``jvp`` rule gives the frule directly (with
     default arguments filled in, as jax does); options as for ``from_custom_vjp``."""
@@ -274,6 +277,7 @@ def from_custom_jvp(
         elementwise=elementwise,
         domain=domain,
         examples=examples,
+        spaces=spaces,
     )
 
 
@@ -286,6 +290,7 @@ def from_function(
     elementwise: bool = False,
     domain: DomainLike = None,
     examples: Sequence[Any] = (),
+    spaces: Any = None,
 ) -> JaxFunction:
     """Adapt any jax-differentiable function (``jax.vjp`` for the rrule, ``jax.jvp`` frule);
     options as for ``from_custom_vjp``."""
@@ -300,6 +305,7 @@ def from_function(
         elementwise=elementwise,
         domain=domain,
         examples=examples,
+        spaces=spaces,
     )
 
 

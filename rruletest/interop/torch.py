@@ -215,6 +215,7 @@ def from_function(
     elementwise: bool = False,
     domain: DomainLike = None,
     examples: Sequence[Any] = (),
+    spaces: Any = None,
 ) -> TorchFunction:
     """Adapt a ``torch.autograd.Function`` subclass; its rules are called directly (raw).
 
@@ -240,6 +241,7 @@ def from_function(
         elementwise=elementwise,
         domain=domain,
         examples=examples,
+        spaces=spaces,
     )
 
 
@@ -251,6 +253,7 @@ def from_callable(
     elementwise: bool = False,
     domain: DomainLike = None,
     examples: Sequence[Any] = (),
+    spaces: Any = None,
 ) -> TorchCallable:
     """Adapt any differentiable torch function; torch's engine differentiates it (options as
     for ``from_function``).
@@ -268,6 +271,7 @@ def from_callable(
         elementwise=elementwise,
         domain=domain,
         examples=examples,
+        spaces=spaces,
     )
 
 
