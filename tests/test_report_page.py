@@ -204,3 +204,22 @@ def test_the_gate_writes_the_page(tmp_path: Path) -> None:
     assert run.returncode == 1, run.stdout + run.stderr
     page = (tmp_path / "out" / "index.html").read_text()
     assert page.index("rep_bad_cos") < page.index("rep_sin")  # failing rules first
+
+
+def test_a_scalar_curve_marks_kinks_and_the_inputs_tried() -> None:
+    rules = RuleSet()
+    info = rules.scalar_rule(np.abs, lambda x, y: (np.sign(x),))
+    c = scalar_curve(info, [0.5, -1.0, 99.0])
+    assert c is not None
+    assert c.kinks == [0.0]
+    assert list(c.tried) == [0.5, -1.0]  # 99 lies outside the plotted window
+    smooth = scalar_curve(rules.scalar_rule(np.sin, lambda x, y: (np.cos(x),)))
+    assert smooth is not None
+    assert smooth.kinks == []
+
+
+def test_rule_items_record_the_inputs_tried(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    collector = _run_gate(pytester, tmp_path / "report")
+    tried = collector.tried["rruletest::rep_rules::rep_sin[scalar]"]
+    assert len(tried) >= 5
+    assert all(isinstance(t, float) for t in tried)

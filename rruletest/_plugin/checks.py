@@ -55,6 +55,7 @@ class RunRecord:
     shrinks: int = 0
     failed: bool = False
     case: Case | None = None
+    tried: list[float] = field(default_factory=list)
     worst_rel_err: float | None = None
     dtypes: list[str] = field(default_factory=list)
     ndims: set[int] = field(default_factory=set)
@@ -65,7 +66,11 @@ class RunRecord:
             self.worst_rel_err = rel if self.worst_rel_err is None else max(rel, self.worst_rel_err)
 
     def ran(self, case: Case) -> None:
-        """Note the dtypes and shapes of a case that ran (not of shrinking runs)."""
+        """Note the dtypes and shapes of a case that ran (not of shrinking runs), and the
+        real numbers a one-argument case was tried at (for the report page's curves)."""
+        x = case.args[0] if len(case.args) == 1 else None
+        if isinstance(x, float | np.floating) and math.isfinite(x) and len(self.tried) < TRIED_KEPT:
+            self.tried.append(float(x))
         for d in case.dtypes():
             if d not in self.dtypes:
                 self.dtypes.append(d)
@@ -213,6 +218,10 @@ def _same_output(problems: list[Mismatch], path: str, actual: Any, expected: Any
                 "value", path, actual, expected, f"{path}: got {actual!r}, f gives {expected!r}"
             )
         )
+
+
+#: Real inputs of a one-argument rule kept for the report page.
+TRIED_KEPT = 200
 
 
 def _no_evidence(err: RuleTestFailure) -> bool:

@@ -186,6 +186,8 @@ class RuleItem(pytest.Item):
             self.user_properties.append(("rruletest_shapes", record.shape_summary()))
             if record.worst_rel_err is not None:
                 self.user_properties.append(("rruletest_worst_rel_err", record.worst_rel_err))
+            if record.tried:
+                self.user_properties.append(("rruletest_tried", list(record.tried)))
 
     def reportinfo(self) -> tuple[Path | str, int | None, str]:
         mod = sys.modules.get(self.info.module)

@@ -71,7 +71,32 @@ def scalar_curve(info: Any, tried: list[float] | None = None) -> ScalarCurve | N
         return None
     inside = [t for t in (tried or []) if a <= t <= b]
     bad = np.abs(rule - reference) > 1e-6 * (1 + np.abs(reference))
-    return ScalarCurve(x=x, rule=rule, reference=reference, tried=inside, failing=list(x[bad]))
+    kinks = [k for k in _kinks(f, x) if a <= k <= b]
+    return ScalarCurve(
+        x=x, rule=rule, reference=reference, tried=inside, failing=list(x[bad]), kinks=kinks
+    )
+
+
+def _kinks(f: Any, x: Any) -> list[float]:
+    """Where along ``x`` the one-sided derivatives of ``f`` change by more than they could
+    across one grid cell (a kink or a jump between two grid points), as its midpoints."""
+    import numpy as np
+
+    from rruletest.finite_differences.kinks import one_sided
+
+    try:
+        sides = one_sided(None, f, (x, np.ones_like(x)), elementwise=True)
+        left, right = np.asarray(sides.left, float), np.asarray(sides.right, float)
+    except Exception:
+        return []
+    slope = np.maximum(np.abs(left), np.abs(right))
+    scale = np.maximum(1.0, np.nanmax(slope) if np.isfinite(slope).any() else 1.0)
+    with np.errstate(invalid="ignore"):
+        # a kink at a grid point: its two sides differ; between two: right of one, left of next
+        at = np.abs(left - right) > 1e-3 * scale
+        between = np.abs(right[:-1] - left[1:]) > 0.2 * scale
+    found = list(x[at]) + list((x[:-1][between] + x[1:][between]) / 2)
+    return sorted(float(k) for k in found)[:20]
 
 
 class ReportCollector:
@@ -83,6 +108,7 @@ class ReportCollector:
         self.meta = meta
         self.rows: dict[str, RuleRow] = {}
         self.infos: dict[str, Any] = {}
+        self.tried: dict[str, list[float]] = {}
         self.page: Path | None = None
 
     def _row(self, nodeid: str) -> RuleRow:
@@ -121,6 +147,8 @@ class ReportCollector:
         on = [str(props[k]) for k in ("rruletest_dtypes", "rruletest_shapes") if props.get(k)]
         if on:
             row.checked_on = "; ".join(on)
+        if "rruletest_tried" in props:
+            self.tried[report.nodeid] = [float(t) for t in props["rruletest_tried"]]
         if "rruletest_worst_rel_err" in props:
             row.worst = float(props["rruletest_worst_rel_err"])
         if report.when == "call" or (report.when == "setup" and not report.passed):
@@ -139,7 +167,7 @@ class ReportCollector:
             for nodeid, info in self.infos.items():
                 row = self.rows.get(nodeid)
                 if row is not None and row.curve is None:
-                    row.curve = scalar_curve(info)
+                    row.curve = scalar_curve(info, self.tried.get(nodeid))
         self.page = write_report(
             self.directory, list(self.rows.values()), pictures=self.pictures, meta=self.meta
         )
