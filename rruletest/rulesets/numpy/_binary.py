@@ -127,6 +127,10 @@ def _avoid_zero_divisor(a: Any, b: Any) -> Any:
 #: ``power(x, p)`` is avoided where ``|p * log|x||`` exceeds this: ``x**p`` (and its partials)
 #: would be beyond ``1e26`` or below ``1e-26`` and overflow float32 or lose finite differences.
 POWER_LOG_LIMIT = 60.0
+#: ... and where the phase ``|Im(p * log(x))|`` exceeds this (radians): ``x**p`` is then
+#: ``exp`` of a large imaginary part, rounded to ``phase * eps`` rather than ``eps``, noise far
+#: above the round-off finite differences allow for at the small steps the avoid radius leaves.
+POWER_PHASE_LIMIT = 30.0
 
 
 def _avoid_power(x: Any, p: Any) -> Any:
@@ -134,7 +138,8 @@ def _avoid_power(x: Any, p: Any) -> Any:
     shape = np.broadcast_shapes(np.shape(x), np.shape(p))
     with np.errstate(all="ignore"):
         size = np.abs(np.real(np.asarray(p) * np.log(np.abs(np.asarray(x)))))
-    huge = np.asarray(size > POWER_LOG_LIMIT)
+        phase = np.abs(np.imag(np.asarray(p) * np.log(np.asarray(x, dtype=complex))))
+    huge = np.asarray(size > POWER_LOG_LIMIT) | np.asarray(phase > POWER_PHASE_LIMIT)
     return np.broadcast_to(near_real_segment(x, -np.inf, 0.0), shape) | huge
 
 
