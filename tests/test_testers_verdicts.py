@@ -236,3 +236,17 @@ def test_a_pullback_exception_shows_the_users_frames_only() -> None:
     frames = traceback.extract_tb(err.__cause__.__traceback__)
     assert [Path(fr.filename).name for fr in frames] == [Path(__file__).name]
     assert frames[0].name == "pullback"
+
+
+def test_one_nan_in_an_unrelated_argument_spoils_no_other_estimate() -> None:
+    def h(x: Any, y: Any) -> Any:
+        return 2 * x + 0 * np.nansum(y)
+
+    rules = RuleSet("nan")
+    rules.register_rrule(h)(
+        lambda x, y: (h(x, y), lambda ybar: (NT, 2 * unthunk(ybar), np.zeros_like(y)))
+    )
+    x, y = np.array([1.0, 2.0]), np.array([np.nan, 3.0])
+    report = test_rrule(h, x, y, rrule_f=rules.rrule, rng=0)
+    assert report.evidence[0] == Evidence("args[0]", 2, 0)  # every element of x compared
+    assert report.evidence[1] == Evidence("args[1]", 1, 1)  # only y's NaN is unchecked
