@@ -295,10 +295,7 @@ def broadcast_jvp_kinks(
     """Kink checks of an frule's ``ydot`` for an elementwise ``g`` along ``pairs``' tangents:
     per output element, ``ydot`` must lie between the one-sided directional derivatives."""
     sides = one_sided(fdm, g, *pairs, elementwise=True)
-    value = np.asarray(unthunk(ydot), dtype=np.float64)
-    kinds = classify(value, sides, rtol=rtol, atol=atol)
-    lines = describe(root, None, sides, value, kinds=kinds, along=True)
-    return KinkReport(kinds, lines)
+    return _along(sides, np.asarray(unthunk(ydot), dtype=np.float64), rtol, atol, root)
 
 
 def directional_kinks(
@@ -315,6 +312,10 @@ def directional_kinks(
     ``<xbar, xdot>`` against ``f = lambda *a: <ybar, f(*a)>``)."""
     sides = one_sided(fdm, f, *pairs)
     v = np.asarray(value, dtype=np.float64).reshape(np.shape(sides.left))
-    kinds = classify(v, sides, rtol=rtol, atol=atol)
-    lines = describe(root, None, sides, v, kinds=kinds, along=True)
-    return KinkReport(kinds, lines)
+    return _along(sides, v, rtol, atol, root)
+
+
+def _along(sides: Sides, value: F64, rtol: float, atol: float, root: str) -> KinkReport:
+    """The report of a directional derivative ``value`` against its one-sided ``sides``."""
+    kinds = classify(value, sides, rtol=rtol, atol=atol)
+    return KinkReport(kinds, describe(root, None, sides, value, kinds=kinds, along=True))

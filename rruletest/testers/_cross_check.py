@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from rruletest.rules import RuleSet, default_ruleset, frule, rrule
-from rruletest.tangents import NO_TANGENT, AbstractZero, NoTangent
+from rruletest.tangents import NO_TANGENT, AbstractZero
 from rruletest.testers._check import Check
 from rruletest.testers._constrained import draw_tangent
 from rruletest.testers._rand_tangent import rand_tangent
@@ -169,20 +169,27 @@ def one_scalar_rule(s: Setup, other_f: Any) -> bool:
     return all(i is not None and i.kind == "scalar" for i in infos)
 
 
+def _should_run(s: Setup, mode: bool | None, other_f: Any, other: str) -> bool:
+    """Whether the cross-check runs against ``other_f`` (the ``other`` kind of rule); when it
+    does not, says why (a failure if it was asked for)."""
+    if mode is False:
+        return False
+    if other_f is None:
+        _skip(s, mode, f"no {other} was found (pass {other}_f=)")
+    elif mode is None and one_scalar_rule(s, other_f):
+        _skip(s, mode, "both rules come from one scalar_rule: transposes by construction")
+    elif s.fdot is not None and not isinstance(s.fdot, AbstractZero):
+        _skip(s, mode, "f has a tangent of its own")
+    else:
+        return True
+    return False
+
+
 @_guarded
 def after_rrule(s: Setup, y: Any, ybar: Any, xbars: Sequence[Any], frule_f: Any,
                 mode: bool | None, check_fd: bool) -> None:  # fmt: skip
     """In ``test_rrule``: call the frule along random tangents and compare."""
-    if mode is False:
-        return
-    if frule_f is None:
-        _skip(s, mode, "no frule was found (pass frule_f=)")
-        return
-    if mode is None and one_scalar_rule(s, frule_f):
-        _skip(s, mode, "both rules come from one scalar_rule: transposes by construction")
-        return
-    if s.fdot is not None and not isinstance(s.fdot, NoTangent):
-        _skip(s, mode, "f has a tangent of its own")
+    if not _should_run(s, mode, frule_f, "frule"):
         return
     xdots = [draw_tangent(s.gen, a) if a.numeric and not a.strict else NO_TANGENT for a in s.args]
     try:
@@ -209,16 +216,7 @@ def after_rrule(s: Setup, y: Any, ybar: Any, xbars: Sequence[Any], frule_f: Any,
 def after_frule(s: Setup, y: Any, xdots: Sequence[Any], ydot: Any, rrule_f: Any,
                 mode: bool | None, check_fd: bool) -> None:  # fmt: skip
     """In ``test_frule``: call the rrule and its pullback with a random ``ybar``, compare."""
-    if mode is False:
-        return
-    if rrule_f is None:
-        _skip(s, mode, "no rrule was found (pass rrule_f=)")
-        return
-    if mode is None and one_scalar_rule(s, rrule_f):
-        _skip(s, mode, "both rules come from one scalar_rule: transposes by construction")
-        return
-    if s.fdot is not None and not isinstance(s.fdot, AbstractZero):
-        _skip(s, mode, "f has a tangent of its own")
+    if not _should_run(s, mode, rrule_f, "rrule"):
         return
     try:
         ybar = rand_tangent(s.gen, y)

@@ -38,8 +38,7 @@ from rruletest.broadcast import broadcasted
 from rruletest.errors import Mismatch
 from rruletest.finite_differences import Estimate, broadcast_jvp, jvp_estimate, to_vec
 from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
-from rruletest.tolerances import default_tolerances
-from rruletest.walk import leaves
+from rruletest.tolerances import default_tolerances, leaf_dtypes
 
 __all__ = [
     "Transposition",
@@ -155,14 +154,9 @@ def _inner(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
 
 def _precision(values: Sequence[Any]) -> tuple[float, float]:
     """The machine epsilon and smallest normal number of the least precise floating dtype
-    among ``values``' leaves."""
-    eps, tiny = float(np.finfo(np.float64).eps), float(np.finfo(np.float64).tiny)
-    for _, leaf in leaves(tuple(values), thunks=False):
-        dtype = getattr(leaf, "dtype", None)
-        if isinstance(dtype, np.dtype) and dtype.kind in "fc":
-            info = np.finfo(dtype)
-            eps, tiny = max(eps, float(info.eps)), max(tiny, float(info.tiny))
-    return eps, tiny
+    among ``values``' leaves (``tolerances.leaf_dtypes``, the walk the testers share)."""
+    infos = [np.finfo(d) for d in leaf_dtypes(tuple(values))] or [np.finfo(np.float64)]
+    return max(float(i.eps) for i in infos), max(float(i.tiny) for i in infos)
 
 
 def sides(
