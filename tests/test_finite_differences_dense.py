@@ -131,3 +131,29 @@ def test_jvp_skips_coordinates_with_zero_tangent() -> None:
     est = dense_jvp(None, g, (x,), (dot,))
     np.testing.assert_allclose(est.value, np.where(np.arange(10) >= 3, 2.0, 0.0), atol=1e-10)
     assert g.calls <= 25  # one coordinate's worth, not ten
+
+
+@pytest.mark.parametrize(
+    "f",
+    [lambda x: x, np.atleast_2d, np.squeeze, np.real, lambda x: x[::-1]],
+    ids=["identity", "atleast_2d", "squeeze", "real", "reversed view"],
+)
+def test_an_output_that_is_the_argument_or_its_view_is_kept(f: Any) -> None:
+    # The engine perturbs a working copy in place and restores it after each call: an output
+    # that is that copy, or a view of it, must be taken before the restore, or every
+    # difference is zero.
+    x = np.array([[0.25, 0.5, 0.75], [0.4, 0.65, 0.9]])
+    ybar = np.arange(1.0, 7.0).reshape(np.shape(f(x)))
+    (est,) = dense_vjp(None, f, ybar, x)
+    np.testing.assert_allclose(est.value.reshape(-1), np.asarray(f(ybar)).reshape(-1), rtol=1e-9)
+    jv = dense_jvp(None, f, [x], [ybar.reshape(x.shape)])
+    expected = np.asarray(f(ybar.reshape(x.shape))).reshape(-1)
+    np.testing.assert_allclose(np.asarray(jv.value).reshape(-1), expected, rtol=1e-9)
+
+
+def test_an_output_that_is_a_view_of_the_flat_working_vector_is_kept() -> None:
+    # A list argument is rebuilt from the working flat vector; an output viewing it is copied.
+    xs = [np.arange(3.0), np.ones(2)]
+    (est,) = dense_vjp(None, lambda v: v[0], np.array([1.0, 2.0, 3.0]), xs)
+    np.testing.assert_allclose(est.value[0], [1.0, 2.0, 3.0], rtol=1e-9)
+    np.testing.assert_allclose(est.value[1], [0.0, 0.0], atol=1e-12)

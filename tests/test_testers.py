@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from testers_helpers import NT, failure, rrule_of, sin_rules
 
-from rruletest import RuleSet, Tangent, ZeroTangent, unthunk
+from rruletest import NoTangent, RuleSet, Tangent, ZeroTangent, unthunk
 from rruletest.broadcast import broadcasted, unbroadcast
 from rruletest.tangents import AbstractZero
 from rruletest.testers import rand_tangent, test_frule, test_rrule, test_scalar, with_tangent
@@ -573,3 +573,20 @@ def test_adjoint_mode_reports_the_identity_error() -> None:
     assert report.numerical.startswith("adjoint identity")
     assert report.worst_rel_err is not None
     assert report.worst_rel_err < 1e-9
+
+
+@pytest.mark.parametrize(
+    "f", [lambda x: x, np.atleast_1d, np.squeeze], ids=["id", "atleast_1d", "squeeze"]
+)
+def test_a_function_returning_its_argument_passes_both_testers(f: Any) -> None:
+    # An output that is the argument itself (or a view of it) must not read as a zero Jacobian.
+    x = np.array([[0.25, 0.5, 0.75], [0.4, 0.65, 0.9]])
+
+    def rrule_f(g: Any, x: Any) -> Any:
+        return g(x), lambda ybar: (NoTangent(), np.reshape(unthunk(ybar), np.shape(x)))
+
+    def frule_f(dots: Any, g: Any, x: Any) -> Any:
+        return g(x), g(dots[1])
+
+    test_rrule(f, x, rrule_f=rrule_f)
+    test_frule(f, x, frule_f=frule_f)

@@ -131,7 +131,9 @@ class _Working:
                 old = v[i]
                 v[i] = t
                 try:
-                    return _row(f(*back(v)), m)
+                    row = _row(f(*back(v)), m)
+                    # the output may be a view of the working vector, restored below
+                    return row.copy() if np.may_share_memory(row, v) else row
                 finally:
                     v[i] = old
 
@@ -145,7 +147,8 @@ class _Working:
             flat[j] = t
             try:
                 y = f(*args)
-                if type(y) is np.ndarray and y.base is None and y.dtype.kind == "f":
+                fresh = type(y) is np.ndarray and y.base is None and all(y is not a for a in args)
+                if fresh and y.dtype.kind == "f":
                     if y.size == m:
                         return y.reshape(-1)  # a new float array: the common case
                 elif isinstance(y, np.ndarray):
