@@ -147,12 +147,16 @@ class _Working:
             flat[j] = t
             try:
                 y = f(*args)
-                fresh = type(y) is np.ndarray and y.base is None and all(y is not a for a in args)
-                if fresh and y.dtype.kind == "f":
+                if (
+                    type(y) is np.ndarray
+                    and y.base is None
+                    and y.dtype.kind == "f"
+                    and all(y is not a for a in args)
+                ):
                     if y.size == m:
                         return y.reshape(-1)  # a new float array: the common case
                 elif isinstance(y, np.ndarray):
-                    y = y.copy()  # perhaps a view of an argument: keep it as it is now
+                    y = y.copy()  # an argument or a view of one: keep it as it is now
                 return _row(y, m)
             finally:
                 flat[j] = old
