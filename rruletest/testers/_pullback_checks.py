@@ -182,8 +182,7 @@ def call_pullback(report: Report, pullback: Any, ybar: Any, call: str, n: int) -
         report.problem(
             Check.OUTPUT,
             call,
-            f"returned a list of length {n}; return a "
-            f"tuple (fbar, xbar_0, ..., xbar_{n - 2}) instead",
+            f"returned a list of length {n}; return a tuple {_layout(n)} instead",
             actual=out,
             expected="a tuple",
         )
@@ -193,8 +192,8 @@ def call_pullback(report: Report, pullback: Any, ybar: Any, call: str, n: int) -
             Check.OUTPUT,
             call,
             f"returned a {type(out).__name__} of "
-            f"length {len(out)}; expected a tuple of length {n}: (fbar, xbar_0, ..., "
-            f"xbar_{n - 2}), one tangent for f then one per argument",
+            f"length {len(out)}; expected a tuple of length {n}: {_layout(n)}, one tangent "
+            f"for f then one per argument",
             actual=len(out),
             expected=n,
         )
@@ -202,10 +201,17 @@ def call_pullback(report: Report, pullback: Any, ybar: Any, call: str, n: int) -
     report.problem(
         Check.OUTPUT,
         call,
-        f"returned {describe(out)}; expected a tuple of "
-        f"length {n}: (fbar, xbar_0, ..., xbar_{n - 2}), one tangent for f then one "
-        f"per argument",
+        f"returned {describe(out)}; expected a tuple of length {n}: {_layout(n)}, one "
+        f"tangent for f then one per argument",
         actual=out,
         expected=f"tuple of length {n}",
     )
     return None
+
+
+def _layout(n: int) -> str:
+    """The pullback's expected tuple for ``n - 1`` arguments, as the messages spell it."""
+    names = ["fbar"] + [f"xbar_{i}" for i in range(n - 1)]
+    if n > 4:
+        names = [*names[:2], "...", names[-1]]
+    return "(" + ", ".join(names) + ")"
