@@ -430,6 +430,36 @@ def test_a_domain_too_narrow_to_draw_in_names_the_rule_and_domain(tmp_path: Path
     assert "hypothesis" not in run.stdout
 
 
+OUTSIDE = """
+import numpy as np
+from rruletest import NoTangent, register_rrule
+
+def logsum(x):
+    return np.sum(np.log(x))
+
+@register_rrule(logsum, domain="(0.5, inf)", examples=[(np.array([[0.75, 2.0], [0.25, 1.0]]),)])
+def _(x):
+    return logsum(x), lambda ybar: (NoTangent(), ybar / x)
+"""
+
+
+def test_examples_outside_the_domain_are_named(tmp_path: Path) -> None:
+    # Generated inputs stay near the examples and inside the domain: with every example
+    # outside it, the report says which element is out, not that drawing was unsatisfiable.
+    (tmp_path / "outside.py").write_text(OUTSIDE)
+    run = _cli(tmp_path, "check", "outside", "--seed", "1")
+    assert run.returncode == 1
+    assert (
+        "no input can be drawn for logsum: each of its 1 example(s) lies outside its domain "
+        "(0.5, inf) (example 0: args[0][1, 0] = 0.25 is outside (0.5, inf)), and generated "
+        "inputs stay near the examples"
+    ) in run.stdout
+    assert "hint: move the examples inside the domain, or widen the domain" in run.stdout
+    inside = OUTSIDE.replace("0.25", "0.6")
+    (tmp_path / "inside.py").write_text(inside)
+    assert _cli(tmp_path, "check", "inside", "--seed", "1").returncode == 0
+
+
 def test_rerun_with_keeps_every_option_that_shaped_the_run(tmp_path: Path) -> None:
     (tmp_path / "rerun.py").write_text(BAD)
     argv = ["check", "rerun", "--seed", "7", "--examples", "3", "--dtypes", "float32,float64"]

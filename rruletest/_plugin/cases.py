@@ -44,6 +44,7 @@ from rruletest.rules.inputs import example_kwargs
 __all__ = [
     "CannotGenerate",
     "Case",
+    "ExamplesOutsideDomain",
     "UnusableDomain",
     "bound_margin",
     "example_cases",
@@ -62,6 +63,12 @@ PERTURBATIONS = (0.0, 1e-6, 1e-3, 1e-1)
 
 class CannotGenerate(Exception):
     """rruletest cannot build inputs for this rule (the item is skipped with this reason)."""
+
+
+class ExamplesOutsideDomain(Exception):
+    """Every registered example lies outside the rule's domain, so no input can be drawn near
+    one (generated inputs stay near the examples and inside the domain). The message names
+    the first example's first element outside."""
 
 
 @dataclass
@@ -254,6 +261,26 @@ def _inside(domain: Domain, args: list[Any]) -> bool:
         return True
 
 
+def _where_outside(domain: Domain, args: list[Any]) -> str:
+    """The first element of ``args`` that ``_inside`` rejects, as ``args[i][j, k] = v ...``."""
+    n = len(domain.intervals)
+    for i, x in enumerate(args):
+        if not is_differentiable(x):
+            continue
+        arr = np.asarray(x)
+        bad = ~np.isfinite(arr)
+        why = "is not finite"
+        if not bad.any() and (n == 1 or i < n):
+            interval = domain.interval(i)
+            bad = ~np.asarray(interval.contains(arr.real), dtype=bool)
+            why = f"is outside {interval}"
+        if bad.any():
+            at = tuple(int(k) for k in np.argwhere(bad)[0]) if arr.ndim else ()
+            where = f"args[{i}]" + (f"[{', '.join(map(str, at))}]" if at else "")
+            return f"{where} = {arr[at].item()!r} {why}"
+    return "its arguments are near a point the domain's avoid predicate excludes"
+
+
 def finite_output(case: Case) -> bool:
     """Whether ``f`` gives a finite output at the case, with room to spare (``|y|`` at most
     ``sqrt(finfo.max)``): near overflow neither the rule nor finite differences can be exact,
@@ -314,11 +341,23 @@ def generated_cases(info: RuleInfo, config: RuleTestConfig) -> st.SearchStrategy
         ]
         return st.one_of(*scal, *arrs)
     if info.examples:
+        inside = [
+            e
+            for e in info.examples
+            if _inside(domain, list(_with_prefix(prefix, e))[len(prefix) :])
+        ]
+        if not inside:
+            first = list(_with_prefix(prefix, info.examples[0]))[len(prefix) :]
+            raise ExamplesOutsideDomain(
+                f"no input can be drawn for {info.name}: each of its {len(info.examples)} "
+                f"example(s) lies outside its domain {domain} (example 0: "
+                f"{_where_outside(domain, first)}), and generated inputs stay near the examples"
+            )
         near = [
             _perturbed(domain, _with_prefix(prefix, e), len(prefix), info.spaces).map(
                 _maker(testers, info.key[0], domain, example_kwargs(e))
             )
-            for e in info.examples
+            for e in inside
         ]
         return st.one_of(*near)
     shapes = getattr(info, "shapes", None)

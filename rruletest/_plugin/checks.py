@@ -24,6 +24,7 @@ from rruletest import strategies as rst
 from rruletest._plugin.cases import (
     CannotGenerate,
     Case,
+    ExamplesOutsideDomain,
     UnusableDomain,
     example_cases,
     finite_output,
@@ -263,6 +264,13 @@ def check_rule(
         if explicit:
             return
         raise
+    except ExamplesOutsideDomain as err:
+        hint = "move the examples inside the domain, or widen the domain to hold them"
+        raise RuleTestFailure(
+            [Mismatch("inputs", "domain", info.domain, None, str(err), hint=hint)],
+            header=f"rruletest could not test the rule for {info.name} ({info.kind}, "
+            f"registered by {info.module}): its examples lie outside its domain",
+        ) from None
     except UnusableDomain as err:
         if explicit:
             return
