@@ -60,6 +60,7 @@ from rruletest.testers._findings import kinks_jvp, kinks_vjp, noise_note
 from rruletest.testers._report import Check
 from rruletest.testers._setup import Setup, domain_for, ruleset_of
 from rruletest.testers._snapshot import nonzero, short
+from rruletest.testers._space_hint import space_hint
 
 __all__ = [
     "ADJOINT_DIRECTIONS",
@@ -195,6 +196,9 @@ def check_vjp(
         )
         if found and g is not None and not _is_broadcast(s):
             _noise(s, g, [b.primal for b in live], out[a.index + 1], est, fdm)
+            hint = space_hint(a.path, a.primal, out[a.index + 1], ref, rtol, widen(atol, est.error))
+            if hint:
+                report.note(hint)
         report.measured(out[a.index + 1], est.value)
         record(report, a.path, counts, "its cotangent")
 
