@@ -13,8 +13,10 @@ errors in ``_errors``, the per-argument declarations of the ``test_*`` methods i
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 from rruletest.interop._declarations import run_tester
 from rruletest.interop._errors import (
@@ -41,8 +43,44 @@ __all__ = [
     "NoRuleError",
     "Pullback",
     "no_rule_reason",
+    "recreatable",
     "require",
 ]
+
+_Factory = TypeVar("_Factory", bound=Callable[..., Any])
+
+#: How to make an adapter again: (module, factory name, positional arguments, keyword options).
+MadeBy = tuple[str, str, tuple[Any, ...], dict[str, Any]]
+
+
+def recreatable(factory: _Factory) -> _Factory:
+    """Decorate an adapter factory (``from_function``...) so that each adapter it makes records
+    the call that made it (``made_by``; ``examples=`` left out). A failure's ``reproduce:``
+    line then makes the adapter again, instead of asking for it "as defined in the test"."""
+    sig = inspect.signature(factory)
+
+    @functools.wraps(factory)
+    def make(*args: Any, **kwargs: Any) -> Any:
+        adapter = factory(*args, **kwargs)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError:  # pragma: no cover - the factory itself accepted the call
+            return adapter
+        positional = tuple(
+            v for k, v in bound.arguments.items() if sig.parameters[k].kind is not _KEYWORD
+        )
+        options = {
+            k: v
+            for k, v in bound.arguments.items()
+            if sig.parameters[k].kind is _KEYWORD and k != "examples"
+        }
+        adapter.made_by = (factory.__module__, factory.__name__, positional, options)
+        return adapter
+
+    return cast(_Factory, make)
+
+
+_KEYWORD = inspect.Parameter.KEYWORD_ONLY
 
 
 # --------------------------------------------------------------------------------------------
@@ -93,6 +131,12 @@ class Adapted:
 
     framework: ClassVar[str] = ""
     mode: str = ""
+    #: the factory call that made this adapter (``recreatable``), or None
+    made_by: MadeBy | None = None
+
+    def __rruletest_call__(self) -> MadeBy | None:
+        """How a ``reproduce:`` line makes this adapter again (None: it cannot)."""
+        return self.made_by
 
     def __init__(
         self,
@@ -156,6 +200,9 @@ class Adapted:
         clone = object.__new__(type(self))
         clone.__dict__.update(self.__dict__)
         clone.nondiff_argnums = more
+        if self.made_by is not None:
+            module, name, positional, options = self.made_by
+            clone.made_by = (module, name, positional, {**options, "nondiff_argnums": more})
         clone._install()
         return clone
 

@@ -67,6 +67,10 @@ class AdapterRules(RuleSet):
                     *key, domain=adapter.domain, examples=adapter.examples, spaces=spaces
                 )(_named(adapter, lambda t, *a, **k: adapter.dispatch_frule(t, adapter, a, k)))
 
+    def __rruletest_owner__(self) -> AdapterLike:
+        """The adapter, whose ``rrule``/``frule`` these methods are (for ``reproduce:``)."""
+        return self.adapter
+
     def rrule(self, f: Any, *args: Any, **kwargs: Any) -> tuple[Any, Pullback]:
         """``(y, pullback)`` from the adapter's reverse rule (see ``Adapted.rrule``)."""
         return self.adapter.dispatch_rrule(f, args, kwargs)

@@ -46,6 +46,7 @@ from rruletest.interop._base import (
     NoRuleError,
     Pullback,
     no_rule_reason,
+    recreatable,
     require,
 )
 from rruletest.interop._convert import (
@@ -356,6 +357,7 @@ class AutogradFunction(Adapted):
         return missing
 
 
+@recreatable
 def from_primitive(
     f: Any,
     *,
@@ -391,6 +393,7 @@ def from_primitive(
     )
 
 
+@recreatable
 def from_function(
     f: Any,
     *,

@@ -41,7 +41,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rruletest.domains import DomainLike
-from rruletest.interop._base import InteropError, MissingRuleError, Pullback
+from rruletest.interop._base import InteropError, MissingRuleError, Pullback, recreatable
 from rruletest.interop._convert import scatter_cotangents
 from rruletest.interop._jax_adapter import FUNCTION_ADAPTER, JaxAdapter, all_positional
 from rruletest.interop._jax_support import (
@@ -215,6 +215,7 @@ class JaxCustomJVP(JaxAdapter):
 # --------------------------------------------------------------------------------------------
 
 
+@recreatable
 def from_custom_vjp(
     f: Any,
     *,
@@ -255,6 +256,7 @@ def from_custom_vjp(
     )
 
 
+@recreatable
 def from_custom_jvp(
     f: Any,
     *,
@@ -281,6 +283,7 @@ def from_custom_jvp(
     )
 
 
+@recreatable
 def from_function(
     f: Any,
     *,

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from rruletest.domains import DomainLike
-from rruletest.interop._base import Adapted, InteropError, MissingRuleError, Pullback
+from rruletest.interop._base import Adapted, InteropError, MissingRuleError, Pullback, recreatable
 from rruletest.interop._convert import (
     as_cotangent,
     cotangent_leaves,
@@ -207,6 +207,7 @@ class TorchFunction(Adapted):
 # --------------------------------------------------------------------------------------------
 
 
+@recreatable
 def from_function(
     cls: Any,
     *,
@@ -245,6 +246,7 @@ def from_function(
     )
 
 
+@recreatable
 def from_callable(
     fn: Any,
     *,

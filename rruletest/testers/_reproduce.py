@@ -68,6 +68,7 @@ class _Writer:
         self.arrays: dict[str, np.ndarray] = {}
         self.pickled: list[Any] = []
         self.missing: list[str] = []  # values the line names but cannot recreate
+        self.made: dict[int, str] = {}  # objects made by a call in the line, by id: their name
 
     def expr(self, x: Any, depth: int = 0) -> str:
         if depth > MAX_DEPTH:  # deep, or containing itself: saved whole
@@ -97,6 +98,9 @@ class _Writer:
             return self._rruletest_value(x)
         if type(x).__name__ == "FiniteDifferenceMethod":
             return self._fdm(x)
+        made = self._made(x, d)
+        if made is not None:
+            return made
         if callable(x):
             named = self._callable(x)
             if named is not None:
@@ -135,8 +139,33 @@ class _Writer:
             f"max_range={_float(float(fdm.max_range))})"
         )
 
+    def _made(self, x: Any, depth: int) -> str | None:
+        """An object that says how to make it again (``__rruletest_call__``: an interop adapter)
+        as that call; made once per line (``(_made0 := call)``, then ``_made0``), since an
+        adapter's ``rrule`` accepts only that adapter as ``f``."""
+        how = getattr(type(x), "__rruletest_call__", None)
+        if how is None:
+            return None
+        if id(x) in self.made:
+            return self.made[id(x)]
+        try:
+            module, factory, args, options = how(x)
+        except Exception:
+            return None
+        self.imports[f"import {module}"] = None
+        parts = [self.expr(a, depth) for a in args]
+        parts += [f"{k}={self.expr(v, depth)}" for k, v in options.items()]
+        name = f"_made{len(self.made)}"
+        self.made[id(x)] = name
+        return f"({name} := {module}.{factory}({', '.join(parts)}))"
+
     def _callable(self, f: Any) -> str | None:
         owner: Any = getattr(f, "__self__", None)
+        of = getattr(type(owner), "__rruletest_owner__", None)
+        if of is not None and hasattr(f, "__name__"):  # adapter.rrule: a method of its rules
+            made = self._made(of(owner), 1)
+            if made is not None:
+                return f"{made}.{f.__name__}"
         if owner is not None and not isinstance(owner, type) and hasattr(f, "__name__"):
             holder = _global_name(owner)
             if holder is not None:
@@ -163,6 +192,10 @@ class _Writer:
             elif module != "__main__":
                 self.imports[f"import {module}"] = None
                 return f"{module}.{qual}"
+        held = _module_holding(f)
+        if held is not None:
+            self.imports[f"import {held}"] = None
+            return f"{held}.{f.__name__}"
         if not inspect.isfunction(f):
             return None  # a callable object: pickled when it can be
         self.missing.append(name)
@@ -220,6 +253,38 @@ def _resolves(module: str, qualname: str, f: Any) -> bool:
     except Exception:
         return False
     return obj is f or getattr(obj, "__wrapped__", None) is f
+
+
+def _registered(f: Any, args: tuple[Any, ...], option: str) -> bool:
+    """Whether ``f`` is an adapter (it says how to make it again) whose rule the default
+    RuleSet holds (``rruletest.interop.register``): the rule the tester found by default."""
+    if getattr(type(f), "__rruletest_call__", None) is None:
+        return False
+    from rruletest.rules import default_ruleset
+
+    find = default_ruleset.rrule_info if option == "rrule_f" else default_ruleset.frule_info
+    try:
+        return find(f, *args) is not None
+    except Exception:
+        return False
+
+
+def _module_holding(f: Any) -> str | None:
+    """A public module of ``f``'s package holding ``f`` under its own name, the shortest first:
+    a function made by a decorator factory (an autograd primitive's ``qualname`` is
+    ``primitive.<locals>.f_wrapped``) is still importable as ``autograd.numpy.sin``."""
+    name, module = getattr(f, "__name__", None), getattr(f, "__module__", None)
+    if not isinstance(name, str) or not isinstance(module, str) or not name.isidentifier():
+        return None
+    top = module.split(".")[0]
+    holders = [
+        m
+        for m, mod in list(sys.modules.items())
+        if (m == top or m.startswith(top + "."))
+        and not any(part.startswith("_") for part in m.split("."))
+        and getattr(mod, "__dict__", {}).get(name) is f
+    ]
+    return min(holders, key=lambda m: (m.count("."), len(m))) if holders else None
 
 
 def _global_name(obj: Any) -> tuple[str, str] | None:
@@ -296,6 +361,13 @@ def reproduce_line(
     rng=seed)`` with its imports and loads. ``options`` are the keyword options the caller
     gave (those left at their defaults are not passed)."""
     w = _Writer()
+    own = {"test_rrule": "rrule_f", "test_frule": "frule_f"}.get(tester)
+    if own and own not in options and _registered(f, args, own):
+        # An adapter's rule found where it was registered (the gate's default RuleSet) is its
+        # own: the line passes it, since a fresh process has no registration.
+        rule = getattr(f, own[:-2], None)
+        if rule is not None:
+            options = {**options, own: rule}
     parts = [w.expr(f), *(w.expr(a) for a in args)]
     if fkwargs:
         parts.append(f"fkwargs={w.expr(dict(fkwargs))}")
