@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import os
 import subprocess
 import sys
@@ -200,6 +201,27 @@ def test_results_do_not_depend_on_test_order() -> None:
     second = run_fresh(code.format(order="('float32', 'float64')"))
     assert sorted(first.splitlines()) == sorted(second.splitlines())
     assert sorted(first.splitlines()) == ["float32 True", "float64 True"]
+
+
+def test_a_float32_kernel_promoted_to_float64_is_differenced_at_float32_precision() -> None:
+    """jax's float32 ``owens_t`` returns float64 values that resolve the input in steps of
+    alternately 1 and 2 ulps: judged at float64 round-off, the engine took a step of 3 ulps
+    and missed the derivative by 0.1% while claiming 1e-10 (the gate failed this correct rule
+    in about one seed of three). Round-off is judged at the input's precision."""
+    from jax.scipy.special import owens_t
+
+    from rruletest.finite_differences.dense import dense_vjp
+
+    f = rjax.from_function(lambda h: owens_t(h, 0.5), name="owens_t_h")
+    x = np.array([[0.251, 0.501, 0.751], [0.401, 0.651, 0.901]], dtype=np.float32)
+    ybar = np.zeros((2, 3))
+    ybar[0, 2] = 1.0
+    (est,) = dense_vjp(None, f, ybar, x)
+    h = 0.751
+    exact = -np.exp(-h * h / 2) / np.sqrt(2 * np.pi) * math.erf(0.5 * h / np.sqrt(2)) / 2
+    assert abs(float(est.value[0, 2]) - exact) <= max(float(est.error[0, 2]), 1e-6 * abs(exact))
+    assert abs(float(est.value[0, 2]) - exact) < 1e-5 * abs(exact)
+    f.test_rrule(x, rng=14820586873)
 
 
 # -- complex numbers ---------------------------------------------------------------------------
