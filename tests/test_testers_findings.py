@@ -95,3 +95,51 @@ def test_float16_broadcast_rules_are_checked_for_real() -> None:
             test_rrule(broadcasted, np.sin, x, rrule_f=bad.rrule, rng=0)
         with pytest.raises(RuleTestFailure):
             test_frule(broadcasted, np.sin, x, frule_f=bad.frule, rng=0)
+
+
+# -- kinks along a direction, for any frule (not a broadcast) ---------------------------------
+
+NEAR_TIE = np.linspace(0.0, 1.0, 50)
+NEAR_TIE[20] = NEAR_TIE[21] + 3e-9  # two entries a step apart: sort has a kink within h
+
+
+def _sort_frule(scale: float) -> Any:
+    def frule(dots: Any, f: Any, a: Any) -> Any:
+        ydot = np.asarray(dots[1])[np.argsort(a, kind="stable")].copy()
+        ydot[20] *= scale
+        return np.sort(a), ydot
+
+    return frule
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_general_frule_at_a_near_tie_is_checked_against_both_sides(seed: int) -> None:
+    # 50 outputs: the directional finite-difference jvp, whose central difference averages the
+    # slopes of the two entries that cross within its step; the rule's slope is one side.
+    report = test_frule(np.sort, NEAR_TIE, frule_f=_sort_frule(1.0), rng=seed)
+    kinks = [n for n in report.notes if "is at a kink along the tangent" in n]
+    assert [k.split()[0] for k in kinks] == ["ydot[20]", "ydot[21]"]
+    assert all(k.endswith("between them (accepted)") for k in kinks)
+
+
+def test_a_general_frule_outside_both_sides_of_a_near_tie_fails() -> None:
+    with pytest.raises(RuleTestFailure) as info:
+        test_frule(np.sort, NEAR_TIE, frule_f=_sort_frule(3.0), rng=0)
+    text = str(info.value)
+    assert "[numeric] ydot: the output tangent differs from the numerical jvp" in text
+    assert "ydot[20] is at a kink along the tangent" in text
+
+
+def test_kinks_along_a_direction_are_named_by_the_outputs_index() -> None:
+    x = NEAR_TIE.reshape(5, 10)
+
+    def sort_rows(a: Any) -> Any:
+        return np.sort(a, axis=None).reshape(5, 10)
+
+    def frule(dots: Any, f: Any, a: Any) -> Any:
+        order = np.argsort(a, axis=None, kind="stable")
+        return sort_rows(a), np.asarray(dots[1]).reshape(-1)[order].reshape(5, 10)
+
+    report = test_frule(sort_rows, x, frule_f=frule, rng=0)
+    kinks = [n.split(" is at")[0] for n in report.notes if "is at a kink along the tangent" in n]
+    assert kinks == ["ydot[2, 0]", "ydot[2, 1]"]

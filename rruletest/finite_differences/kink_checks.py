@@ -311,7 +311,11 @@ def directional_kinks(
     tangents (an frule's ``ydot`` flattened as ``to_vec`` does, or for a pullback the scalar
     ``<xbar, xdot>`` against ``f = lambda *a: <ybar, f(*a)>``)."""
     sides = one_sided(fdm, f, *pairs)
-    v = np.asarray(value, dtype=np.float64).reshape(np.shape(sides.left))
+    v = np.asarray(value, dtype=np.float64)
+    if v.ndim > 1 and v.size == np.size(sides.left):  # findings indexed like the output
+        sides = Sides(*(np.reshape(np.asarray(part), v.shape) for part in sides))
+    else:
+        v = v.reshape(np.shape(sides.left))
     return _along(sides, v, rtol, atol, root)
 
 

@@ -56,7 +56,7 @@ from rruletest.testers._fd_inputs import (
     recorded,
     widen,
 )
-from rruletest.testers._findings import kinks_jvp, kinks_vjp, noise_note
+from rruletest.testers._findings import kinks_directional, kinks_jvp, kinks_vjp, noise_note
 from rruletest.testers._report import Check
 from rruletest.testers._setup import Setup, domain_for, ruleset_of
 from rruletest.testers._snapshot import nonzero, short
@@ -277,10 +277,16 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
         return
     report.reference(mode, fdm)
     expected = est.value
-    if _is_broadcast(s) and g is not None:
+    broadcast = _is_broadcast(s)
+    if g is not None and (broadcast or mode.startswith("finite-difference")):
         try:
-            expected, lines = kinks_jvp(fdm, g, ydot, pairs, est.value, rtol,
-                                        widen(atol, est.error))  # fmt: skip
+            if broadcast:
+                expected, lines = kinks_jvp(fdm, g, ydot, pairs, est.value, rtol,
+                                            widen(atol, est.error))  # fmt: skip
+            else:
+                pairs = list(zip((a.primal for a in live), dots, strict=True))
+                expected, lines = kinks_directional(fdm, g, ydot, pairs, est.value, rtol,
+                                                    widen(atol, est.error))  # fmt: skip
         except Exception:
             lines = []  # the one-sided runs failed: compare as usual
         for line in lines:
