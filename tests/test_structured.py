@@ -555,3 +555,10 @@ def test_named_tangent_attribute_and_index_unthunk_the_field() -> None:
 def test_thunk_of_a_zero_field_reads_as_the_zero() -> None:
     t = Tangent(tuple, Thunk(lambda: NoTangent()))
     assert t[0] is NoTangent()
+
+
+def test_in_reads_a_dict_tangents_keys_as_a_dicts() -> None:
+    t = Tangent(dict, {"s": 1.0})
+    assert "s" in t
+    assert "p" not in t
+    assert t["p"] == ZeroTangent()  # absent keys still read as zeros

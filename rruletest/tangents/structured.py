@@ -282,6 +282,16 @@ class Tangent:
             f"Tangent({self._primal_type.__name__}, ...) is not a sequence; use .items()"
         )
 
+    def __contains__(self, key: Any) -> bool:
+        """For a dict (or named) primal: whether ``key`` (a field name) is stored, as
+        ``key in d`` for the dict a pullback would otherwise receive; a tuple's or list's
+        tangent: whether ``key`` is one of its fields' values, as for a tuple.
+
+        >>> "a" in Tangent(dict, {"a": 1.0}), "b" in Tangent(dict, {"a": 1.0})
+        (True, False)
+        """
+        return key in self._backing
+
     def __len__(self) -> int:
         if _is_namedtuple_type(self._primal_type):
             return len(self._primal_type._fields)  # type: ignore[attr-defined]
