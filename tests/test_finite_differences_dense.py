@@ -157,3 +157,19 @@ def test_an_output_that_is_a_view_of_the_flat_working_vector_is_kept() -> None:
     (est,) = dense_vjp(None, lambda v: v[0], np.array([1.0, 2.0, 3.0]), xs)
     np.testing.assert_allclose(est.value[0], [1.0, 2.0, 3.0], rtol=1e-9)
     np.testing.assert_allclose(est.value[1], [0.0, 0.0], atol=1e-12)
+
+
+def test_an_output_not_finite_at_x_leaves_the_others_estimated() -> None:
+    # log of a negative element is NaN at x and around it: that output has no derivative, and
+    # the other outputs' rows are estimated as if it were not there.
+    x = np.array([0.5, 1.0, -1.0, 2.0])
+    ybar = np.array([1.0, 2.0, 0.0, 3.0])
+    with np.errstate(invalid="ignore"):
+        (est,) = dense_vjp(None, np.log, ybar, x)
+    np.testing.assert_allclose(est.value, [2.0, 2.0, 0.0, 1.5], rtol=1e-9)
+    assert np.all(np.isfinite(est.error))
+    with np.errstate(invalid="ignore"):
+        jac = DenseJacobian(None, np.log, [x])
+        (block,) = list(jac.blocks())
+    assert np.isnan(block.value[:, 2]).all()
+    assert np.isinf(block.error[:, 2]).all()

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from testers_helpers import NT, failure, rrule_of, sin_rules
 
-from rruletest import NoTangent, RuleSet, Tangent, ZeroTangent, unthunk
+from rruletest import NoTangent, RuleSet, RuleTestFailure, Tangent, ZeroTangent, unthunk
 from rruletest.broadcast import broadcasted, unbroadcast
 from rruletest.tangents import AbstractZero
 from rruletest.testers import rand_tangent, test_frule, test_rrule, test_scalar, with_tangent
@@ -590,3 +590,26 @@ def test_a_function_returning_its_argument_passes_both_testers(f: Any) -> None:
 
     test_rrule(f, x, rrule_f=rrule_f)
     test_frule(f, x, frule_f=frule_f)
+
+
+def test_outputs_not_finite_at_the_primal_point_get_a_zero_ybar() -> None:
+    # log(-1) is NaN: its ybar is zero (said in a note), and the other elements are compared,
+    # densely and through the adjoint identity; a wrong element among them is still caught.
+    def rrule_f(f: Any, x: Any) -> Any:
+        return np.log(x), lambda ybar: (NoTangent(), unthunk(ybar) / x)
+
+    def wrong(f: Any, x: Any) -> Any:
+        y, pullback = rrule_f(f, x)
+        return y, lambda ybar: (NoTangent(), pullback(ybar)[1] * np.where(x > 1.9, 1.01, 1.0))
+
+    for n in (8, 3000):
+        x = np.linspace(0.5, 2.0, n)
+        x[2] = -1.0
+        with np.errstate(invalid="ignore"):
+            report = test_rrule(np.log, x, rrule_f=rrule_f, rng=0)
+            assert (
+                "ybar: zero at the 1 output element(s) not finite at the primal point (at (2,))"
+                in report.notes[0]
+            )
+            with pytest.raises(RuleTestFailure, match=r"\[numeric\] args\[0\]"):
+                test_rrule(np.log, x, rrule_f=wrong, rng=0)

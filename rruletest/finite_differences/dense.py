@@ -217,6 +217,11 @@ class DenseJacobian:
         self.n, self.m = self.v.size, self.yv0.size
         self.sizes = [b.size for b in self.backs]
         self.calls = 1
+        # Outputs not finite at x have no derivative: each block estimates the others alone
+        # (one NaN output would make every coordinate's estimate void), and reads NaN for them.
+        finite = np.isfinite(self.yv0)
+        some = finite.any() and not finite.all()
+        self.live: npt.NDArray[np.intp] | None = np.flatnonzero(finite) if some else None
 
     def blocks(self, only: npt.NDArray[np.bool_] | None = None) -> Iterator[Block]:
         """The Jacobian's rows, block by block, grouped by the coordinates' dtypes (only the
@@ -250,6 +255,8 @@ class DenseJacobian:
     def _estimate(
         self, idx: npt.NDArray[np.intp], dt: np.dtype[Any], out_dtype: Any, work: _Working
     ) -> Estimate:
+        if self.live is not None:
+            return self._estimate_live(idx, dt, out_dtype, work, self.live)
         f, m, v, yv0 = self.f, self.m, self.v, self.yv0
         callers = [work.caller(f, i, m) for i in idx.tolist()]
         centres = v[idx].tolist()
@@ -284,6 +291,28 @@ class DenseJacobian:
             out_dtype=out_dtype,
         )
         return run(self.fdm, prob, check_all=True)
+
+    def _estimate_live(
+        self,
+        idx: npt.NDArray[np.intp],
+        dt: np.dtype[Any],
+        out_dtype: Any,
+        work: _Working,
+        live: npt.NDArray[np.intp],
+    ) -> Estimate:
+        """``_estimate`` on the outputs finite at ``x`` only; NaN values (infinite errors) for
+        the others."""
+        full, yv0, m = self.f, self.yv0, self.m
+        self.f, self.yv0, self.live = (lambda *a: _row(full(*a), m)[live]), yv0[live], None
+        self.m = live.size
+        try:
+            est = self._estimate(idx, dt, out_dtype, work)
+        finally:
+            self.f, self.yv0, self.live, self.m = full, yv0, live, m
+        value = np.full((idx.size, m), np.nan, dtype=est.value.dtype)
+        error = np.full((idx.size, m), np.inf)
+        value[:, live], error[:, live] = est.value, est.error
+        return Estimate(value, error, est.step)
 
     def split(self, arr: Arr) -> list[Arr]:
         """``arr`` (over input coordinates) cut into one piece per argument."""

@@ -25,6 +25,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
+
 from rruletest.rules import rrule
 from rruletest.tangents import (
     AbstractZero,
@@ -295,7 +297,7 @@ def call_rule(s: Setup, rrule_f: Any, inputs: Inputs) -> tuple[Any, Any]:
 def _output_tangent(s: Setup, y_ref: Any, output_tangent: Any) -> Any:
     """``ybar``: the given one (misuse if it does not fit the output), else a random one."""
     if output_tangent is None:
-        return rand_tangent(s.gen, y_ref)
+        return _zero_where_not_finite(s, y_ref, rand_tangent(s.gen, y_ref))
     problems = fit_problems(y_ref, output_tangent, "output_tangent", kind="cotangent")
     if problems and not isinstance(output_tangent, AbstractZero | Thunk):
         raise BadArgumentError(
@@ -303,6 +305,26 @@ def _output_tangent(s: Setup, y_ref: Any, output_tangent: Any) -> Any:
             f"{problems[0].message.removeprefix('output_tangent: ')}"
         )
     return output_tangent
+
+
+def _zero_where_not_finite(s: Setup, y: Any, ybar: Any) -> Any:
+    """The drawn ``ybar`` with zeros where the output array is NaN or infinite at the primal
+    point (``log`` of a negative element): such an output has no derivative to check, and a
+    cotangent there would make ``0 * NaN`` of every numerical estimate it enters."""
+    if not (isinstance(y, np.ndarray) and y.dtype.kind in "fc" and isinstance(ybar, np.ndarray)):
+        return ybar
+    bad = ~np.isfinite(y)
+    if not bad.any() or bad.all() or ybar.shape != y.shape:
+        return ybar
+    ybar = ybar.copy()
+    ybar[bad] = 0
+    where = ", ".join(str(tuple(int(k) for k in i)) for i in np.argwhere(bad)[:3])
+    more = f" and {int(bad.sum()) - 3} more" if bad.sum() > 3 else ""
+    s.report.note(
+        f"ybar: zero at the {int(bad.sum())} output element(s) not finite at the primal point "
+        f"(at {where}{more}): they have no derivative to check"
+    )
+    return ybar
 
 
 test_rrule.__test__ = False  # type: ignore[attr-defined]
