@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: A module belongs to the layer of its longest matching prefix; ``rruletest`` matches only
 #: itself (the package's lazy facade, above everything).
 LAYERS: Layers = (
-    ("bottom", ("rruletest._seed", "rruletest.defaults", "rruletest._naming")),
+    ("bottom", ("rruletest._seed", "rruletest._marked", "rruletest.defaults", "rruletest._naming")),
     ("tangents", ("rruletest.tangents",)),
     ("walk", ("rruletest.walk",)),
     (

@@ -18,6 +18,7 @@ import inspect
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
+from rruletest._marked import marked_nondiff
 from rruletest.interop._declarations import run_tester
 from rruletest.interop._errors import (
     FrameworkNotInstalledError,
@@ -239,20 +240,21 @@ class Adapted:
         self, f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[Any, Pullback]:
         if self._is_broadcast_call(f, args, "rrule"):
-            y, pullback = self._rrule(args[1:], kwargs)
+            y, pullback = self._marked(broadcast=True)._rrule(args[1:], kwargs)
 
             def broadcast_pullback(ybar: Any) -> tuple[Any, ...]:
                 return (NO_TANGENT, *pullback(ybar))
 
             return y, broadcast_pullback
         self._check_f(f, "rrule")
-        return self._rrule(args, kwargs)
+        return self._marked(broadcast=False)._rrule(args, kwargs)
 
     def dispatch_frule(
         self, tangents: Sequence[Any], f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[Any, Any]:
         tangents = tuple(tangents)
-        if self._is_broadcast_call(f, args, "frule"):
+        broadcast = self._is_broadcast_call(f, args, "frule")
+        if broadcast:
             tangents, args = tangents[1:], args[1:]
         else:
             self._check_f(f, "frule")
@@ -261,7 +263,19 @@ class Adapted:
                 f"frule takes one tangent for f and one per argument: got {len(tangents)} "
                 f"tangents for {len(args)} arguments"
             )
-        return self._frule(tuple(unthunk(t) for t in tangents[1:]), args, kwargs)
+        rule = self._marked(broadcast=broadcast)
+        return rule._frule(tuple(unthunk(t) for t in tangents[1:]), args, kwargs)
+
+    def _marked(self, *, broadcast: bool) -> Adapted:
+        """This adapter, also not differentiating the arguments the running tester was given
+        as ``with_tangent(x, NoTangent())`` (a plain ``test_rrule(adapter, ...,
+        rrule_f=adapter.rrule)``): the framework is not asked for what the test does not want.
+        For ``broadcasted`` calls the tester's positions count the adapter itself first."""
+        marked = marked_nondiff()
+        if not marked:
+            return self
+        positions = {i - 1 for i in marked if i >= 1} if broadcast else set(marked)
+        return self.with_nondiff(positions)
 
     def test_rrule(self, *args: Any, **kwargs: Any) -> TesterReport:
         """``rruletest.test_rrule(self, *args, rrule_f=self.rrule, **kwargs)`` (for an

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from rruletest import defaults
+from rruletest._marked import marking
 from rruletest.errors import RuleTestFailure
 from rruletest.rules import RuleSet, default_ruleset
 from rruletest.testers._args import Arg, WithTangent, classify_args
@@ -80,8 +81,10 @@ def guarded(s: Setup, run: Callable[..., None], *args: Any) -> None:
     so nothing internal leaks from a tester. ``RuleTestFailure`` and misuse pass through.
     """
     __tracebackhide__ = True
+    marked = [a.index for a in s.args if a.reason.startswith("marked with_tangent")]
     try:
-        run(s, *args)
+        with marking(marked):
+            run(s, *args)
     except (RuleTestFailure, BadArgumentError):
         raise
     except RecursionError as exc:
