@@ -103,8 +103,9 @@ class Adapted:
 
     ``nondiff_argnums`` are arguments the rule does not differentiate. The ``test_rrule`` and
     ``test_frule`` methods pass them to the tester as ``with_tangent(x, NoTangent())``, and an
-    argument given to them as ``with_tangent(x, NoTangent())`` is not differentiated by the
-    framework either: each is said once.
+    argument given as ``with_tangent(x, NoTangent())`` (to these methods, or to a plain
+    ``test_rrule(adapter, ..., rrule_f=adapter.rrule)``) is not differentiated by the framework
+    either: each is said once.
 
     An adapter made with ``elementwise=True`` declares that each output element depends only on
     the matching (broadcast) input elements. rruletest then also accepts it inside
