@@ -9,6 +9,13 @@ only on member ``b`` of the perturbation, the engine's elementwise case. Every p
 ``dy[b, :] / dx_j[b, c]`` comes out of one stencil run, and the cost is the core size times a
 stencil's evaluations, whatever the number of batch members.
 
+The engine's checks and retries re-evaluate a few members (those near a domain edge, or whose
+check failed) at new points and the others at points already evaluated. Each member's values
+are remembered by its input value (``_Members``), and only the members at new points are
+evaluated, as a *sub-batch* (``f`` acts independently along its batch axes, so the members
+gathered into a batch of their own are a valid input): a retry costs the members it re-works,
+so the work per member stays constant as the batch grows.
+
 >>> import numpy as np
 >>> from rruletest.rules.info import Signature
 >>> sig = Signature.parse("(n)->()")
@@ -21,6 +28,7 @@ array([[0.6, 0.8],
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -29,7 +37,7 @@ import numpy.typing as npt
 
 from rruletest.finite_differences.dense import check_fdm
 from rruletest.finite_differences.estimation import run
-from rruletest.finite_differences.problem import Estimate, Problem, reduce_to
+from rruletest.finite_differences.problem import Estimate, OutputError, Problem, reduce_to
 from rruletest.rules.info import Signature
 
 __all__ = ["batched_jvp", "batched_vjp"]
@@ -41,6 +49,66 @@ F64 = npt.NDArray[np.float64]
 def _core_index(c: tuple[int, ...]) -> Any:
     """The index of core coordinate ``c`` in every batch member: ``(..., *c)``."""
     return (Ellipsis, *c)
+
+
+#: Member values remembered per core coordinate (8 bytes each) for the engine's re-evaluations.
+MEMO_VALUES = 1 << 22
+
+
+class _Members:
+    """The values of ``f`` per batch member, remembered by the member's input value ``t``.
+
+    ``evaluate(t)`` gives the output for the perturbation ``t`` (one value per member of the
+    batch): members whose ``t`` was seen before (or is the primal point) take the remembered
+    values, the others are evaluated by ``compute(index, t)`` on those members alone (all of
+    them: ``index`` None). A member where ``f`` raises a domain-type error gets NaN.
+    """
+
+    def __init__(
+        self, t0: Arr, y0: Arr, compute: Callable[[npt.NDArray[np.intp] | None, Arr], Arr]
+    ) -> None:
+        self.size = t0.size
+        self.seen: list[tuple[Arr, Arr]] = [(t0.reshape(-1), y0.reshape(self.size, -1))]
+        self.compute = compute
+        self.shape = y0.shape
+        self.dtype = y0.dtype if y0.dtype.kind in "fc" else np.dtype(np.float64)
+        self.budget = MEMO_VALUES
+
+    def evaluate(self, t: Arr) -> Arr:
+        tf = t.reshape(-1)
+        out = np.empty((self.size, int(np.prod(self.shape)) // max(self.size, 1)), self.dtype)
+        need = np.ones(self.size, dtype=bool)
+        for tp, yp in reversed(self.seen):
+            hit = need & (tf == tp)
+            if hit.any():
+                out[hit] = yp[hit]
+                need &= ~hit
+                if not need.any():
+                    break
+        if need.any():
+            index = np.flatnonzero(need)
+            whole = index.size == self.size
+            try:
+                y = np.asarray(self.compute(None if whole else index, t))
+            except OutputError:
+                raise
+            except (ArithmeticError, ValueError):
+                out[index] = np.nan  # outside the domain: the engine shrinks these steps
+            else:
+                if whole and y.shape == self.shape:
+                    out = y.reshape(out.shape)
+                elif not whole and y.size == out[index].size:
+                    out[index] = y.reshape(index.size, -1)
+                else:
+                    raise OutputError(
+                        f"the function's output changed shape under perturbation: {y.shape} for "
+                        f"{index.size} of {self.size} batch members, {self.shape} at the primal "
+                        "point"
+                    )
+        if self.budget >= out.size:
+            self.budget -= out.size
+            self.seen.append((tf.copy(), out))
+        return out.reshape(self.shape)
 
 
 class _Partials:
@@ -61,6 +129,7 @@ class _Partials:
         self.t_shape = self.batch + (1,) * out_core
         self.fdm, self.f, self.xs, self.j = check_fdm(fdm), f, list(xs), j
         self.calls = 1
+        self.gather = _gatherers(sig, xs, j, self.y0.shape[: self.y0.ndim - out_core])
 
     def coordinates(self) -> list[tuple[tuple[int, ...], bool]]:
         parts = [False, True] if self.x.dtype.kind == "c" else [False]
@@ -71,23 +140,64 @@ class _Partials:
         sel: Any = (Ellipsis, *c)
         base = x0[sel].imag if imag else x0[sel].real
 
-        def phi(t: Arr) -> Any:
-            x = x0.copy()
+        def compute(index: npt.NDArray[np.intp] | None, t: Arr) -> Any:
             tb = t.reshape(self.batch)
+            args = list(self.xs)
+            if index is None or self.gather is None:
+                x = x0.copy()
+            else:
+                args = [g(index) for g in self.gather]
+                x = args[self.j]
+                tb = tb.reshape(-1)[index]
             if x0.dtype.kind != "c":
                 x[sel] = tb
             elif imag:
-                x[sel] = x0[sel].real + 1j * tb
+                x[sel] = x[sel].real + 1j * tb
             else:
-                x[sel] = tb + 1j * x0[sel].imag
-            args = list(self.xs)
+                x[sel] = tb + 1j * x[sel].imag
             args[self.j] = x
             self.calls += 1
             return self.f(*args)
 
         t0 = np.array(base, dtype=x0.real.dtype).reshape(self.t_shape)
+        if self.gather is None:
+            phi: Callable[[Arr], Any] = functools.partial(compute, None)
+        else:
+            phi = _Members(t0, self.y0, compute).evaluate
         prob = Problem(phi, t0, centre=self.y0)
         return run(self.fdm, prob, check_all=True)
+
+
+def _shared(x: Any, index: npt.NDArray[np.intp]) -> Any:
+    return x
+
+
+def _gatherers(
+    sig: Signature, xs: Sequence[Any], j: int, out_batch: tuple[int, ...]
+) -> list[Callable[[npt.NDArray[np.intp]], Any]] | None:
+    """Per argument, ``index -> `` its part for the output batch members at the flat
+    ``index``es (a sub-batch of shape ``(len(index), *core)``), or None when argument ``j``
+    does not carry the whole output batch (then every evaluation takes the whole batch)."""
+    if sig.batch_shape(j, xs[j]) != out_batch or len(out_batch) == 0:
+        return None
+    out: list[Callable[[npt.NDArray[np.intp]], Any]] = []
+    for i, x in enumerate(xs):
+        bshape = sig.batch_shape(i, x)
+        if not bshape:
+            out.append(functools.partial(_shared, x))  # unbatched: shared by every member
+            continue
+        arr = np.asarray(x)
+        core = arr.shape[len(bshape) :]
+        try:
+            view = np.broadcast_to(arr, out_batch + core)
+        except ValueError:
+            return None
+
+        def take(index: npt.NDArray[np.intp], view: Arr = view) -> Arr:
+            return view[np.unravel_index(index, out_batch)] if len(out_batch) > 1 else view[index]
+
+        out.append(take)
+    return out
 
 
 def batched_vjp(
