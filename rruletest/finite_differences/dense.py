@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from rruletest.finite_differences.estimation import run
+from rruletest.finite_differences.estimation import run_rows
 from rruletest.finite_differences.methods import FiniteDifferenceMethod, default_fdm
 from rruletest.finite_differences.problem import Estimate, OutputError, Problem, eps
 from rruletest.finite_differences.to_vec import FromVec, to_vec
@@ -249,34 +249,43 @@ class DenseJacobian:
         memo: list[dict[float, F64]] = [{} for _ in callers]
         budget = [MEMO_ELEMENTS // m]
 
-        def phi(t: Arr) -> F64:
-            out = np.empty((idx.size, m))
-            for r, ti in enumerate(t[:, 0].tolist()):
-                found = memo[r].get(ti)
-                if found is not None:
-                    out[r] = found
-                    continue
-                if ti == centres[r]:
-                    out[r] = yv0
-                    continue
-                try:
-                    out[r] = callers[r](ti)
-                except OutputError:
-                    raise
-                except (ArithmeticError, ValueError):
-                    out[r] = np.nan
-                if budget[0] > 0:
-                    memo[r][ti] = out[r].copy()
-                    budget[0] -= 1
-            return out
+        def problem(rows: list[int]) -> Problem:
+            """The problem on the block's ``rows`` (positions in ``idx``), sharing the memo."""
+            fs = [callers[r] for r in rows]
+            cs = [centres[r] for r in rows]
+            ms = [memo[r] for r in rows]
 
-        prob = Problem(
-            phi,
-            v[idx].astype(dt).reshape(-1, 1),
-            centre=np.broadcast_to(self.yv0, (idx.size, m)),
-            out_dtype=out_dtype,
-        )
-        return run(self.fdm, prob, check_all=True)
+            def phi(t: Arr) -> F64:
+                out = np.empty((len(rows), m))
+                for r, ti in enumerate(t[:, 0].tolist()):
+                    found = ms[r].get(ti)
+                    if found is not None:
+                        out[r] = found
+                        continue
+                    if ti == cs[r]:
+                        out[r] = yv0
+                        continue
+                    try:
+                        out[r] = fs[r](ti)
+                    except OutputError:
+                        raise
+                    except (ArithmeticError, ValueError):
+                        out[r] = np.nan
+                    if budget[0] > 0:
+                        ms[r][ti] = out[r].copy()
+                        budget[0] -= 1
+                return out
+
+            return Problem(
+                phi,
+                v[idx[rows]].astype(dt).reshape(-1, 1),
+                centre=np.broadcast_to(yv0, (len(rows), m)),
+                out_dtype=out_dtype,
+            )
+
+        # The checks run on every row; fallbacks on the rows that need them alone.
+        prob = problem(list(range(idx.size)))
+        return run_rows(self.fdm, prob, lambda index: problem(index.tolist()))
 
     def split(self, arr: Arr) -> list[Arr]:
         """``arr`` (over input coordinates) cut into one piece per argument."""
