@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rruletest.finite_differences.dense import check_fdm
-from rruletest.finite_differences.estimation import run
+from rruletest.finite_differences.estimation import run, run_rows
 from rruletest.finite_differences.problem import Estimate, OutputError, Problem, reduce_to
 from rruletest.rules.info import Signature
 
@@ -56,59 +56,72 @@ MEMO_VALUES = 1 << 22
 
 
 class _Members:
-    """The values of ``f`` per batch member, remembered by the member's input value ``t``.
+    """The values of ``f`` per batch member, remembered by the member's input value.
 
-    ``evaluate(t)`` gives the output for the perturbation ``t`` (one value per member of the
-    batch): members whose ``t`` was seen before (or is the primal point) take the remembered
-    values, the others are evaluated by ``compute(index, t)`` on those members alone (all of
-    them: ``index`` None). A member where ``f`` raises a domain-type error gets NaN.
+    ``evaluate(rows, t)`` gives the outputs of the members ``rows`` (flat indices into the
+    batch) perturbed to ``t`` (one value each): members whose value was seen before (or is the
+    primal point) take the remembered outputs, the others are evaluated by
+    ``compute(index, t)`` on those members alone (``index`` None: the whole batch, in order). A
+    member where ``f`` raises a domain-type error gets NaN.
     """
 
     def __init__(
         self, t0: Arr, y0: Arr, compute: Callable[[npt.NDArray[np.intp] | None, Arr], Arr]
     ) -> None:
         self.size = t0.size
-        self.seen: list[tuple[Arr, Arr]] = [(t0.reshape(-1), y0.reshape(self.size, -1))]
+        self.per = y0.size // max(self.size, 1)  # output values per member
+        # (members or None for all of them, their input values, their outputs)
+        self.seen: list[tuple[Arr | None, Arr, Arr]] = [
+            (None, t0.reshape(-1), y0.reshape(self.size, self.per))
+        ]
         self.compute = compute
-        self.shape = y0.shape
         self.dtype = y0.dtype if y0.dtype.kind in "fc" else np.dtype(np.float64)
         self.budget = MEMO_VALUES
 
-    def evaluate(self, t: Arr) -> Arr:
-        tf = t.reshape(-1)
-        out = np.empty((self.size, int(np.prod(self.shape)) // max(self.size, 1)), self.dtype)
-        need = np.ones(self.size, dtype=bool)
-        for tp, yp in reversed(self.seen):
-            hit = need & (tf == tp)
+    def _recall(self, rows: Arr, tf: Arr, out: Arr) -> Arr:
+        """Fill ``out`` where a member's value was seen; returns the members still needed."""
+        need = np.ones(rows.size, dtype=bool)
+        for members, tp, yp in reversed(self.seen):
+            if members is None:
+                hit = need & (tf == tp[rows])
+                at = rows
+            else:
+                pos = np.minimum(np.searchsorted(members, rows), members.size - 1)
+                hit = need & (members[pos] == rows) & (tf == tp[pos])
+                at = pos
             if hit.any():
-                out[hit] = yp[hit]
+                out[hit] = yp[at[hit]]
                 need &= ~hit
                 if not need.any():
                     break
+        return need
+
+    def evaluate(self, rows: Arr, t: Arr) -> Arr:
+        tf = t.reshape(-1)
+        out = np.empty((rows.size, self.per), self.dtype)
+        need = self._recall(rows, tf, out)
         if need.any():
-            index = np.flatnonzero(need)
+            index = rows[need]
             whole = index.size == self.size
             try:
-                y = np.asarray(self.compute(None if whole else index, t))
+                y = np.asarray(self.compute(None if whole else index, tf[need]))
             except OutputError:
                 raise
             except (ArithmeticError, ValueError):
-                out[index] = np.nan  # outside the domain: the engine shrinks these steps
+                out[need] = np.nan  # outside the domain: the engine shrinks these steps
             else:
-                if whole and y.shape == self.shape:
-                    out = y.reshape(out.shape)
-                elif not whole and y.size == out[index].size:
-                    out[index] = y.reshape(index.size, -1)
-                else:
+                if y.size != index.size * self.per:
                     raise OutputError(
-                        f"the function's output changed shape under perturbation: {y.shape} for "
-                        f"{index.size} of {self.size} batch members, {self.shape} at the primal "
-                        "point"
+                        f"the function's output changed shape under perturbation: {y.shape} "
+                        f"for {index.size} batch members, {self.per} values per member at the "
+                        "primal point"
                     )
+                out[need] = y.reshape(index.size, self.per)
         if self.budget >= out.size:
             self.budget -= out.size
-            self.seen.append((tf.copy(), out))
-        return out.reshape(self.shape)
+            members = None if rows.size == self.size else rows
+            self.seen.append((members, tf.copy(), out))
+        return out
 
 
 class _Partials:
@@ -141,31 +154,46 @@ class _Partials:
         base = x0[sel].imag if imag else x0[sel].real
 
         def compute(index: npt.NDArray[np.intp] | None, t: Arr) -> Any:
-            tb = t.reshape(self.batch)
             args = list(self.xs)
             if index is None or self.gather is None:
                 x = x0.copy()
+                t = t.reshape(self.batch)
             else:
                 args = [g(index) for g in self.gather]
                 x = args[self.j]
-                tb = tb.reshape(-1)[index]
             if x0.dtype.kind != "c":
-                x[sel] = tb
+                x[sel] = t
             elif imag:
-                x[sel] = x[sel].real + 1j * tb
+                x[sel] = x[sel].real + 1j * t
             else:
-                x[sel] = tb + 1j * x[sel].imag
+                x[sel] = t + 1j * x[sel].imag
             args[self.j] = x
             self.calls += 1
             return self.f(*args)
 
         t0 = np.array(base, dtype=x0.real.dtype).reshape(self.t_shape)
         if self.gather is None:
-            phi: Callable[[Arr], Any] = functools.partial(compute, None)
-        else:
-            phi = _Members(t0, self.y0, compute).evaluate
-        prob = Problem(phi, t0, centre=self.y0)
-        return run(self.fdm, prob, check_all=True)
+            prob = Problem(functools.partial(compute, None), t0, centre=self.y0)
+            return run(self.fdm, prob, check_all=True)
+        # The batch flattened to rows: fallbacks re-work the members that need them alone.
+        size = t0.size
+        lead = (1,) * (len(self.t_shape) - len(self.batch))
+        y_rows = self.y0.reshape((size, *self.y0.shape[len(self.batch) :]))
+        members = _Members(t0, y_rows, compute)
+
+        def problem(rows: npt.NDArray[np.intp]) -> Problem:
+            def phi(t: Arr) -> Arr:
+                return members.evaluate(rows, t).reshape((rows.size, *y_rows.shape[1:]))
+
+            t_rows = t0.reshape(-1)[rows].reshape((rows.size, *lead))
+            return Problem(phi, t_rows, centre=y_rows[rows])
+
+        est = run_rows(self.fdm, problem(np.arange(size)), problem)
+        return Estimate(
+            np.asarray(est.value).reshape(self.y0.shape),
+            np.asarray(est.error).reshape(self.y0.shape),
+            np.asarray(est.step).reshape(self.t_shape),
+        )
 
 
 def _shared(x: Any, index: npt.NDArray[np.intp]) -> Any:
@@ -182,7 +210,8 @@ def _gatherers(
         return None
     out: list[Callable[[npt.NDArray[np.intp]], Any]] = []
     for i, x in enumerate(xs):
-        bshape = sig.batch_shape(i, x)
+        # Arguments beyond the signature's (an axis, a flag) are passed as they are.
+        bshape = sig.batch_shape(i, x) if i < len(sig.inputs) else ()
         if not bshape:
             out.append(functools.partial(_shared, x))  # unbatched: shared by every member
             continue
