@@ -174,3 +174,20 @@ def test_run_rows_gives_what_run_gives_at_the_cost_of_the_rows_it_reworks() -> N
     np.testing.assert_array_equal(est.step, ref.step)
     assert np.isfinite(est.error[5]).all()
     assert parts[0] < whole[0] - 10 * (x.size - 1)  # the other rows are not re-evaluated
+
+
+def test_f_changing_its_argument_late_is_caught_at_the_block_end() -> None:
+    calls = [0]
+
+    def f(x: Any) -> Any:
+        calls[0] += 1
+        y = np.cumsum(x)
+        if calls[0] == 10:  # after the first calls are watched
+            x[1] += 1.0
+        return y
+
+    x = np.array([1.0, 2.0, 3.0])
+    (est,) = dense_vjp(None, f, np.ones(3), x)
+    assert np.all(np.abs(est.value - [3.0, 2.0, 1.0]) <= est.error)
+    assert np.all(est.error < 1e-8)
+    np.testing.assert_array_equal(x, [1.0, 2.0, 3.0])

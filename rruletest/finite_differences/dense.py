@@ -84,9 +84,10 @@ class Block(NamedTuple):
     step: F64
 
 
-#: Calls after which ``f`` is checked for changing its (working copies of the) arguments; a
-#: block's end checks again.
-WATCHED_CALLS = 32
+#: Calls after which ``f`` is checked for changing its (working copies of the) arguments, to
+#: stop early; every block's end checks again (and a block in which ``f`` changed them is
+#: redone with fresh copies for each call), so later changes are caught there.
+WATCHED_CALLS = 2
 
 
 class _Mutated(Exception):
@@ -163,9 +164,9 @@ class _Working:
     def intact(self) -> bool:
         if not self.fast:
             return True
+        # Bit for bit (NaNs where they were; much faster than ``array_equal`` on small arrays).
         return all(
-            np.array_equal(a, o, equal_nan=True)
-            for a, o in zip(self.args, self.originals, strict=True)
+            a.tobytes() == o.tobytes() for a, o in zip(self.args, self.originals, strict=True)
         )
 
 
