@@ -8,12 +8,14 @@ stays near the floor of a few primal calls per coordinate:
 - coordinates are estimated in blocks of rows (``BLOCK_ELEMENTS`` output values per block), and
   ``J^T ybar`` and ``J xdot`` are accumulated block by block: the ``n x m`` Jacobian is never
   held (unless asked for);
-- within a block, every primal value is remembered by (coordinate, input value): the engine's
-  checks and retries re-evaluate the same points for all coordinates but only change them for
-  the flagged ones, so only those cost primal calls.
+- every row of a block is estimated and checked at once; the fallbacks a few rows need run
+  on a problem of those rows alone (``estimation.run_rows``), so they cost those rows' calls
+  and arithmetic, not the block's;
+- within a block, every primal value is remembered by (coordinate, input value): the
+  fallbacks re-evaluate points the first pass evaluated, and only new points cost calls.
 
-Each block is the engine's ``run`` on the same problem as for the whole Jacobian: values, errors
-and steps are those of ``jacobian_estimate``, row by row.
+Each block gives, row by row, what the engine's ``run(..., check_all=True)`` gives on the
+problem of the whole Jacobian: values, errors and steps are those of ``jacobian_estimate``.
 
 >>> import numpy as np
 >>> x = np.array([1.0, 2.0, 3.0])
