@@ -173,3 +173,23 @@ def test_one_wrong_element_of_a_batch_is_named() -> None:
     text = str(info.value)
     assert "args[0]: 1 of 2400 elements differ" in text
     assert "at [200, 3]" in text
+
+
+def test_sub_batches_over_two_batch_axes_with_a_broadcast_operand() -> None:
+    rng = np.random.default_rng(8)
+    a = rng.uniform(1.0, 2.0, (2, 3, 4, 5))
+    b = rng.standard_normal((3, 5, 2))  # batch (3,): broadcast against a's (2, 3)
+    a[1, 2, 0, 3] = 1e-5  # near log's edge: this member alone is re-worked, as a sub-batch
+    ybar = rng.standard_normal((2, 3, 4, 2))
+    shapes: list[tuple[int, ...]] = []
+
+    def f(a: Any, b: Any) -> Any:
+        shapes.append(a.shape)
+        return np.log(a) @ b
+
+    ea, eb = batched_vjp(None, "(m,k),(k,n)->(m,n)", f, ybar, a, b)
+    np.testing.assert_allclose(ea.value, (ybar @ np.swapaxes(b, -1, -2)) / a, rtol=1e-7)
+    np.testing.assert_allclose(
+        eb.value, np.einsum("xbmk,xbmn->bkn", np.log(a), ybar), rtol=1e-7, atol=1e-9
+    )
+    assert (1, 4, 5) in shapes  # one member evaluated on its own
