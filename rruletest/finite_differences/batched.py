@@ -9,12 +9,14 @@ only on member ``b`` of the perturbation, the engine's elementwise case. Every p
 ``dy[b, :] / dx_j[b, c]`` comes out of one stencil run, and the cost is the core size times a
 stencil's evaluations, whatever the number of batch members.
 
-The engine's checks and retries re-evaluate a few members (those near a domain edge, or whose
-check failed) at new points and the others at points already evaluated. Each member's values
-are remembered by its input value (``_Members``), and only the members at new points are
-evaluated, as a *sub-batch* (``f`` acts independently along its batch axes, so the members
-gathered into a batch of their own are a valid input): a retry costs the members it re-works,
-so the work per member stays constant as the batch grows.
+The batch is flattened to the rows of ``estimation.run_rows``: every member is estimated and
+checked at once, and the fallbacks a few members need (a domain edge, a failed check) run on a
+problem of those members alone. Each member's values are remembered by its input value
+(``_Members``), and an evaluation computes only the members at new points, gathered into a
+*sub-batch* (``f`` acts independently along its batch axes, so they are a valid input of their
+own): a fallback costs the members it re-works, and the work per member stays constant as the
+batch grows. Where the perturbed argument does not carry the whole output batch (an operand
+shared by every member), each evaluation takes the whole batch, as the engine's ``run``.
 
 >>> import numpy as np
 >>> from rruletest.rules.info import Signature
