@@ -7,14 +7,17 @@ run, interleaved):
 
 - dense: ``test_rrule`` of correct ``cumsum``, softmax over rows of 10, ``matmul`` of two
   square matrices and ``sort`` rules at n = 10, 100, 1000, 2000 input coordinates
-  (``vjp_mode="full"``): time against the floor of 4 primal evaluations per coordinate, primal
-  calls per coordinate, peak memory (tracemalloc); and a 3x3 ``matmul`` ``test_rrule`` in ms;
+  (``vjp_mode="full"``): time against the floor of 4 primal evaluations per coordinate, for
+  the whole ``test_rrule`` and for the dense engine alone (``dense_vjp``), primal calls per
+  coordinate, peak memory (tracemalloc); and a 3x3 ``matmul`` ``test_rrule`` in ms (and its
+  dense engine alone);
 - adjoint: ``sin`` through a plain (non-broadcast) rule at n = 1e6: a correct rule's
   ``test_rrule`` in primal evaluations; over seeds, whether one element (index 500000, at
   x = 0.5) off by 0.1% (float64) or 1% (float32) is caught and named, and whether the correct
   rule passes;
 - batched: softmax over the last axis of (rows, 16) arrays declared ``"(n)->(n)"``: primal calls
-  at 100 and 10000 rows, and one element off by 0.1% caught and named.
+  and evaluations of each batch member (the work) at 100 and 10000 rows, and one element off
+  by 0.1% caught and named.
 
 Run it with ``PYTHONPATH`` pointing at another checkout to measure that one (the dense table
 runs on any version; the batched one needs ``signature=``). Results:
@@ -41,6 +44,7 @@ from _timing import (
 )
 
 from rruletest import NoTangent, RuleSet, ZeroTangent, test_rrule, unthunk
+from rruletest.finite_differences.dense import dense_vjp
 
 
 def _zero_safe(pullback: Callable[[Any], tuple[Any, ...]], shapes: list[Any]) -> Any:
@@ -131,11 +135,17 @@ def dense_table(sizes: list[int], repeat: int) -> list[dict[str, Any]]:
             def primal(f: Any = f, args: Any = args) -> Any:
                 return f.f(*args)
 
+            def engine(f: Any = f, args: Any = args) -> Any:
+                ybar = np.ones(np.shape(f.f(*args)))
+                return dense_vjp(None, f.f, ybar, *args)
+
             run()  # warm up (stencil weights, imports)
             calls, _ = f.count(run)
             number = calibrate(primal)
-            t_rule, t_primal = interleaved(
-                [run, lambda number=number: [primal() for _ in range(number)]], repeat, clock=CPU
+            t_rule, t_engine, t_primal = interleaved(
+                [run, engine, lambda number=number: [primal() for _ in range(number)]],
+                repeat,
+                clock=CPU,
             )
             t_primal /= number
             peak = peak_memory(run)
@@ -145,6 +155,7 @@ def dense_table(sizes: list[int], repeat: int) -> list[dict[str, Any]]:
                     "n": coords,
                     "seconds": t_rule,
                     "floor_ratio": t_rule / (4 * coords * t_primal),
+                    "engine_floor_ratio": t_engine / (4 * coords * t_primal),
                     "calls_per_coordinate": calls / coords,
                     "peak_mb": peak / 1e6,
                 }
@@ -152,23 +163,32 @@ def dense_table(sizes: list[int], repeat: int) -> list[dict[str, Any]]:
             r = rows[-1]
             print(
                 f"  {name:13s} n={coords:5d}  {r['seconds']:8.3f} s  "
-                f"{r['floor_ratio']:6.1f}x floor  {r['calls_per_coordinate']:6.1f} calls/coord  "
-                f"{r['peak_mb']:7.1f} MB",
+                f"{r['floor_ratio']:6.1f}x floor (engine alone {r['engine_floor_ratio']:6.1f}x)  "
+                f"{r['calls_per_coordinate']:6.1f} calls/coord  {r['peak_mb']:7.1f} MB",
                 flush=True,
             )
     return rows
 
 
-def small_matmul(repeat: int) -> float:
+def small_matmul(repeat: int) -> tuple[float, float, int]:
+    """ms per 3x3 ``matmul`` ``test_rrule``, ms of the dense engine alone, primal calls."""
     f, args, rules, _ = dense_cases(18)["matmul"]  # two 3x3 matrices
 
     def run() -> Any:
         return test_rrule(f, *args, rrule_f=rules.rrule, rng=0)
 
+    def engine() -> Any:
+        return dense_vjp(None, f.f, np.ones((3, 3)), *args)
+
     run()
     number = max(1, calibrate(run, 0.2))
-    (t,) = interleaved([lambda: [run() for _ in range(number)]], repeat, clock=CPU)
-    return t / number * 1e3
+    t, t_engine = interleaved(
+        [lambda: [run() for _ in range(number)], lambda: [engine() for _ in range(number)]],
+        repeat,
+        clock=CPU,
+    )
+    calls, _ = f.count(run)
+    return t / number * 1e3, t_engine / number * 1e3, calls
 
 
 def _sin_rules(off: float, at: int) -> tuple[Counted, RuleSet]:
@@ -273,14 +293,21 @@ def batched_table(row_counts: list[int]) -> dict[str, Any]:
                 text = str(exc)
             seconds = CPU() - t0
             if off == 0.0:
-                out[str(rows)] = {"calls": f.calls, "passed": not text, "seconds": seconds}
+                out[str(rows)] = {
+                    "calls": f.calls,
+                    # batch members evaluated per member (16 output values each)
+                    "work": f.elements / (rows * 16),
+                    "passed": not text,
+                    "seconds": seconds,
+                }
             else:
                 out[str(rows)]["wrong_named"] = (
                     f"1 of {rows * 16} elements differ" in text and f"at [{rows // 2}, 3]" in text
                 )
         r = out[str(rows)]
         print(
-            f"  {rows:6d} rows: {r['calls']} primal calls, correct rule passed: {r['passed']}, "
+            f"  {rows:6d} rows: {r['calls']} primal calls ({r['work']:.1f} evaluations of each "
+            f"member), correct rule passed: {r['passed']}, "
             f"one element off by 0.1% named: {r['wrong_named']} ({r['seconds']:.2f} s)",
             flush=True,
         )
@@ -295,8 +322,11 @@ def main() -> None:
     header("general_rules: dense, adjoint and batched numerical references")
     print("\ndense test_rrule (vjp_mode='full') against 4 primal evaluations per coordinate:")
     dense = dense_table([10, 100] if quick else [10, 100, 1000, 2000], 1 if quick else 3)
-    mm = small_matmul(1 if quick else 5)
-    print(f"\n3x3 matmul test_rrule: {mm:.2f} ms")
+    mm, mm_engine, mm_calls = small_matmul(1 if quick else 5)
+    print(
+        f"\n3x3 matmul test_rrule: {mm:.2f} ms ({mm_calls} primal calls); "
+        f"the dense engine alone: {mm_engine:.2f} ms"
+    )
     if args.dense_only:
         return
     print("\nsin through a plain rule (adjoint identity):")
@@ -310,13 +340,14 @@ def main() -> None:
     print()
     print(
         table(
-            ["rule", "n", "s", "x floor", "calls/coord", "peak MB"],
+            ["rule", "n", "s", "x floor", "engine x floor", "calls/coord", "peak MB"],
             [
                 [
                     r["rule"],
                     r["n"],
                     r["seconds"],
                     r["floor_ratio"],
+                    r.get("engine_floor_ratio", float("nan")),
                     r["calls_per_coordinate"],
                     r["peak_mb"],
                 ]
@@ -326,7 +357,14 @@ def main() -> None:
     )
     save_json(
         "general_rules",
-        {"dense": dense, "matmul3x3_ms": mm, "adjoint": adjoint, "batched": batched},
+        {
+            "dense": dense,
+            "matmul3x3_ms": mm,
+            "matmul3x3_engine_ms": mm_engine,
+            "matmul3x3_calls": mm_calls,
+            "adjoint": adjoint,
+            "batched": batched,
+        },
         quick,
     )
 

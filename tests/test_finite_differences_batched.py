@@ -64,6 +64,57 @@ def test_calls_do_not_grow_with_the_batch() -> None:
     assert large <= 1.5 * small  # retry stages, not rows, make the difference
 
 
+def _work(f: Any, x: Any) -> float:
+    """Batch members evaluated per member of ``x`` (the vjp of ``f`` declared ``(n)->(n)``)."""
+    members = [0]
+
+    def g(x: Any) -> Any:
+        members[0] += x.shape[0]
+        return f(x)
+
+    batched_vjp(None, "(n)->(n)", g, np.ones(x.shape), x)
+    return members[0] / x.shape[0]
+
+
+def _strict_log(x: Any) -> Any:
+    if np.any(x <= 0):
+        raise ValueError("log of a non-positive number")
+    return np.log(x) * x[..., ::-1]
+
+
+def test_work_per_member_does_not_grow_with_the_batch() -> None:
+    small = _work(_softmax, np.random.default_rng(10).standard_normal((10, 8)))
+    large = _work(_softmax, np.random.default_rng(3000).standard_normal((3000, 8)))
+    assert small <= 8 * 16
+    assert large <= small + 1
+
+
+def _log(x: Any) -> Any:
+    return np.log(x) * x[..., ::-1]
+
+
+def _log_vjp(x: Any) -> Any:
+    return 1 / x * x[:, ::-1] + np.log(x[:, ::-1])
+
+
+def test_a_retry_evaluates_only_the_members_that_need_it() -> None:
+    x = np.random.default_rng(5).uniform(1.0, 2.0, (2000, 4))
+    plain = _work(_log, x)
+    x[7, 2] = 1e-5  # this member's stencils step below 0: its steps shrink, its alone
+    assert _work(_log, x) <= plain + 0.1
+    (est,) = batched_vjp(None, "(n)->(n)", _log, np.ones(x.shape), x)
+    np.testing.assert_allclose(est.value, _log_vjp(x), rtol=1e-7)
+
+
+def test_a_function_raising_for_the_whole_batch() -> None:
+    # One member outside the domain voids the evaluation of its whole sub-batch; the others'
+    # values come back at the next stage that re-evaluates them, on a sub-batch again.
+    x = np.random.default_rng(5).uniform(1.0, 2.0, (200, 4))
+    x[7, 2] = 1e-5
+    (est,) = batched_vjp(None, "(n)->(n)", _strict_log, np.ones(x.shape), x)
+    np.testing.assert_allclose(est.value, _log_vjp(x), rtol=1e-7)
+
+
 def test_matmul_with_a_shared_operand() -> None:
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal((5, 3, 4)), rng.standard_normal((4, 2))
@@ -122,3 +173,23 @@ def test_one_wrong_element_of_a_batch_is_named() -> None:
     text = str(info.value)
     assert "args[0]: 1 of 2400 elements differ" in text
     assert "at [200, 3]" in text
+
+
+def test_sub_batches_over_two_batch_axes_with_a_broadcast_operand() -> None:
+    rng = np.random.default_rng(8)
+    a = rng.uniform(1.0, 2.0, (2, 3, 4, 5))
+    b = rng.standard_normal((3, 5, 2))  # batch (3,): broadcast against a's (2, 3)
+    a[1, 2, 0, 3] = 1e-5  # near log's edge: this member alone is re-worked, as a sub-batch
+    ybar = rng.standard_normal((2, 3, 4, 2))
+    shapes: list[tuple[int, ...]] = []
+
+    def f(a: Any, b: Any) -> Any:
+        shapes.append(a.shape)
+        return np.log(a) @ b
+
+    ea, eb = batched_vjp(None, "(m,k),(k,n)->(m,n)", f, ybar, a, b)
+    np.testing.assert_allclose(ea.value, (ybar @ np.swapaxes(b, -1, -2)) / a, rtol=1e-7)
+    np.testing.assert_allclose(
+        eb.value, np.einsum("xbmk,xbmn->bkn", np.log(a), ybar), rtol=1e-7, atol=1e-9
+    )
+    assert (1, 4, 5) in shapes  # one member evaluated on its own

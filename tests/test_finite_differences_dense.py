@@ -173,3 +173,63 @@ def test_an_output_not_finite_at_x_leaves_the_others_estimated() -> None:
         (block,) = list(jac.blocks())
     assert np.isnan(block.value[:, 2]).all()
     assert np.isinf(block.error[:, 2]).all()
+
+
+def _row_problem(f: Any, x: Any, rows: list[int], counter: list[int]) -> Any:
+    """The Jacobian rows ``rows`` of ``f`` at ``x`` as an engine problem (no memo)."""
+    from rruletest.finite_differences.problem import Problem
+
+    def phi(t: Any) -> Any:
+        out = []
+        for r, ti in zip(rows, t[:, 0].tolist(), strict=True):
+            xr = x.copy()
+            xr[r] = ti
+            counter[0] += 1
+            out.append(f(xr))
+        return np.array(out)
+
+    y0 = np.broadcast_to(f(x), (len(rows), np.size(f(x))))
+    return Problem(phi, x[rows].reshape(-1, 1), centre=y0)
+
+
+def _wiggle(x: Any) -> Any:
+    # Along x[5] the function varies on a scale of 1e-6: the default step does not resolve it,
+    # its check fails and the fallbacks take smaller steps (x[5] alone).
+    return np.sin(x) * np.cumsum(x) + 1e-6 * np.sin(1e6 * x[5])
+
+
+def test_run_rows_gives_what_run_gives_at_the_cost_of_the_rows_it_reworks() -> None:
+    from rruletest.finite_differences.estimation import run, run_rows
+    from rruletest.finite_differences.methods import default_fdm
+
+    x = np.random.default_rng(7).uniform(0.5, 2.0, 24)
+    rows = list(range(x.size))
+    whole, parts = [0], [0]
+    ref = run(default_fdm(), _row_problem(_wiggle, x, rows, whole), check_all=True)
+
+    def subset(index: Any) -> Any:
+        return _row_problem(_wiggle, x, [rows[i] for i in index.tolist()], parts)
+
+    est = run_rows(default_fdm(), _row_problem(_wiggle, x, rows, parts), subset)
+    assert _ulps(est.value, ref.value) <= 4
+    assert _ulps(est.error, ref.error) <= 4
+    np.testing.assert_array_equal(est.step, ref.step)
+    assert np.isfinite(est.error[5]).all()
+    assert parts[0] < whole[0] - 10 * (x.size - 1)  # the other rows are not re-evaluated
+
+
+def test_f_changing_its_argument_late_is_caught_at_the_block_end() -> None:
+    calls = [0]
+
+    def f(x: Any) -> Any:
+        calls[0] += 1
+        y = np.cumsum(x)
+        if calls[0] == 10:  # after the first calls are watched
+            x[1] += 1.0
+        return y
+
+    x = np.array([1.0, 2.0, 3.0])
+    (est,) = dense_vjp(None, f, np.ones(3), x)
+    assert np.all(np.abs(est.value - [3.0, 2.0, 1.0]) <= est.error)
+    assert np.all(est.error < 1e-8)
+    np.testing.assert_array_equal(x, [1.0, 2.0, 3.0])

@@ -8,12 +8,14 @@ stays near the floor of a few primal calls per coordinate:
 - coordinates are estimated in blocks of rows (``BLOCK_ELEMENTS`` output values per block), and
   ``J^T ybar`` and ``J xdot`` are accumulated block by block: the ``n x m`` Jacobian is never
   held (unless asked for);
-- within a block, every primal value is remembered by (coordinate, input value): the engine's
-  checks and retries re-evaluate the same points for all coordinates but only change them for
-  the flagged ones, so only those cost primal calls.
+- every row of a block is estimated and checked at once; the fallbacks a few rows need run
+  on a problem of those rows alone (``estimation.run_rows``), so they cost those rows' calls
+  and arithmetic, not the block's;
+- within a block, every primal value is remembered by (coordinate, input value): the
+  fallbacks re-evaluate points the first pass evaluated, and only new points cost calls.
 
-Each block is the engine's ``run`` on the same problem as for the whole Jacobian: values, errors
-and steps are those of ``jacobian_estimate``, row by row.
+Each block gives, row by row, what the engine's ``run(..., check_all=True)`` gives on the
+problem of the whole Jacobian: values, errors and steps are those of ``jacobian_estimate``.
 
 >>> import numpy as np
 >>> x = np.array([1.0, 2.0, 3.0])
@@ -33,7 +35,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from rruletest.finite_differences.estimation import run
+from rruletest.finite_differences.estimation import run_rows
 from rruletest.finite_differences.methods import FiniteDifferenceMethod, default_fdm
 from rruletest.finite_differences.problem import Estimate, OutputError, Problem, eps
 from rruletest.finite_differences.to_vec import FromVec, to_vec
@@ -84,9 +86,10 @@ class Block(NamedTuple):
     step: F64
 
 
-#: Calls after which ``f`` is checked for changing its (working copies of the) arguments; a
-#: block's end checks again.
-WATCHED_CALLS = 32
+#: Calls after which ``f`` is checked for changing its (working copies of the) arguments, to
+#: stop early; every block's end checks again (and a block in which ``f`` changed them is
+#: redone with fresh copies for each call), so later changes are caught there.
+WATCHED_CALLS = 2
 
 
 class _Mutated(Exception):
@@ -170,9 +173,9 @@ class _Working:
     def intact(self) -> bool:
         if not self.fast:
             return True
+        # Bit for bit (NaNs where they were; much faster than ``array_equal`` on small arrays).
         return all(
-            np.array_equal(a, o, equal_nan=True)
-            for a, o in zip(self.args, self.originals, strict=True)
+            a.tobytes() == o.tobytes() for a, o in zip(self.args, self.originals, strict=True)
         )
 
 
@@ -263,34 +266,43 @@ class DenseJacobian:
         memo: list[dict[float, F64]] = [{} for _ in callers]
         budget = [MEMO_ELEMENTS // m]
 
-        def phi(t: Arr) -> F64:
-            out = np.empty((idx.size, m))
-            for r, ti in enumerate(t[:, 0].tolist()):
-                found = memo[r].get(ti)
-                if found is not None:
-                    out[r] = found
-                    continue
-                if ti == centres[r]:
-                    out[r] = yv0
-                    continue
-                try:
-                    out[r] = callers[r](ti)
-                except OutputError:
-                    raise
-                except (ArithmeticError, ValueError):
-                    out[r] = np.nan
-                if budget[0] > 0:
-                    memo[r][ti] = out[r].copy()
-                    budget[0] -= 1
-            return out
+        def problem(rows: list[int]) -> Problem:
+            """The problem on the block's ``rows`` (positions in ``idx``), sharing the memo."""
+            fs = [callers[r] for r in rows]
+            cs = [centres[r] for r in rows]
+            ms = [memo[r] for r in rows]
 
-        prob = Problem(
-            phi,
-            v[idx].astype(dt).reshape(-1, 1),
-            centre=np.broadcast_to(self.yv0, (idx.size, m)),
-            out_dtype=out_dtype,
-        )
-        return run(self.fdm, prob, check_all=True)
+            def phi(t: Arr) -> F64:
+                out = np.empty((len(rows), m))
+                for r, ti in enumerate(t[:, 0].tolist()):
+                    found = ms[r].get(ti)
+                    if found is not None:
+                        out[r] = found
+                        continue
+                    if ti == cs[r]:
+                        out[r] = yv0
+                        continue
+                    try:
+                        out[r] = fs[r](ti)
+                    except OutputError:
+                        raise
+                    except (ArithmeticError, ValueError):
+                        out[r] = np.nan
+                    if budget[0] > 0:
+                        ms[r][ti] = out[r].copy()
+                        budget[0] -= 1
+                return out
+
+            return Problem(
+                phi,
+                v[idx[rows]].astype(dt).reshape(-1, 1),
+                centre=np.broadcast_to(yv0, (len(rows), m)),
+                out_dtype=out_dtype,
+            )
+
+        # The checks run on every row; fallbacks on the rows that need them alone.
+        prob = problem(list(range(idx.size)))
+        return run_rows(self.fdm, prob, lambda index: problem(index.tolist()))
 
     def _estimate_live(
         self,

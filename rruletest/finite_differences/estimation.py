@@ -35,7 +35,7 @@ from rruletest.finite_differences.kernels import Kind, Stencil
 from rruletest.finite_differences.problem import Estimate, Problem, reduce_to
 from rruletest.finite_differences.scalar import fast_estimate
 
-__all__ = ["estimate_function", "run"]
+__all__ = ["estimate_function", "run", "run_rows"]
 
 Arr = npt.NDArray[Any]
 
@@ -246,6 +246,62 @@ def _run(
             part = _careful(m, sub, _take(res, index), whole, noisy_ok.reshape(-1)[index])
             return _put(res, index, part)
     return Estimate(res.value, res.error, res.step)
+
+
+def run_rows(
+    m: Stencil, prob: Problem, subset: Callable[[npt.NDArray[np.intp]], Problem]
+) -> Estimate:
+    """``run(m, prob, check_all=True)`` for a problem of independent *rows* whose output is not
+    elementwise in ``t`` (a Jacobian's rows, a gufunc's batch members): ``t`` has shape
+    ``(L, 1, ..., 1)`` and row ``r`` of the output (shape ``(L, ...)``) depends on ``t[r]``
+    alone. Every row is estimated and checked at once; the few rows that then need fallbacks
+    are re-worked on ``subset(index)``, the problem on those rows alone, so the fallbacks cost
+    those rows, not all ``L``. The rows' estimates are those of ``run``.
+    """
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = attempt(m, prob, None, math.inf, None)
+        edge = res.retried | res.grown | straddles(m, prob, res)
+        noisy_ok = ~edge & ~res.coarse & res.done
+        suspect = (~res.done | edge | res.coarse | res.unresolved | noisy_ok) & ~prob.dead()
+        if not suspect.any():
+            return Estimate(res.value, res.error, res.step)
+        # ``_careful`` begins with this check; the rows it leaves reliable and not vague are
+        # final, the others go through the rest of ``_careful`` on their own.
+        done, _ = checked(m, prob, res._replace(retried=res.retried | noisy_ok), suspect)
+        vague = reduce_to(done.error >= np.abs(done.value), prob.t_shape, np.any)
+        again = (_unreliable(prob, done) | (vague & straddles(m, prob, done))) & suspect
+        if not again.any():
+            return Estimate(done.value, done.error, done.step)
+        index = np.flatnonzero(again)
+        rows = prob.t_shape[0]
+        part = Result(*(np.asarray(a).reshape(rows, -1)[index] for a in res))
+        part = part._replace(**{k: getattr(part, k).reshape(-1) for k in _ROW_FIELDS})
+        sub = subset(index)
+        whole = np.ones(sub.t_shape, dtype=bool)
+        ok = noisy_ok.reshape(-1)[index].reshape(sub.t_shape)
+        fixed = _careful(m, sub, _shaped(part, sub), whole, ok)
+        out = []
+        for full, piece in zip(done[:3], fixed[:3], strict=True):
+            arr = np.array(full, dtype=np.result_type(full, piece), copy=True)
+            arr.reshape(rows, -1)[index] = np.asarray(piece).reshape(index.size, -1)
+            out.append(arr)
+        return Estimate(*out)
+
+
+#: The fields of a ``Result`` shaped like ``t`` (the others are shaped like the output).
+_ROW_FIELDS = ("step", "done", "retried", "coarse", "grown", "unresolved")
+
+
+def _shaped(part: Result, sub: Problem) -> Result:
+    """``part`` (rows flattened) in the shapes of the problem ``sub``."""
+    y_shape = sub.centre().shape
+    return Result(
+        *(
+            np.asarray(a).reshape(sub.t_shape if k in _ROW_FIELDS else y_shape)
+            for k, a in zip(Result._fields, part, strict=True)
+        )
+    )
 
 
 def estimate_function(m: Stencil, f: Callable[..., Any], x: Any, step: Any) -> Estimate:
