@@ -63,6 +63,7 @@ from typing import Any
 
 import numpy as np
 
+from rruletest.approx._fast import plainly_close
 from rruletest.approx._numeric import InvalidToleranceError, leaf_tolerance
 from rruletest.approx._walker import _Walker
 from rruletest.errors import Mismatch, RuleTestFailure
@@ -111,6 +112,8 @@ def collect_mismatches(
     for name, tol in (("rtol", rtol), ("atol", atol)):
         if isinstance(tol, float | int | np.number | np.ndarray | str | bytes):
             leaf_tolerance(name, tol, np.shape(tol), path)
+    if plainly_close(actual, expected, rtol, atol, path):
+        return []  # two plain numbers or arrays within tolerance: nothing to walk
     walker = _Walker(path, nan_equal=nan_equal, strict_zero_kind=strict_zero_kind)
     walker.run(actual, expected, rtol, atol)
     return walker.found

@@ -270,26 +270,39 @@ def takes_a_number(xs: Sequence[Any], y: Any) -> bool:
     return isinstance(y, float | complex | np.floating | np.complexfloating)
 
 
-def _like(x: Any, re: Any, im: Any) -> Any:
-    """A number of ``x``'s type with real part ``re`` (and imaginary part ``im``)."""
-    if isinstance(x, complex | np.complexfloating):
-        z = complex(float(re), float(np.asarray(x).imag if im is None else im))
-        return type(x)(z)
-    return type(x)(re)
-
-
 def number_partials(m: Any, g: Callable[[Any], Any], x: Any) -> list[Estimate]:
     """``[dy/d(Re x)]``, and ``dy/d(Im x)`` for a complex ``x``, by ``m.estimate`` on ``g``
     called with numbers of ``x``'s own type."""
     re = np.asarray(x).real[()]
-    out = [m.estimate(lambda t: g(_like(x, t, None)), re)]
-    if isinstance(x, complex | np.complexfloating):
-        out.append(m.estimate(lambda t: g(_like(x, re, t)), np.asarray(x).imag[()]))
-    return out
+    kind = type(x)
+    if not isinstance(x, complex | np.complexfloating):
+        return [m.estimate(lambda t: g(kind(t)), re)]  # a number of x's own type
+    im = np.asarray(x).imag[()]
+    fixed_im, fixed_re = float(im), float(re)  # the part held fixed, converted once
+    return [
+        m.estimate(lambda t: g(kind(complex(float(t), fixed_im))), re),
+        m.estimate(lambda t: g(kind(complex(fixed_re, float(t)))), im),
+    ]
 
 
 def _numeric(v: Any) -> bool:
     return isinstance(v, int | float | complex | np.number) and not isinstance(v, bool)
+
+
+_FLOATS = (float, np.float64)
+
+
+def _product(est: Estimate, c: float) -> tuple[float, float] | None:
+    """``(0.0 + value * c, 0.0 + |error| * |c|)`` on Python floats: what the numpy
+    expressions below give for float64 numbers (a 0-d sum adds to 0.0, so -0.0 becomes 0.0),
+    or None where numpy would warn or the numbers are not float64 (then numpy computes)."""
+    value, error = est.value, est.error
+    if type(value) not in _FLOATS or type(error) not in _FLOATS:
+        return None
+    v, e = 0.0 + float(value) * c, 0.0 + abs(float(error)) * abs(c)
+    if not (math.isfinite(v) and math.isfinite(e) and math.isfinite(value)):
+        return None
+    return v, e
 
 
 def number_jvp(
@@ -298,6 +311,10 @@ def number_jvp(
     """``dy/dx * xdot`` (real and imaginary parts of ``xdot`` apart) with its error; a
     non-numeric ``xdot`` (a zero tangent) counts as 0. ``parts`` reuses ``number_partials``."""
     parts = number_partials(m, g, x) if parts is None else parts
+    if len(parts) == 1 and type(xdot) in _FLOATS:
+        fast = _product(parts[0], float(xdot))
+        if fast is not None:
+            return Estimate(np.float64(fast[0]), np.float64(fast[1]), None)
     comps = [np.real(xdot), np.imag(xdot)] if _numeric(xdot) else [0.0, 0.0]
     value: Any = 0.0
     error: Any = 0.0
@@ -313,6 +330,10 @@ def number_vjp(
     """``Re(conj(ybar) * dy/dx)`` summed over the output (complex for a complex ``x``), with
     its error. ``parts`` reuses ``number_partials``."""
     parts = number_partials(m, g, x) if parts is None else parts
+    if len(parts) == 1 and type(ybar) in _FLOATS:
+        fast = _product(parts[0], float(ybar))
+        if fast is not None:
+            return Estimate(fast[0], fast[1], None)
     yb = np.asarray(ybar)
     comps = [float(np.sum((np.conj(yb) * np.asarray(e.value)).real)) for e in parts]
     errs = [float(np.sum(np.abs(yb) * np.abs(np.asarray(e.error)))) for e in parts]

@@ -78,6 +78,19 @@ def of_live(
             raised.append(exc)
             raise
 
+    if not fkwargs and where == list(range(len(fixed))):  # every argument moves
+
+        def g_all(*xs: Any) -> Any:
+            if len(xs) != len(where):
+                return g(*xs)  # the general path raises as it does
+            try:
+                return f(*xs)
+            except Exception as exc:
+                raised.append(exc)
+                raise
+
+        setattr(g_all, "raised", raised)  # noqa: B010 - an attribute of a function
+        return g_all
     setattr(g, "raised", raised)  # noqa: B010 - an attribute of a function
     return g
 
@@ -102,6 +115,13 @@ def widen(atol: float, error: Any) -> Any:
     """
     if isinstance(error, AbstractZero) or error is None:
         return atol
+    if type(error) is float:  # a scalar's estimate (the common case), without numpy
+        err = abs(error)
+        return atol + ERROR_FACTOR * (math.inf if math.isnan(err) else err)
+    if type(error) in (np.float64, np.float32) or (
+        type(error) is np.ndarray and error.dtype.kind != "O"
+    ):
+        return _widen_leaf(atol, error)  # one leaf: what the walk would call, without it
     return map_leaves(lambda _, e: _widen_leaf(atol, e), error, thunks=False)
 
 
