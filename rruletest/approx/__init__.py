@@ -110,6 +110,8 @@ def collect_mismatches(
     if not isinstance(path, str):
         raise TypeError(f"path must be a string such as 'args[0]', got path={path!r}")
     for name, tol in (("rtol", rtol), ("atol", atol)):
+        if tol is None or (type(tol) is float and tol >= 0):
+            continue  # nothing to check (leaf_tolerance would pass it as it is)
         if isinstance(tol, float | int | np.number | np.ndarray | str | bytes):
             leaf_tolerance(name, tol, np.shape(tol), path)
     if plainly_close(actual, expected, rtol, atol, path):

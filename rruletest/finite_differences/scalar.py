@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -191,7 +192,7 @@ def _estimate(m: Stencil, ev: _Eval) -> Estimate:
     anchor = rows[len(k.b_grid) // 2]
     diffs = [y - anchor for y in rows]
     fmag_b = _absmax(rows)
-    sums = [sum(w * d for w, d in zip(row, diffs, strict=True)) for row in k.b_weights]
+    sums = [sum(map(operator.mul, row, diffs)) for row in k.b_weights]  # in order, as before
     if isinstance(anchor, complex):
         scale = _ipow(hb, -b.q)
         df = max(abs(s * scale) for s in sums)
@@ -223,7 +224,7 @@ def _estimate(m: Stencil, ev: _Eval) -> Estimate:
         raise _Bail
     weights = k.weights
     anchor = ys[len(points) // 2]
-    est: Any = sum(w * (y - anchor) for w, y in zip(weights, ys, strict=True))
+    est: Any = sum([w * (y - anchor) for w, y in zip(weights, ys, strict=True)])
     est = est * _ipow(h, -m.q)
     if m.q == 1:
         # estimation._position_correction: points rounded in a coarser binade than t0.
