@@ -172,6 +172,19 @@ def domain_room(domain: Domain | None, primals: Sequence[Any]) -> float | None:
         return None
     room = np.inf
     for i, x in enumerate(primals):
+        if type(x) is float or type(x) is np.float64:  # a number: the same sums, no arrays
+            interval = (
+                domain.interval(i)
+                if i < len(domain.intervals) or len(domain.intervals) == 1
+                else None
+            )
+            if interval is None or not math.isfinite(x):
+                continue
+            if math.isfinite(interval.lo):
+                room = min(room, float(x - interval.lo))
+            if math.isfinite(interval.hi):
+                room = min(room, float(interval.hi - x))
+            continue
         try:
             arr = np.asarray(x)
         except Exception:

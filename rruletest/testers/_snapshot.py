@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from rruletest.tangents import AbstractZero, ZeroTangent, unthunk
-from rruletest.walk import MAX_DEPTH, Element, Path, children, leaves, render_path
+from rruletest.tangents import AbstractZero, NoTangent, ZeroTangent, unthunk
+from rruletest.walk import MAX_DEPTH, Element, Index, Path, children, leaves, render_path
 
 __all__ = [
     "Change",
@@ -46,6 +46,8 @@ _UNCOPYABLE = object()
 _IMMUTABLE = (bool, int, float, complex, str, bytes, np.generic, AbstractZero)
 _NUMBERS = frozenset({float, int, complex, bool, np.float64, np.float32, np.complex128})
 _RANDOM = (np.random.Generator, np.random.BitGenerator, np.random.RandomState)
+# Immutable values a snapshot keeps as they are; one such object is unchanged from itself.
+_SAME = frozenset({NoTangent, ZeroTangent, str, bytes, type(None), np.float64, np.complex128})
 
 
 def short(v: Any) -> str:
@@ -181,6 +183,20 @@ def changes(before: Any, after: Any, limit: int = 3) -> list[Change]:
     """
     if type(before) in _NUMBERS:  # a plain number (the common case): no walk
         return [] if _same_leaf(before, after) else [Change((), before, after)]
+    if before is after and type(before) in _SAME:  # one immutable value: equal to itself
+        return []
+    if (
+        type(before) in (list, tuple)
+        and type(after) is type(before)
+        and len(before) == len(after)
+        and all(type(v) in _NUMBERS for v in before)
+    ):  # numbers side by side (the walk's steps are their indices): no walk
+        found = [
+            Change((Index(i),), b, a)
+            for i, (b, a) in enumerate(zip(before, after, strict=True))
+            if not _same_leaf(b, a)
+        ]
+        return found[:limit]
     out: list[Change] = []
     stack: list[tuple[Any, Any, Path]] = [(before, after, ())]
     seen: set[int] = set()
