@@ -27,7 +27,7 @@ from rruletest.approx._numeric import leaf_tolerance
 from rruletest.tolerances import loosest
 from rruletest.walk import is_registered
 
-__all__ = ["plainly_close"]
+__all__ = ["PLAIN", "plainly_close"]
 
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
 _C128, _C64 = np.dtype(np.complex128), np.dtype(np.complex64)
@@ -40,6 +40,9 @@ _SCALAR_DTYPES: dict[type, np.dtype[Any]] = {
     np.complex128: _C128,
     np.complex64: _C64,
 }
+
+#: The exact types ``plainly_close`` may answer for (a cheap test before calling it).
+PLAIN = frozenset({*_SCALAR_DTYPES, np.ndarray})
 
 
 def _tolerance(tol: Any) -> bool:
