@@ -50,6 +50,18 @@ def _tolerance(tol: Any) -> bool:
     return tol is None or (type(tol) is float and tol >= 0)
 
 
+_BAD = object()
+
+
+def _array_tolerance(name: str, tol: Any, e: np.ndarray, path: str) -> Any:
+    """``leaf_tolerance`` of ``tol`` for ``e``; a float64 array of ``e``'s shape is taken as it
+    is when non-negative (``_BAD`` when not: the general comparison then raises)."""
+    if type(tol) is np.ndarray and tol.dtype == _F64 and tol.shape == e.shape:
+        with np.errstate(invalid="ignore"):
+            return tol if bool(np.all(tol >= 0)) else _BAD
+    return leaf_tolerance(name, tol, e.shape, path)
+
+
 def plainly_close(a: Any, e: Any, rtol: Any, atol: Any, path: str) -> bool:
     """Whether ``a`` and ``e`` are plain numbers or arrays that certainly compare equal (then
     ``collect_mismatches`` finds nothing); False means "compare the general way"."""
@@ -82,8 +94,9 @@ def plainly_close(a: Any, e: Any, rtol: Any, atol: Any, path: str) -> bool:
     ):
         return False
     # The tolerances as compare_numeric takes them (an ill-shaped array raises as there).
-    rtol = leaf_tolerance("rtol", rtol, e.shape, path)
-    atol = leaf_tolerance("atol", atol, e.shape, path)
+    rtol, atol = _array_tolerance("rtol", rtol, e, path), _array_tolerance("atol", atol, e, path)
+    if rtol is _BAD or atol is _BAD:
+        return False
     if rtol is None or atol is None:
         default = loosest(a.dtype, e.dtype)
         rtol = default.rtol if rtol is None else rtol

@@ -26,7 +26,7 @@ from rruletest.testers._args import Arg
 from rruletest.testers._check import Check
 from rruletest.testers._report import Report
 from rruletest.testers._snapshot import copyable, snapshot
-from rruletest.walk import leaves, map_leaves
+from rruletest.walk import is_registered, leaves, map_leaves
 
 __all__ = [
     "coordinate_count",
@@ -160,6 +160,9 @@ def coordinate_count(args: Sequence[Arg]) -> int:
                 continue
             if isinstance(p, complex | np.complexfloating):
                 n += 2
+                continue
+            if type(p) is np.ndarray and p.dtype.kind in "fc" and not is_registered(p):
+                n += int(p.size) * (2 if p.dtype.kind == "c" else 1)  # as to_vec counts them
                 continue
             vec, _ = to_vec(p)
             n += int(np.size(vec))
