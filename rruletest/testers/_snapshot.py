@@ -78,6 +78,18 @@ def snapshot(x: Any) -> Any:
         return x.copy()
     if type(x) in (tuple, list) and all(isinstance(v, _IMMUTABLE) or v is None for v in x):
         return x if type(x) is tuple else list(x)  # numbers and zeros: nothing deeper to copy
+    if type(x) in (tuple, list) and all(
+        isinstance(v, _IMMUTABLE) or v is None or (type(v) is np.ndarray and v.dtype.kind != "O")
+        for v in x
+    ):  # numbers, zeros and arrays (a pullback's output): deepcopy's copies, without its walk
+        copies: dict[int, np.ndarray] = {}  # one copy per array, as deepcopy's memo keeps it
+        out = [
+            v
+            if type(v) is not np.ndarray
+            else copies.setdefault(id(v), v.__deepcopy__({}))  # its memory order kept
+            for v in x
+        ]
+        return tuple(out) if type(x) is tuple else out
     memo: dict[int, Any] = {}
     try:
         _keep_callables(x, memo)
@@ -210,7 +222,7 @@ def changes(before: Any, after: Any, limit: int = 3) -> list[Change]:
             elif b.dtype.kind == "O":
                 idxs = list(np.ndindex(b.shape))
                 stack.extend((b[i], a[i], (*path, Element(i))) for i in reversed(idxs))
-            elif not np.array_equal(a, b):
+            elif not bool(np.asanyarray(a == b).all()):  # np.array_equal, shapes being equal
                 same = np.asarray(a == b) | (np.asarray(a != a) & np.asarray(b != b))
                 if not bool(np.all(same)):
                     bad = np.argwhere(~same)
