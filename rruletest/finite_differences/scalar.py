@@ -293,6 +293,11 @@ def _numeric(v: Any) -> bool:
 _FLOATS = (float, np.float64)
 
 
+def _total(z: Any) -> float:
+    """``float(np.sum(z))``; for one number that sum is ``0.0 + z`` (so -0.0 becomes 0.0)."""
+    return float(0.0 + z) if z.ndim == 0 else float(np.sum(z))
+
+
 def _product(est: Estimate, c: float) -> tuple[float, float] | None:
     """``(0.0 + value * c, 0.0 + |error| * |c|)`` on Python floats: what the numpy
     expressions below give for float64 numbers (a 0-d sum adds to 0.0, so -0.0 becomes 0.0),
@@ -336,8 +341,8 @@ def number_vjp(
         if fast is not None:
             return Estimate(fast[0], fast[1], None)
     yb = np.asarray(ybar)
-    comps = [float(np.sum((np.conj(yb) * np.asarray(e.value)).real)) for e in parts]
-    errs = [float(np.sum(np.abs(yb) * np.abs(np.asarray(e.error)))) for e in parts]
+    comps = [_total((np.conj(yb) * np.asarray(e.value)).real) for e in parts]
+    errs = [_total(np.abs(yb) * np.abs(np.asarray(e.error))) for e in parts]
     if len(comps) == 2:
         return Estimate(complex(comps[0], comps[1]), float(np.hypot(errs[0], errs[1])), None)
     return Estimate(comps[0], errs[0], None)
