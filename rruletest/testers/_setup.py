@@ -24,7 +24,9 @@ from typing import Any
 import numpy as np
 
 from rruletest import defaults
+from rruletest.broadcast import broadcasted
 from rruletest.errors import RuleTestFailure
+from rruletest.finite_differences import default_fdm
 from rruletest.rules import RuleSet, default_ruleset
 from rruletest.testers._args import Arg, WithTangent, classify_args
 from rruletest.testers._rand_tangent import resolve_rng
@@ -166,8 +168,6 @@ def setup(
         raise TypeError(f"{tester}: check_fd must be True or False, got check_fd={check_fd!r}")
     gen, seed = resolve_rng(rng)
     if fdm is None and check_fd:
-        from rruletest.finite_differences import default_fdm
-
         fdm = default_fdm()
     report = Report(tester, f, args, fkwargs, seed=seed)
     _check_walkable(report, args, fkwargs)
@@ -221,8 +221,6 @@ def ruleset_of(rule_f: Callable[..., Any]) -> RuleSet:
 def domain_for(s: Setup, rule_f: Any) -> tuple[Any, tuple[Any, ...]]:
     """The rule's declared domain and the primals it describes (``broadcasted``'s function
     excluded), or ``(None, primals)``."""
-    from rruletest.broadcast import broadcasted
-
     rules = ruleset_of(rule_f)
     f, primals = s.f, s.primals
     try:

@@ -194,6 +194,8 @@ def changes(before: Any, after: Any, limit: int = 3) -> list[Change]:
     equality are not compared; functions compare by identity.
     """
     if type(before) in _NUMBERS:  # a plain number (the common case): no walk
+        if after is before or (type(after) is type(before) and after == before):
+            return []  # what _same_leaf finds first
         return [] if _same_leaf(before, after) else [Change((), before, after)]
     if before is after and type(before) in _SAME:  # one immutable value: equal to itself
         return []
