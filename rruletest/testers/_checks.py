@@ -19,9 +19,8 @@ from rruletest.broadcast import broadcasted
 from rruletest.tangents import NO_TANGENT, Thunk
 from rruletest.testers._args import Arg, describe
 from rruletest.testers._report import Check, Report
-from rruletest.testers._setup import Setup
+from rruletest.testers._setup import Setup, tolerances_of
 from rruletest.testers._snapshot import Change, change_text, changes, copyable, is_lazy, snapshot
-from rruletest.tolerances import tolerances_for
 from rruletest.walk import Index, Key, Path
 
 __all__ = [
@@ -137,7 +136,7 @@ def check_primal(s: Setup, y: Any, y_f: Any) -> Any:
         return y_f if y_f is not MISSING else NO_TANGENT
     if y_f is MISSING:
         return y
-    rtol, atol = tolerances_for([y_f], s.rtol, s.atol)
+    rtol, atol = tolerances_of([y_f], s.rtol, s.atol)
     title = "y: the rule's output differs from f(*args)"
     compare(s.report, Check.PRIMAL, title, y, y_f, "y", rtol, atol)
     return y_f

@@ -32,10 +32,18 @@ from rruletest.testers._args import Arg, WithTangent, classify_args
 from rruletest.testers._rand_tangent import resolve_rng
 from rruletest.testers._report import Check, Report
 from rruletest.testers._snapshot import copyable, snapshot
-from rruletest.tolerances import tolerances_for
+from rruletest.tolerances import default_tolerances, loosest, tolerances_for
 from rruletest.walk import MAX_DEPTH, Index, Key, WalkError, leaves
 
-__all__ = ["BadArgumentError", "Setup", "check_options", "guarded", "ruleset_of", "setup"]
+__all__ = [
+    "BadArgumentError",
+    "Setup",
+    "check_options",
+    "guarded",
+    "ruleset_of",
+    "setup",
+    "tolerances_of",
+]
 
 
 class BadArgumentError(ValueError):
@@ -65,7 +73,7 @@ class Setup:
         """``(rtol, atol)`` in force: the given ones, else the loosest default among the
         dtypes of the primals and the output ``y`` (computed once)."""
         if self.tolerance is None:
-            self.tolerance = tolerances_for([*self.primals, y], self.rtol, self.atol)
+            self.tolerance = tolerances_of([*self.primals, y], self.rtol, self.atol)
         return self.tolerance
 
     def kwargs(self) -> dict[str, Any]:
@@ -75,6 +83,28 @@ class Setup:
             return {}
         snap = {k: snapshot(v) for k, v in self.fkwargs.items()}
         return {k: (v if copyable(v) else self.fkwargs[k]) for k, v in snap.items()}
+
+
+_PLAIN_DTYPES = {float: np.dtype(np.float64), complex: np.dtype(np.complex128)}
+
+
+def tolerances_of(values: list[Any], rtol: float | None, atol: float | None) -> tuple[float, float]:
+    """``tolerances_for(values, rtol, atol)``: the given ones as they are, and for numbers and
+    numeric arrays the loosest default of their dtypes found without walking them."""
+    if rtol is not None and atol is not None:
+        return rtol, atol
+    dtypes: set[np.dtype[Any]] = set()
+    for v in values:
+        kind = type(v)
+        if kind in _PLAIN_DTYPES:
+            dtypes.add(_PLAIN_DTYPES[kind])
+        elif (kind is np.ndarray or isinstance(v, np.generic)) and v.dtype.kind != "O":
+            if v.dtype.kind in "fc":
+                dtypes.add(v.dtype)
+        else:
+            return tolerances_for(values, rtol, atol)
+    tol = loosest(*dtypes) if dtypes else default_tolerances(np.float64)
+    return (float(tol.rtol) if rtol is None else rtol), (float(tol.atol) if atol is None else atol)
 
 
 def guarded(s: Setup, run: Callable[..., None], *args: Any) -> None:
