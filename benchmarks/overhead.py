@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from _timing import CPU, calibrate, header, interleaved, parser, save_json, table
 
-from rruletest import NoTangent, RuleSet, Tangent
+from rruletest import NoTangent, RuleSet, Tangent, rand_tangent
 from rruletest.approx import collect_mismatches, test_approx
 from rruletest.finite_differences import default_fdm
 from rruletest.finite_differences.dense import dense_jvp, dense_vjp
@@ -95,9 +95,10 @@ def small_cases() -> dict[str, Callable[[], Any]]:
 
 
 def engine_cases(a: Any, b: Any) -> dict[str, Callable[[], Any]]:
-    """The engine's part of the calls above, alone (the testers' reference, called directly)."""
-    fdm = default_fdm()
-    ybar, da, db = np.full((3, 3), 0.5), np.full((3, 3), 0.25), np.full((3, 3), -0.75)
+    """The engine's part of the calls above, alone (the testers' reference, called directly,
+    with tangents drawn as the testers draw theirs: their values change the engine's work)."""
+    fdm, gen = default_fdm(), np.random.default_rng(0)
+    ybar, da, db = (rand_tangent(gen, a) for _ in range(3))
     return {
         "engine: scalar partials at 0.5, 0.5+0.5j": lambda: (
             number_partials(fdm, np.sin, 0.5),
