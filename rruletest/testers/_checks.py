@@ -62,14 +62,18 @@ def compare(
 ) -> int:
     """Compare with ``collect_mismatches`` and record what differs; returns how many."""
     try:
-        if type(actual) is np.ndarray and type(expected) is np.ndarray:
-            # identical arrays (a repeated call): nothing to compare; changes' own test for
-            # arrays of one dtype, without its search for where they differ
-            if (
-                expected.dtype.kind != "O"
-                and actual.dtype == expected.dtype
-                and actual.shape == expected.shape
-                and bool((actual == expected).all())
+        if (
+            type(actual) is np.ndarray
+            and type(expected) is np.ndarray
+            and expected.dtype.kind != "O"
+            and actual.dtype == expected.dtype
+            and actual.shape == expected.shape
+        ):
+            # identical arrays (a repeated call): nothing to compare. changes' own test for
+            # arrays of one dtype and shape (NaN is NaN), without its search for the place
+            same = actual == expected
+            if bool(same.all()) or bool(
+                (same | ((actual != actual) & (expected != expected))).all()
             ):
                 return 0
         elif type(actual) is type(expected) and not changes(expected, actual, limit=1):
