@@ -95,10 +95,13 @@ def small_cases() -> dict[str, Callable[[], Any]]:
 
 
 def engine_cases(a: Any, b: Any) -> dict[str, Callable[[], Any]]:
-    """The engine's part of the calls above, alone (the testers' reference, called directly,
-    with tangents drawn as the testers draw theirs: their values change the engine's work)."""
-    fdm, gen = default_fdm(), np.random.default_rng(0)
-    ybar, da, db = (rand_tangent(gen, a) for _ in range(3))
+    """The engine's part of the calls above, alone: the testers' reference called directly on
+    the tangents the testers draw with ``rng=0`` (their values change the engine's work), so
+    a call's time minus its engine's is what the tester does around it."""
+    fdm = default_fdm()
+    ybar = rand_tangent(np.random.default_rng(0), a @ b)  # test_rrule's first draw
+    dots = np.random.default_rng(0)
+    da, db = rand_tangent(dots, a), rand_tangent(dots, b)  # test_frule's first draws
     return {
         "engine: scalar partials at 0.5, 0.5+0.5j": lambda: (
             number_partials(fdm, np.sin, 0.5),
