@@ -12,7 +12,7 @@ import pytest
 
 from rruletest import NoTangent, Tangent
 from rruletest.approx import InvalidToleranceError, collect_mismatches
-from rruletest.approx._fast import plainly_close
+from rruletest.approx._fast import SMALL, plainly_close
 from rruletest.approx._kinds import numeric_of
 from rruletest.approx._numeric import compare_numeric
 from rruletest.tolerances import override_default_tolerances
@@ -87,6 +87,9 @@ def test_arrays_fast_answer_is_the_leaf_comparisons() -> None:
             elif a.shape == e.shape and (a.dtype.kind == "c") == (e.dtype.kind == "c"):
                 assert _leaf(a, e, rtol, atol) != [] or not np.all(np.isfinite(e))
     assert plainly_close(base, base.copy(), None, None, "x")
+    big = np.ones(SMALL + 1)
+    assert not plainly_close(big, big.copy(), None, None, "x")  # large: the walk compares
+    assert collect_mismatches(big, big.copy()) == []
 
 
 @pytest.mark.parametrize(

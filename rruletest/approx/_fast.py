@@ -1,5 +1,5 @@
 """The fast answer of ``collect_mismatches`` for the common pair: two plain numbers, or two
-plain float or complex arrays of one shape, that agree within tolerance.
+small plain float or complex arrays of one shape, that agree within tolerance.
 
 Internal. A tester compares a few such pairs in every call, and the general walk (kinds,
 tasks, paths) costs ten times the arithmetic for a number. ``plainly_close`` only ever answers
@@ -27,7 +27,7 @@ from rruletest.approx._numeric import leaf_tolerance
 from rruletest.tolerances import loosest
 from rruletest.walk import is_registered
 
-__all__ = ["PLAIN", "plainly_close"]
+__all__ = ["PLAIN", "SMALL", "plainly_close"]
 
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
 _C128, _C64 = np.dtype(np.complex128), np.dtype(np.complex64)
@@ -43,6 +43,9 @@ _SCALAR_DTYPES: dict[type, np.dtype[Any]] = {
 
 #: The exact types ``plainly_close`` may answer for (a cheap test before calling it).
 PLAIN = frozenset({*_SCALAR_DTYPES, np.ndarray})
+#: Arrays up to this size only: the walk costs little next to a large array's arithmetic,
+#: which a pair that is not close would otherwise pay twice (here, then in the walk).
+SMALL = 4096
 
 
 def _tolerance(tol: Any) -> bool:
@@ -87,8 +90,8 @@ def plainly_close(a: Any, e: Any, rtol: Any, atol: Any, path: str) -> bool:
     ka, ke = a.dtype.kind, e.dtype.kind
     if ka not in "fc" or ke not in "fc" or (ka == "c") != (ke == "c") or a.shape != e.shape:
         return False
-    if a.ndim == 0 or is_registered(a):
-        return False  # 0-d arrays: the walk's scalar test decides
+    if a.ndim == 0 or a.size > SMALL or is_registered(a):
+        return False  # 0-d arrays: the walk's scalar test decides; large ones: see SMALL
     if not (_tolerance(rtol) or type(rtol) is np.ndarray) or not (
         _tolerance(atol) or type(atol) is np.ndarray
     ):
