@@ -21,6 +21,10 @@ Comparison of large arrays, as multiples of one ``np.sin`` over the same 1e6 flo
 wrong, float32 against float64, with a per-element tolerance; and, for scale, an object array
 of 1e4 tangents and 1000 ``Tangent``s (element by element, so far slower per element).
 
+``--profile``: instead, where the time of ``test_scalar`` and of the matmul ``test_rrule`` goes
+(cProfile's cumulative shares of the engine, the rule, comparisons, random tangents, input
+copies, set-up and the cross-check).
+
 Results: ``benchmarks/results/overhead.json``.
 """
 
@@ -166,8 +170,69 @@ def tester_side_cases(cases: dict[str, Callable[[], Any]]) -> dict[str, Callable
     }
 
 
+# Where a tester call's time goes (``--profile``): parts of the testers by the functions that
+# do them (outermost ones only, so that no time is counted twice).
+_PARTS = {
+    "engine (scalar partials, dense Jacobian)": [
+        ("_reference.py", "_scalar_partials"),
+        ("dense.py", "dense_vjp"),
+        ("dense.py", "dense_jvp"),
+    ],
+    "the rule and its pullback (code under test)": [
+        ("_pullback_checks.py", "call_pullback"),
+        ("_frule_tester.py", "call_rule"),
+        ("_rrule_tester.py", "call_rule"),
+    ],
+    "comparisons (compare, masked, widen, measured)": [
+        ("_checks.py", "compare"),
+        ("_evidence.py", "masked"),
+        ("_fd_inputs.py", "widen"),
+        ("_report.py", "measured"),
+    ],
+    "random tangents": [("_rand_tangent.py", "rand_tangent")],
+    "input copies and mutation checks": [
+        ("_checks.py", "__init__"),
+        ("_checks.py", "check_mutation"),
+        ("_checks.py", "check_unchanged"),
+    ],
+    "set-up, options, report": [
+        ("_setup.py", "setup"),
+        ("_reproduce.py", "given_options"),
+        ("_report.py", "result"),
+    ],
+    "frule/rrule cross-check": [("_cross_check.py", "wrapper")],
+}
+
+
+def profile(name: str, fn: Callable[[], Any], calls: int) -> None:
+    """cProfile's cumulative time of each part of ``fn``, as shares of the whole call."""
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    prof.runcall(lambda: [fn() for _ in range(calls)])
+    stats: dict[Any, Any] = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+    total = max(ct for (_, _, func), (_, _, _, ct, _) in stats.items() if func == "<lambda>")
+    print(f"\n{name}: {total / calls * 1e3:.2f} ms per call under cProfile ({calls} calls)")
+    for part, where in _PARTS.items():
+        ct = sum(
+            v[3]
+            for (file, _, func), v in stats.items()
+            if any(file.endswith(f) and func == g for f, g in where)
+        )
+        print(f"  {100 * ct / total:5.1f}%  {part}")
+
+
 def main() -> None:
-    opts = parser(__doc__).parse_args()
+    p = parser(__doc__)
+    p.add_argument("--profile", action="store_true", help="cProfile shares of the parts only")
+    opts = p.parse_args()
+    if opts.profile:
+        small = small_cases()
+        for name in ("test_scalar(np.sin, 0.5) real+complex", "test_rrule(matmul, 3x3, 3x3)"):
+            small[name]()
+            profile(name, small[name], 30 if opts.quick else 300)
+        return
     repeat = 3 if opts.quick else 15
     header("Fixed cost per tester call")
     small = small_cases()
