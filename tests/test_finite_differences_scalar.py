@@ -176,3 +176,51 @@ def test_takes_a_number():
     assert not takes_a_number([0.5, 1.0], 1.0)
     assert not takes_a_number([np.zeros(1)], 1.0)
     assert not takes_a_number([0.5], np.zeros(3, dtype=int))
+
+
+# -- vjp and jvp at one number: Python floats where numpy would give the same ------------------
+
+
+def _numpy_vjp(parts: Any, ybar: Any) -> tuple[Any, Any]:
+    """``number_vjp``'s numpy expressions, as written before its float shortcut."""
+    yb = np.asarray(ybar)
+    e = parts[0]
+    value = float(np.sum((np.conj(yb) * np.asarray(e.value)).real))
+    error = float(np.sum(np.abs(yb) * np.abs(np.asarray(e.error))))
+    return value, error
+
+
+@pytest.mark.parametrize("c", [0.37, -2.5, 0.0, -0.0, 1e-310, np.float64(0.25), 1e300])
+@pytest.mark.parametrize("x", [0.5, -3.0, 2.0**-1022])
+def test_vjp_and_jvp_at_a_real_number_equal_numpys(x: float, c: Any) -> None:
+    import math
+
+    from rruletest.finite_differences.scalar import number_jvp, number_partials, number_vjp
+
+    m = default_fdm()
+    parts = number_partials(m, np.sin, x)
+    with np.errstate(all="ignore"):
+        want_v, want_e = _numpy_vjp(parts, c)
+        jvp_v = 0.0 + np.asarray(parts[0].value) * c
+        jvp_e = 0.0 + np.abs(np.asarray(parts[0].error)) * abs(c)
+        vjp = number_vjp(m, np.sin, x, c, parts)
+        jvp = number_jvp(m, np.sin, x, c, parts)
+    for got, want in ((vjp.value, want_v), (vjp.error, want_e), (jvp.value, jvp_v),
+                      (jvp.error, jvp_e)):  # fmt: skip
+        assert type(got) is type(want)
+        assert got == want or (math.isnan(got) and math.isnan(want))
+        assert math.copysign(1.0, got) == math.copysign(1.0, want)  # -0.0 as numpy gives it
+
+
+def test_vjp_at_a_complex_number_sums_as_numpy_does() -> None:
+    from rruletest.finite_differences.scalar import number_partials, number_vjp
+
+    m, z = default_fdm(), complex(0.5, -0.25)
+    parts = number_partials(m, np.sin, z)
+    for ybar in (0.3 - 0.7j, complex(-0.0, 1.0), -0.0, 2.0):
+        est = number_vjp(m, np.sin, z, ybar, parts)
+        yb = np.asarray(ybar)
+        re, im = (float(np.sum((np.conj(yb) * np.asarray(e.value)).real)) for e in parts)
+        errs = [float(np.sum(np.abs(yb) * np.abs(np.asarray(e.error)))) for e in parts]
+        assert est.value == complex(re, im)
+        assert est.error == float(np.hypot(*errs))

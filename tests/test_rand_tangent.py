@@ -212,3 +212,23 @@ def test_plain_objects_get_a_tangent_of_their_attributes() -> None:
     assert (t.primal_type, t.w.shape, t.n) == (Plain, (2,), NoTangent())
     assert rand_tangent(0, Plain(1, 2)) is NoTangent()  # no float anywhere
     assert rand_tangent(0, Scaler(2.0)) is NoTangent()  # a function object, as the testers say
+
+
+def test_one_number_is_drawn_as_the_arrays_draw_it() -> None:
+    from rruletest.testers._rand_tangent import _decimal, _decimals
+
+    for seed in range(20):
+        a, b = np.random.default_rng(seed), np.random.default_rng(seed)
+        for _ in range(50):
+            assert _decimal(a) == float(_decimals(b, ())[()])
+        assert a.bit_generator.state == b.bit_generator.state
+
+
+@pytest.mark.parametrize(
+    "x", [0.5, np.float64(2.0), np.float32(1.0), 1 + 1j, np.complex64(1), np.ones((2, 3))]
+)
+def test_plain_values_draw_what_the_walk_draws(x: Any) -> None:
+    # Inside a list the walk reaches the value as a leaf; at the top it is drawn directly.
+    alone, inside = rand_tangent(7, x), rand_tangent(7, [x])[0]
+    assert type(alone) is type(inside)
+    assert np.array_equal(alone, inside)

@@ -77,3 +77,44 @@ def test_inner_pairs_fields_by_key() -> None:
 
     t = Tangent(P, b=np.array([1.0, 2.0]))
     assert inner(t, P(np.ones(2), np.array([3.0, 4.0]))) == 11.0
+
+
+# -- the shortcuts for plain values give what the walk gives ---------------------------------
+
+
+def test_numbers_side_by_side_change_at_their_indices() -> None:
+    before = [1.0, 2.0, float("nan"), 4.0, 5.0]
+    after = [1.0, 7.0, float("nan"), 8.0, 9.0]
+    found = changes(before, after)
+    assert found == [Change((Index(1),), 2.0, 7.0), Change((Index(3),), 4.0, 8.0),
+                     Change((Index(4),), 5.0, 9.0)]  # fmt: skip
+    assert changes(before, after, limit=2) == found[:2]
+    assert changes(tuple(before), tuple(before)) == []
+    assert changes([1.0], [1.0, 2.0]) == [Change((), [1.0], [1.0, 2.0])]  # lengths differ
+    assert changes([1.0], (1.0,)) == [Change((), [1.0], (1.0,))]  # a list became a tuple
+    assert changes([1.0], [np.array(1.0)]) == []  # equal values
+
+
+def test_an_immutable_value_is_unchanged_from_itself() -> None:
+    for value in (ZeroTangent(), "name", None, np.float64("nan"), np.complex128(1j)):
+        assert changes(value, value) == []
+    assert changes("a", "b") == [Change((), "a", "b")]
+
+
+def test_a_tuple_of_arrays_is_copied_as_deepcopy_copies_it() -> None:
+    a = np.asfortranarray(np.arange(6.0).reshape(2, 3))
+    out = (ZeroTangent(), a, a, 1.5)
+    snap = snapshot(out)
+    assert type(snap) is tuple
+    assert snap[0] is out[0]
+    assert snap[3] == 1.5
+    assert snap[1] is not a
+    assert np.array_equal(snap[1], a)
+    assert snap[1] is snap[2]  # one array twice: one copy, shared (deepcopy's memo)
+    assert snap[1].flags.f_contiguous  # its memory order kept
+    a[0, 0] = 99.0
+    assert snap[1][0, 0] == 0.0
+    listed = snapshot([a, None])
+    assert type(listed) is list
+    assert listed[0] is not a
+    assert listed[1] is None

@@ -63,6 +63,7 @@ from typing import Any
 
 import numpy as np
 
+from rruletest.approx._fast import plainly_close
 from rruletest.approx._numeric import InvalidToleranceError, leaf_tolerance
 from rruletest.approx._walker import _Walker
 from rruletest.errors import Mismatch, RuleTestFailure
@@ -109,8 +110,14 @@ def collect_mismatches(
     if not isinstance(path, str):
         raise TypeError(f"path must be a string such as 'args[0]', got path={path!r}")
     for name, tol in (("rtol", rtol), ("atol", atol)):
+        if tol is None or (type(tol) is float and tol >= 0):
+            continue  # nothing to check (leaf_tolerance would pass it as it is)
+        if type(tol) is np.ndarray and tol.dtype == np.float64 and bool(np.all(tol >= 0)):
+            continue  # non-negative, no NaN: leaf_tolerance would pass it too
         if isinstance(tol, float | int | np.number | np.ndarray | str | bytes):
             leaf_tolerance(name, tol, np.shape(tol), path)
+    if plainly_close(actual, expected, rtol, atol, path):
+        return []  # two plain numbers or arrays within tolerance: nothing to walk
     walker = _Walker(path, nan_equal=nan_equal, strict_zero_kind=strict_zero_kind)
     walker.run(actual, expected, rtol, atol)
     return walker.found

@@ -45,6 +45,8 @@ def leaf_tolerance(name: str, tol: Any, shape: tuple[int, ...], path: str) -> An
     """Check one leaf's tolerance: None, a non-negative float, or an array broadcasting to shape."""
     if type(tol) is float and tol >= 0:  # the common case (not NaN): as the general path
         return tol
+    if tol is None:
+        return None
     from rruletest.tangents import AbstractZero
 
     if tol is None or isinstance(tol, AbstractZero):

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from rruletest.approx import _render as r
+from rruletest.approx._fast import PLAIN, plainly_close
 from rruletest.approx._kinds import (
     kind,
     numeric_of,
@@ -181,6 +182,12 @@ class _Walker(StructureMixin):
             self.active.discard(pair)
 
     def _dispatch(self, a: Any, e: Any, path: Path, rtol: Any, atol: Any) -> None:
+        if (
+            type(a) in PLAIN
+            and type(e) in PLAIN
+            and plainly_close(a, e, rtol, atol, self.where(path))
+        ):
+            return  # plain numbers or arrays within tolerance: compare_numeric finds nothing
         ka, ke = kind(a), kind(e)
         if ka == "zero" or ke == "zero":
             self.zero(a, e, ka, ke, path, rtol, atol)

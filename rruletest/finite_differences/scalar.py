@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -82,15 +83,31 @@ def _finite(ys: list[Any]) -> bool:
     return all(math.isfinite(y) for y in ys)
 
 
-def _finish(m: Stencil, t0: float, h: float) -> float:
+class _Limits(NamedTuple):
+    """What ``_finish`` needs of a method, computed once: the factor of the largest step, the
+    cap ``max_range`` sets, and the smallest step."""
+
+    up: float
+    range_cap: float
+    tiny: float
+
+
+def _limits(m: Stencil) -> _Limits:
+    return _Limits(
+        1000.0 * default_step(m, _EPS),
+        m.max_range / m.max_offset,
+        max(_TINY, _TINY ** (1.0 / (m.q + 1))),
+    )
+
+
+def _finish(lim: _Limits, t0: float, h: float) -> float:
     """``steps._finish_kernel`` without a cap; bails where the input's precision binds."""
-    up = max(abs(t0), 1.0) * (1000.0 * default_step(m, _EPS))
-    range_cap = m.max_range / m.max_offset
+    up = max(abs(t0), 1.0) * lim.up
+    range_cap = lim.range_cap
     if range_cap != math.inf:
         up = min(up, range_cap)
     h = min(h, up)
-    tiny = max(_TINY, _TINY ** (1.0 / (m.q + 1)))
-    lower = max(_spacing(t0) * RESOLUTION, tiny)
+    lower = max(_spacing(t0) * RESOLUTION, lim.tiny)
     if h < lower or not h > 0:
         raise _Bail  # coarse
     snapped = (t0 + h) - t0
@@ -148,7 +165,8 @@ def _straddles(t0: float, h: float, reach: int) -> bool:
 
 
 class _Constants(NamedTuple):
-    """What ``_estimate`` needs of a method adapted once, as Python numbers."""
+    """What ``_estimate`` needs of a method adapted once, as Python numbers (each computed as
+    the method's properties give it, once per method)."""
 
     b: Stencil  # the bound estimator
     b_grid: list[int]
@@ -157,6 +175,18 @@ class _Constants(NamedTuple):
     points: list[int]
     weights: list[float]
     reach: float
+    b_limits: _Limits
+    limits: _Limits
+    b_step: float  # the bound estimator's default step
+    b_q: int
+    b_offset: int
+    q: int
+    p_minus_q: int
+    offset: int
+    f_error: float  # m.f_error_mult * m.factor
+    df_mult: float
+    ratio: float  # m.q / (m.p - m.q)
+    root: float  # 1.0 / m.p
 
 
 @functools.cache
@@ -174,6 +204,18 @@ def _constants(m: Stencil) -> _Constants | None:
         points,
         [float(w) for w in m.weights.tolist()],
         float(max(abs(g) for g in points)),
+        _limits(b),
+        _limits(m),
+        default_step(b, _EPS),
+        b.q,
+        b.max_offset,
+        m.q,
+        m.p - m.q,
+        m.max_offset,
+        m.f_error_mult * m.factor,
+        m.df_mult,
+        m.q / (m.p - m.q),
+        1.0 / m.p,
     )
 
 
@@ -182,39 +224,38 @@ def _estimate(m: Stencil, ev: _Eval) -> Estimate:
     k = _constants(m)
     if k is None:
         raise _Bail
-    b = k.b
     # The bound estimator at its default step (choose_step without adaptation).
-    hb = _finish(b, t0, default_step(b, _EPS))
+    hb = _finish(k.b_limits, t0, k.b_step)
     rows = [ev.at(g, hb) for g in k.b_grid]
     if not _finite(rows):
         raise _Bail  # a domain edge: the step shrinks
     anchor = rows[len(k.b_grid) // 2]
     diffs = [y - anchor for y in rows]
     fmag_b = _absmax(rows)
-    sums = [sum(w * d for w, d in zip(row, diffs, strict=True)) for row in k.b_weights]
+    sums = [sum(map(operator.mul, row, diffs)) for row in k.b_weights]  # in order, as before
     if isinstance(anchor, complex):
-        scale = _ipow(hb, -b.q)
+        scale = _ipow(hb, -k.b_q)
         df = max(abs(s * scale) for s in sums)
     else:
-        df = max(max(sums), -min(sums)) * _ipow(hb, -b.q)
-    if _straddles(t0, hb, b.max_offset):
+        df = max(max(sums), -min(sums)) * _ipow(hb, -k.b_q)
+    if _straddles(t0, hb, k.b_offset):
         raise _Bail
-    if df * _ipow(hb, b.q) <= FLAT * _spacing(fmag_b) * k.noise_mult:
+    if df * _ipow(hb, k.b_q) <= FLAT * _spacing(fmag_b) * k.noise_mult:
         raise _Bail  # flat: the step would grow or shrink
-    span = hb * b.max_offset
+    span = hb * k.b_offset
     # The method's step from the constants (steps._step_kernel).
-    c1 = _spacing(fmag_b) * (m.f_error_mult * m.factor)
-    c2 = df * m.df_mult
+    c1 = _spacing(fmag_b) * k.f_error
+    c2 = df * k.df_mult
     if not (c1 > 0 and c2 > 0 and math.isfinite(c1) and math.isfinite(c2)):
         raise _Bail
-    h = (m.q / (m.p - m.q) * (c1 / c2)) ** (1.0 / m.p)
+    h = (k.ratio * (c1 / c2)) ** k.root
     if not (math.isfinite(h) and h > 0):
         raise _Bail
-    h = min(h, span / m.max_offset)
-    h = _finish(m, t0, h)
-    if h * (UNRESOLVED * b.max_offset) < span:
+    h = min(h, span / k.offset)
+    h = _finish(k.limits, t0, h)
+    if h * (UNRESOLVED * k.b_offset) < span:
         raise _Bail  # unresolved
-    if _straddles(t0, h, m.max_offset):
+    if _straddles(t0, h, k.offset):
         raise _Bail
     # The stencil (estimation._estimate, first attempt).
     points = k.points
@@ -223,9 +264,9 @@ def _estimate(m: Stencil, ev: _Eval) -> Estimate:
         raise _Bail
     weights = k.weights
     anchor = ys[len(points) // 2]
-    est: Any = sum(w * (y - anchor) for w, y in zip(weights, ys, strict=True))
-    est = est * _ipow(h, -m.q)
-    if m.q == 1:
+    est: Any = sum([w * (y - anchor) for w, y in zip(weights, ys, strict=True)])
+    est = est * _ipow(h, -k.q)
+    if k.q == 1:
         # estimation._position_correction: points rounded in a coarser binade than t0.
         a = abs(t0)
         if _spacing(a + k.reach * h) > _spacing(a):
@@ -234,8 +275,8 @@ def _estimate(m: Stencil, ev: _Eval) -> Estimate:
                 total += c * (((h * g + t0) - t0) - g * h)
             est = est * (1.0 - total / h)
     fmag = _absmax(ys)
-    c1 = max(c1, _spacing(fmag) * (m.f_error_mult * m.factor))
-    error = c1 * _ipow(h, -m.q) + c2 * _ipow(h, m.p - m.q)
+    c1 = max(c1, _spacing(fmag) * k.f_error)
+    error = c1 * _ipow(h, -k.q) + c2 * _ipow(h, k.p_minus_q)
     if not (math.isfinite(error) and _finite([est])):
         raise _Bail
     return Estimate(est, error, h)
@@ -270,26 +311,44 @@ def takes_a_number(xs: Sequence[Any], y: Any) -> bool:
     return isinstance(y, float | complex | np.floating | np.complexfloating)
 
 
-def _like(x: Any, re: Any, im: Any) -> Any:
-    """A number of ``x``'s type with real part ``re`` (and imaginary part ``im``)."""
-    if isinstance(x, complex | np.complexfloating):
-        z = complex(float(re), float(np.asarray(x).imag if im is None else im))
-        return type(x)(z)
-    return type(x)(re)
-
-
 def number_partials(m: Any, g: Callable[[Any], Any], x: Any) -> list[Estimate]:
     """``[dy/d(Re x)]``, and ``dy/d(Im x)`` for a complex ``x``, by ``m.estimate`` on ``g``
     called with numbers of ``x``'s own type."""
     re = np.asarray(x).real[()]
-    out = [m.estimate(lambda t: g(_like(x, t, None)), re)]
-    if isinstance(x, complex | np.complexfloating):
-        out.append(m.estimate(lambda t: g(_like(x, re, t)), np.asarray(x).imag[()]))
-    return out
+    kind = type(x)
+    if not isinstance(x, complex | np.complexfloating):
+        return [m.estimate(lambda t: g(kind(t)), re)]  # a number of x's own type
+    im = np.asarray(x).imag[()]
+    fixed_im, fixed_re = float(im), float(re)  # the part held fixed, converted once
+    return [
+        m.estimate(lambda t: g(kind(complex(float(t), fixed_im))), re),
+        m.estimate(lambda t: g(kind(complex(fixed_re, float(t)))), im),
+    ]
 
 
 def _numeric(v: Any) -> bool:
     return isinstance(v, int | float | complex | np.number) and not isinstance(v, bool)
+
+
+_FLOATS = (float, np.float64)
+
+
+def _total(z: Any) -> float:
+    """``float(np.sum(z))``; for one number that sum is ``0.0 + z`` (so -0.0 becomes 0.0)."""
+    return float(0.0 + z) if z.ndim == 0 else float(np.sum(z))
+
+
+def _product(est: Estimate, c: float) -> tuple[float, float] | None:
+    """``(0.0 + value * c, 0.0 + |error| * |c|)`` on Python floats: what the numpy
+    expressions below give for float64 numbers (a 0-d sum adds to 0.0, so -0.0 becomes 0.0),
+    or None where numpy would warn or the numbers are not float64 (then numpy computes)."""
+    value, error = est.value, est.error
+    if type(value) not in _FLOATS or type(error) not in _FLOATS:
+        return None
+    v, e = 0.0 + float(value) * c, 0.0 + abs(float(error)) * abs(c)
+    if not (math.isfinite(v) and math.isfinite(e) and math.isfinite(value)):
+        return None
+    return v, e
 
 
 def number_jvp(
@@ -298,6 +357,10 @@ def number_jvp(
     """``dy/dx * xdot`` (real and imaginary parts of ``xdot`` apart) with its error; a
     non-numeric ``xdot`` (a zero tangent) counts as 0. ``parts`` reuses ``number_partials``."""
     parts = number_partials(m, g, x) if parts is None else parts
+    if len(parts) == 1 and type(xdot) in _FLOATS:
+        fast = _product(parts[0], float(xdot))
+        if fast is not None:
+            return Estimate(np.float64(fast[0]), np.float64(fast[1]), None)
     comps = [np.real(xdot), np.imag(xdot)] if _numeric(xdot) else [0.0, 0.0]
     value: Any = 0.0
     error: Any = 0.0
@@ -313,9 +376,13 @@ def number_vjp(
     """``Re(conj(ybar) * dy/dx)`` summed over the output (complex for a complex ``x``), with
     its error. ``parts`` reuses ``number_partials``."""
     parts = number_partials(m, g, x) if parts is None else parts
+    if len(parts) == 1 and type(ybar) in _FLOATS:
+        fast = _product(parts[0], float(ybar))
+        if fast is not None:
+            return Estimate(fast[0], fast[1], None)
     yb = np.asarray(ybar)
-    comps = [float(np.sum((np.conj(yb) * np.asarray(e.value)).real)) for e in parts]
-    errs = [float(np.sum(np.abs(yb) * np.abs(np.asarray(e.error)))) for e in parts]
+    comps = [_total((np.conj(yb) * np.asarray(e.value)).real) for e in parts]
+    errs = [_total(np.abs(yb) * np.abs(np.asarray(e.error))) for e in parts]
     if len(comps) == 2:
         return Estimate(complex(comps[0], comps[1]), float(np.hypot(errs[0], errs[1])), None)
     return Estimate(comps[0], errs[0], None)

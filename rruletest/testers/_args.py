@@ -17,6 +17,7 @@ automatically; ``with_tangent(x, NoTangent())`` marks any argument so.
 from __future__ import annotations
 
 import dataclasses
+import types
 from dataclasses import dataclass
 from typing import Any
 
@@ -219,12 +220,17 @@ def _is_plain_nondiff(x: Any) -> bool:
     return isinstance(x, np.ndarray) and x.dtype.kind in "biuSUM"
 
 
+_FUNCTIONS = frozenset({np.ufunc, types.FunctionType, types.BuiltinFunctionType})
+
+
 def describe(x: Any, limit: int = 6, _depth: int = 0) -> str:
     """A short description of a value for report headers: shapes and dtypes, not huge arrays.
 
     >>> describe(np.arange(3.0)), describe(np.zeros((1000, 2))), describe((1, "a"))
     ('array([0.0, 1.0, 2.0])', 'float64[1000, 2]', "(1, 'a')")
     """
+    if type(x) in _FUNCTIONS:
+        return function_name(x)  # what the checks below end at for a function
     if isinstance(x, WithTangent):
         return repr(x)
     if isinstance(x, np.ndarray):

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from rruletest.broadcast import broadcasted
 from rruletest.rules import RuleSet, default_ruleset, frule, rrule
 from rruletest.tangents import NO_TANGENT, AbstractZero
 from rruletest.testers._check import Check
@@ -156,8 +157,6 @@ def one_scalar_rule(s: Setup, other_f: Any) -> bool:
     other = default_ruleset if other_f in (rrule, frule) else getattr(other_f, "__self__", None)
     if owner is not other:
         return False
-    from rruletest.broadcast import broadcasted
-
     f, primals = s.f, s.primals
     try:
         if f is broadcasted and primals:

@@ -18,6 +18,7 @@ compared`` finding: a tester that compared nothing numerically does not pass.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,26 @@ def _bad(value: Any, error: Any) -> np.ndarray:
     return np.asarray(bad)
 
 
+_REALS = frozenset({float, np.float64, np.float32})
+_COMPLEX = frozenset({complex, np.complex128, np.complex64})
+_NUMBERS = _REALS | _COMPLEX
+
+
+def _number_ok(value: Any, error: Any) -> bool:
+    """Whether a plain number ``value`` with a plain error estimate (or none) is certainly
+    one ``_bad`` passes (not NaN, finite error); False also when unsure."""
+    kind = type(value)
+    if kind in _REALS:
+        if math.isnan(value):
+            return False
+    elif kind in _COMPLEX:
+        if math.isnan(value.real) or math.isnan(value.imag):
+            return False
+    else:
+        return False
+    return error is None or (type(error) in _REALS and math.isfinite(error))
+
+
 def masked(actual: Any, expected: Any, error: Any) -> tuple[Any, tuple[int, int]]:
     """``expected`` with the rule's value (from ``actual``) put at every element the engine
     left unchecked, and ``(compared, unchecked)`` element counts over its numeric leaves."""
@@ -48,6 +69,9 @@ def masked(actual: Any, expected: Any, error: Any) -> tuple[Any, tuple[int, int]
 
     def leaf(path: Path, e: Any) -> Any:
         if not isinstance(e, _NUMERIC) or isinstance(e, bool | np.bool_):
+            return e
+        if not path and _number_ok(e, error):  # a number with a finite estimate: compared
+            counts[0] += 1
             return e
         try:
             bad = _bad(e, follow(error, path) if error is not None else None)
@@ -74,7 +98,12 @@ def masked(actual: Any, expected: Any, error: Any) -> tuple[Any, tuple[int, int]
         return out
 
     try:
-        result = map_leaves(leaf, expected, thunks=False)
+        if type(expected) in _NUMBERS or (
+            type(expected) is np.ndarray and expected.dtype.kind != "O"
+        ):
+            result = leaf((), expected)  # one leaf: what the walk would call, without it
+        else:
+            result = map_leaves(leaf, expected, thunks=False)
     except Exception:
         return expected, (0, 0)
     return result, (counts[0], counts[1])

@@ -92,6 +92,8 @@ def _object_fields(obj: Any) -> tuple[dict[str, Any], Callable[[dict[str, Any]],
 def fields_of(f: Any, marked: bool = False) -> FFields | None:
     """``f``'s differentiable fields, or None when it has none (a plain function, a ufunc; a
     closure unless ``marked``)."""
+    if type(f) is np.ufunc or type(f) is types.BuiltinFunctionType:
+        return None  # no fields (what the checks below find for them)
     if isinstance(f, functools.partial):
         values = {"args": f.args, "keywords": dict(f.keywords)}
         if not has_coordinates(values):

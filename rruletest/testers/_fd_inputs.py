@@ -26,7 +26,7 @@ from rruletest.testers._args import Arg
 from rruletest.testers._check import Check
 from rruletest.testers._report import Report
 from rruletest.testers._snapshot import copyable, snapshot
-from rruletest.walk import leaves, map_leaves
+from rruletest.walk import is_registered, leaves, map_leaves
 
 __all__ = [
     "coordinate_count",
@@ -78,6 +78,19 @@ def of_live(
             raised.append(exc)
             raise
 
+    if not fkwargs and where == list(range(len(fixed))):  # every argument moves
+
+        def g_all(*xs: Any) -> Any:
+            if len(xs) != len(where):
+                return g(*xs)  # the general path raises as it does
+            try:
+                return f(*xs)
+            except Exception as exc:
+                raised.append(exc)
+                raise
+
+        setattr(g_all, "raised", raised)  # noqa: B010 - an attribute of a function
+        return g_all
     setattr(g, "raised", raised)  # noqa: B010 - an attribute of a function
     return g
 
@@ -102,6 +115,13 @@ def widen(atol: float, error: Any) -> Any:
     """
     if isinstance(error, AbstractZero) or error is None:
         return atol
+    if type(error) is float:  # a scalar's estimate (the common case), without numpy
+        err = abs(error)
+        return atol + ERROR_FACTOR * (math.inf if math.isnan(err) else err)
+    if type(error) in (np.float64, np.float32) or (
+        type(error) is np.ndarray and error.dtype.kind != "O"
+    ):
+        return _widen_leaf(atol, error)  # one leaf: what the walk would call, without it
     return map_leaves(lambda _, e: _widen_leaf(atol, e), error, thunks=False)
 
 
@@ -141,6 +161,9 @@ def coordinate_count(args: Sequence[Arg]) -> int:
             if isinstance(p, complex | np.complexfloating):
                 n += 2
                 continue
+            if type(p) is np.ndarray and p.dtype.kind in "fc" and not is_registered(p):
+                n += int(p.size) * (2 if p.dtype.kind == "c" else 1)  # as to_vec counts them
+                continue
             vec, _ = to_vec(p)
             n += int(np.size(vec))
     return n
@@ -152,6 +175,19 @@ def domain_room(domain: Domain | None, primals: Sequence[Any]) -> float | None:
         return None
     room = np.inf
     for i, x in enumerate(primals):
+        if type(x) is float or type(x) is np.float64:  # a number: the same sums, no arrays
+            interval = (
+                domain.interval(i)
+                if i < len(domain.intervals) or len(domain.intervals) == 1
+                else None
+            )
+            if interval is None or not math.isfinite(x):
+                continue
+            if math.isfinite(interval.lo):
+                room = min(room, float(x - interval.lo))
+            if math.isfinite(interval.hi):
+                room = min(room, float(interval.hi - x))
+            continue
         try:
             arr = np.asarray(x)
         except Exception:

@@ -94,9 +94,41 @@ def fit_problems(
     ``path`` is the root the places are rendered from (``args``, ``ydot``), ``steps`` the
     walk steps from it to ``primal``; each problem carries its own steps below the root.
     """
+    tp, tt = type(primal), type(tangent)
+    if tp in _NUMBER_TYPES and tt in _NUMBER_TYPES and _number_fits(tp, tt):
+        return []  # a number for a number, of a kind that fits (the usual case)
+    if (
+        tp is np.ndarray
+        and tt is np.ndarray
+        and primal.dtype.kind in "fc"
+        and tangent.dtype == primal.dtype
+        and tangent.shape == primal.shape
+    ):
+        return []  # an array of the primal's own dtype and shape: fits
     out: list[Mismatch] = []
     _fit(primal, tangent, _Where(path, tuple(steps)), kind, out, set())
     return out
+
+
+# The exact number types whose fit depends on their types alone (``_fit_scalar``).
+_NUMBER_TYPES = frozenset(
+    {float, complex, np.float64, np.float32, np.float16, np.complex128, np.complex64}
+)
+
+
+_FITS: dict[tuple[type, type], bool] = {}
+
+
+def _number_fits(primal_type: type, tangent_type: type) -> bool:
+    """Whether a ``tangent_type`` number fits a ``primal_type`` one: the general check run
+    once on two such numbers (its verdict depends on their types, not their values)."""
+    key = (primal_type, tangent_type)
+    found = _FITS.get(key)
+    if found is None:
+        out: list[Mismatch] = []
+        _fit(primal_type(1.0), tangent_type(1.0), _Where("x"), "tangent", out, set())
+        found = _FITS[key] = not out
+    return found
 
 
 def _fit(

@@ -33,6 +33,11 @@ from rruletest.walk import Path, Step, WalkError, children, fold, is_registered
 
 __all__ = ["rand_tangent", "resolve_rng"]
 
+# The exact types drawn as one leaf without a walk (what the walk would do with them).
+_PLAIN = frozenset(
+    {float, complex, np.float64, np.float32, np.float16, np.complex128, np.complex64}
+)
+
 # Tangent values are k / 100 for k in [-_KMAX, _KMAX] \ {0}: short decimals, never zero.
 _KMAX = 900
 
@@ -73,6 +78,14 @@ def _decimals(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     return out
 
 
+def _decimal(rng: np.random.Generator) -> float:
+    """One value of ``_decimals``: the same draw (``size=None`` takes the generator's stream
+    exactly as ``size=()`` does), without the arrays."""
+    k = int(rng.integers(-_KMAX, _KMAX, dtype=np.int32))
+    k += k >= 0
+    return k / 100.0
+
+
 def _array_tangent(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     values: Any = _decimals(rng, shape)
     if dtype.kind == "c":
@@ -105,6 +118,10 @@ def rand_tangent(rng: Any, x: Any) -> Any:
     True
     """
     gen, _ = resolve_rng(rng) if not isinstance(rng, np.random.Generator) else (rng, None)
+    if (type(x) in _PLAIN or (type(x) is np.ndarray and x.dtype.kind in "fc")) and not (
+        is_registered(x)
+    ):
+        return _rand_leaf(gen, x)  # a number or an array: one leaf, nothing to walk
 
     def leaf(path: Path, v: Any) -> Any:
         return _rand_leaf(gen, v)
@@ -141,7 +158,7 @@ def _rand_leaf(rng: np.random.Generator, x: Any) -> Any:
     if isinstance(x, bool | int | np.bool_ | np.integer):
         return NO_TANGENT
     if isinstance(x, float):  # np.float64 too: a Python float
-        return float(_decimals(rng, ())[()])
+        return _decimal(rng)
     if isinstance(x, complex):
         re, im = _decimals(rng, (2,))
         return complex(re, im)

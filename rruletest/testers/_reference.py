@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from rruletest.broadcast import broadcasted
 from rruletest.broadcast._apply import broadcasted_in
 from rruletest.defaults import ADJOINT_DIRECTIONS, DENSE_LIMIT, ERROR_FACTOR, JVP_DENSE_LIMIT
 from rruletest.finite_differences import (
@@ -99,8 +100,6 @@ def _broadcast_f(s: Setup, rule_f: Any) -> Callable[..., Any]:
 
 
 def _is_broadcast(s: Setup) -> bool:
-    from rruletest.broadcast import broadcasted
-
     return s.f is broadcasted and bool(s.args) and not s.args[0].numeric
 
 

@@ -322,12 +322,15 @@ def worst_errors(actual: Any, expected: Any) -> tuple[float, float] | None:
         return float(dist), float(dist) / max(abs(complex(expected)), 1.0)
     worst_abs = worst_rel = -1.0
     try:
-        pairs = [
-            (follow(actual, path), e)
-            for path, e in leaves(expected)
-            if isinstance(e, np.ndarray | np.number | float | int | complex)
-            and not isinstance(e, bool | np.bool_)
-        ]
+        if type(expected) is np.ndarray and expected.dtype.kind in "fc":
+            pairs: list[tuple[Any, Any]] = [(follow(actual, ()), expected)]  # the one leaf
+        else:
+            pairs = [
+                (follow(actual, path), e)
+                for path, e in leaves(expected)
+                if isinstance(e, np.ndarray | np.number | float | int | complex)
+                and not isinstance(e, bool | np.bool_)
+            ]
     except (WalkError, Exception):
         return None
     for a, e in pairs:

@@ -23,6 +23,7 @@ test_rrule(np.sin, np.array([0.5, 1.0]), rtol=1e-13, rng=4)
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import inspect
@@ -218,16 +219,27 @@ class _Writer:
         return f"_pickled[{len(self.pickled) - 1}]"
 
 
+@functools.cache
+def _options(tester: Any) -> tuple[tuple[str, Any], ...]:
+    """The keyword-only options of ``tester`` with their defaults (``rng`` and ``fkwargs``
+    aside), read from its signature once: a tester is called many times."""
+    return tuple(
+        (name, p.default)
+        for name, p in inspect.signature(tester).parameters.items()
+        if p.kind is p.KEYWORD_ONLY and name not in ("rng", "fkwargs")
+    )
+
+
 def given_options(tester: Any, values: dict[str, Any]) -> dict[str, Any]:
     """The keyword options of ``tester`` in ``values`` (its ``locals()`` on entry) that differ
     from their defaults: what the reproduce line must pass (``rng`` and ``fkwargs`` aside)."""
     out: dict[str, Any] = {}
-    for name, p in inspect.signature(tester).parameters.items():
-        if p.kind is not p.KEYWORD_ONLY or name in ("rng", "fkwargs") or name not in values:
+    for name, default in _options(tester):
+        if name not in values:
             continue
         v = values[name]
-        same = v is p.default or (
-            type(v) in (bool, int, float, str) and type(v) is type(p.default) and v == p.default
+        same = v is default or (
+            type(v) in (bool, int, float, str) and type(v) is type(default) and v == default
         )
         if not same:
             out[name] = v

@@ -25,16 +25,26 @@ import numpy as np
 
 from rruletest import defaults
 from rruletest._marked import marking
+from rruletest.broadcast import broadcasted
 from rruletest.errors import RuleTestFailure
+from rruletest.finite_differences import default_fdm
 from rruletest.rules import RuleSet, default_ruleset
 from rruletest.testers._args import Arg, WithTangent, classify_args
 from rruletest.testers._rand_tangent import resolve_rng
 from rruletest.testers._report import Check, Report
 from rruletest.testers._snapshot import copyable, snapshot
-from rruletest.tolerances import tolerances_for
+from rruletest.tolerances import default_tolerances, loosest, tolerances_for
 from rruletest.walk import MAX_DEPTH, Index, Key, WalkError, leaves
 
-__all__ = ["BadArgumentError", "Setup", "check_options", "guarded", "ruleset_of", "setup"]
+__all__ = [
+    "BadArgumentError",
+    "Setup",
+    "check_options",
+    "guarded",
+    "ruleset_of",
+    "setup",
+    "tolerances_of",
+]
 
 
 class BadArgumentError(ValueError):
@@ -64,7 +74,7 @@ class Setup:
         """``(rtol, atol)`` in force: the given ones, else the loosest default among the
         dtypes of the primals and the output ``y`` (computed once)."""
         if self.tolerance is None:
-            self.tolerance = tolerances_for([*self.primals, y], self.rtol, self.atol)
+            self.tolerance = tolerances_of([*self.primals, y], self.rtol, self.atol)
         return self.tolerance
 
     def kwargs(self) -> dict[str, Any]:
@@ -74,6 +84,28 @@ class Setup:
             return {}
         snap = {k: snapshot(v) for k, v in self.fkwargs.items()}
         return {k: (v if copyable(v) else self.fkwargs[k]) for k, v in snap.items()}
+
+
+_PLAIN_DTYPES = {float: np.dtype(np.float64), complex: np.dtype(np.complex128)}
+
+
+def tolerances_of(values: list[Any], rtol: float | None, atol: float | None) -> tuple[float, float]:
+    """``tolerances_for(values, rtol, atol)``: the given ones as they are, and for numbers and
+    numeric arrays the loosest default of their dtypes found without walking them."""
+    if rtol is not None and atol is not None:
+        return rtol, atol
+    dtypes: set[np.dtype[Any]] = set()
+    for v in values:
+        kind = type(v)
+        if kind in _PLAIN_DTYPES:
+            dtypes.add(_PLAIN_DTYPES[kind])
+        elif (kind is np.ndarray or isinstance(v, np.generic)) and v.dtype.kind != "O":
+            if v.dtype.kind in "fc":
+                dtypes.add(v.dtype)
+        else:
+            return tolerances_for(values, rtol, atol)
+    tol = loosest(*dtypes) if dtypes else default_tolerances(np.float64)
+    return (float(tol.rtol) if rtol is None else rtol), (float(tol.atol) if atol is None else atol)
 
 
 def guarded(s: Setup, run: Callable[..., None], *args: Any) -> None:
@@ -169,8 +201,6 @@ def setup(
         raise TypeError(f"{tester}: check_fd must be True or False, got check_fd={check_fd!r}")
     gen, seed = resolve_rng(rng)
     if fdm is None and check_fd:
-        from rruletest.finite_differences import default_fdm
-
         fdm = default_fdm()
     report = Report(tester, f, args, fkwargs, seed=seed)
     _check_walkable(report, args, fkwargs)
@@ -224,8 +254,6 @@ def ruleset_of(rule_f: Callable[..., Any]) -> RuleSet:
 def domain_for(s: Setup, rule_f: Any) -> tuple[Any, tuple[Any, ...]]:
     """The rule's declared domain and the primals it describes (``broadcasted``'s function
     excluded), or ``(None, primals)``."""
-    from rruletest.broadcast import broadcasted
-
     rules = ruleset_of(rule_f)
     f, primals = s.f, s.primals
     try:

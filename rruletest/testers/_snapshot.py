@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from rruletest.tangents import AbstractZero, ZeroTangent, unthunk
-from rruletest.walk import MAX_DEPTH, Element, Path, children, leaves, render_path
+from rruletest.tangents import AbstractZero, NoTangent, ZeroTangent, unthunk
+from rruletest.walk import MAX_DEPTH, Element, Index, Path, children, leaves, render_path
 
 __all__ = [
     "Change",
@@ -46,6 +46,8 @@ _UNCOPYABLE = object()
 _IMMUTABLE = (bool, int, float, complex, str, bytes, np.generic, AbstractZero)
 _NUMBERS = frozenset({float, int, complex, bool, np.float64, np.float32, np.complex128})
 _RANDOM = (np.random.Generator, np.random.BitGenerator, np.random.RandomState)
+# Immutable values a snapshot keeps as they are; one such object is unchanged from itself.
+_SAME = frozenset({NoTangent, ZeroTangent, str, bytes, type(None), np.float64, np.complex128})
 
 
 def short(v: Any) -> str:
@@ -76,6 +78,18 @@ def snapshot(x: Any) -> Any:
         return x.copy()
     if type(x) in (tuple, list) and all(isinstance(v, _IMMUTABLE) or v is None for v in x):
         return x if type(x) is tuple else list(x)  # numbers and zeros: nothing deeper to copy
+    if type(x) in (tuple, list) and all(
+        isinstance(v, _IMMUTABLE) or v is None or (type(v) is np.ndarray and v.dtype.kind != "O")
+        for v in x
+    ):  # numbers, zeros and arrays (a pullback's output): deepcopy's copies, without its walk
+        copies: dict[int, np.ndarray] = {}  # one copy per array, as deepcopy's memo keeps it
+        out = [
+            v
+            if type(v) is not np.ndarray
+            else copies.setdefault(id(v), v.__deepcopy__({}))  # its memory order kept
+            for v in x
+        ]
+        return tuple(out) if type(x) is tuple else out
     memo: dict[int, Any] = {}
     try:
         _keep_callables(x, memo)
@@ -180,7 +194,23 @@ def changes(before: Any, after: Any, limit: int = 3) -> list[Change]:
     equality are not compared; functions compare by identity.
     """
     if type(before) in _NUMBERS:  # a plain number (the common case): no walk
+        if after is before or (type(after) is type(before) and after == before):
+            return []  # what _same_leaf finds first
         return [] if _same_leaf(before, after) else [Change((), before, after)]
+    if before is after and type(before) in _SAME:  # one immutable value: equal to itself
+        return []
+    if (
+        type(before) in (list, tuple)
+        and type(after) is type(before)
+        and len(before) == len(after)
+        and all(type(v) in _NUMBERS for v in before)
+    ):  # numbers side by side (the walk's steps are their indices): no walk
+        found = [
+            Change((Index(i),), b, a)
+            for i, (b, a) in enumerate(zip(before, after, strict=True))
+            if not _same_leaf(b, a)
+        ]
+        return found[:limit]
     out: list[Change] = []
     stack: list[tuple[Any, Any, Path]] = [(before, after, ())]
     seen: set[int] = set()
@@ -194,7 +224,7 @@ def changes(before: Any, after: Any, limit: int = 3) -> list[Change]:
             elif b.dtype.kind == "O":
                 idxs = list(np.ndindex(b.shape))
                 stack.extend((b[i], a[i], (*path, Element(i))) for i in reversed(idxs))
-            elif not np.array_equal(a, b):
+            elif not bool(np.asanyarray(a == b).all()):  # np.array_equal, shapes being equal
                 same = np.asarray(a == b) | (np.asarray(a != a) & np.asarray(b != b))
                 if not bool(np.all(same)):
                     bad = np.argwhere(~same)

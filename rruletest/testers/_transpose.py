@@ -27,6 +27,7 @@ which of the two rules disagrees with the function.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from rruletest.broadcast import broadcasted
 from rruletest.errors import Mismatch
 from rruletest.finite_differences import Estimate, broadcast_jvp, jvp_estimate, to_vec
 from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
-from rruletest.tolerances import default_tolerances, leaf_dtypes
+from rruletest.tolerances import default_tolerances, leaf_dtypes, loosest
 
 __all__ = [
     "Transposition",
@@ -52,6 +53,10 @@ __all__ = [
 # Rounding of each inner product grows like sqrt(terms) ulps; this many ulps per sqrt(term) of
 # the absolute scale are always allowed, on top of the dtype's default relative tolerance.
 _ULPS = 64.0
+# Values whose leaf dtypes ``leaf_dtypes`` finds without a walk.
+_PLAIN = frozenset(
+    {float, complex, np.float64, np.float32, np.float16, np.complex128, np.complex64}
+)
 _FD_FACTOR = 5.0  # the finite-difference error estimate is widened by this, as elsewhere
 
 
@@ -152,11 +157,27 @@ def _inner(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     return float(prod.sum()), float(np.abs(prod, out=prod).sum())
 
 
+def _dtypes(values: Sequence[Any]) -> set[np.dtype[Any]]:
+    """``leaf_dtypes(tuple(values))``: value by value when every one is a plain number or a
+    numeric array (the same set, without walking the tuple)."""
+    if all(type(v) in _PLAIN or (type(v) is np.ndarray and v.dtype.kind != "O") for v in values):
+        out: set[np.dtype[Any]] = set()
+        for v in values:
+            out |= leaf_dtypes(v)
+        return out
+    return leaf_dtypes(tuple(values))
+
+
+@functools.cache
+def _eps_tiny(dtypes: frozenset[np.dtype[Any]]) -> tuple[float, float]:
+    infos = [np.finfo(d) for d in dtypes] or [np.finfo(np.float64)]
+    return max(float(i.eps) for i in infos), max(float(i.tiny) for i in infos)
+
+
 def _precision(values: Sequence[Any]) -> tuple[float, float]:
     """The machine epsilon and smallest normal number of the least precise floating dtype
     among ``values``' leaves (``tolerances.leaf_dtypes``, the walk the testers share)."""
-    infos = [np.finfo(d) for d in leaf_dtypes(tuple(values))] or [np.finfo(np.float64)]
-    return max(float(i.eps) for i in infos), max(float(i.tiny) for i in infos)
+    return _eps_tiny(frozenset(_dtypes(values)))
 
 
 def sides(
@@ -181,7 +202,7 @@ def sides(
         reverse, reverse_abs, terms = reverse + r, reverse_abs + r_abs, terms + xdot_c.size
     scale = max(forward_abs, reverse_abs)
     if rtol is None:
-        rtol = default_tolerances((y, *primals)).rtol
+        rtol = _rtol(y, primals)
     eps, tiny = _precision([y, *primals])
     tolerance = max(max(float(rtol), _ULPS * eps * math.sqrt(max(terms, 1))) * scale, tiny)
     return Transposition(forward, reverse, scale, tolerance)
@@ -231,8 +252,14 @@ def transposition(
     )
 
 
+def _rtol(y: Any, primals: Sequence[Any]) -> Any:
+    """``default_tolerances((y, *primals)).rtol``, the leaf dtypes found as ``_dtypes`` does."""
+    dtypes = _dtypes((y, *primals))
+    return (loosest(*dtypes) if dtypes else default_tolerances(np.float64)).rtol
+
+
 def result_rtol(rtol: float | None, y: Any, primals: Sequence[Any]) -> float:
-    return float(rtol) if rtol is not None else float(default_tolerances((y, *primals)).rtol)
+    return float(rtol) if rtol is not None else float(_rtol(y, primals))
 
 
 def with_numeric(

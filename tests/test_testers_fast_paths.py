@@ -1,0 +1,206 @@
+"""The testers' shortcuts for plain numbers and arrays (their fixed cost on small inputs) give
+exactly what the general walks give: the same verdicts, values, counts and messages."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rruletest import NoTangent, RuleSet, Tangent
+from rruletest.domains import Domain, Interval
+from rruletest.finite_differences import to_vec
+from rruletest.testers import test_rrule
+from rruletest.testers._args import classify_args
+from rruletest.testers._checks import compare
+from rruletest.testers._evidence import masked
+from rruletest.testers._fd_inputs import coordinate_count, domain_room, of_live, widen
+from rruletest.testers._fit import _fit, _Where, fit_problems
+from rruletest.testers._report import Report, worst_errors
+from rruletest.testers._setup import tolerances_of
+from rruletest.testers._transpose import _dtypes, _precision
+from rruletest.tolerances import leaf_dtypes, override_default_tolerances, tolerances_for
+
+_NUMBER_TYPES = [float, complex, np.float64, np.float32, np.float16, np.complex128, np.complex64]
+
+
+def _general_fit(primal: Any, tangent: Any) -> list[str]:
+    out: list[Any] = []
+    _fit(primal, tangent, _Where("x"), "tangent", out, set())
+    return [m.message for m in out]
+
+
+@pytest.mark.parametrize(("p", "t"), list(itertools.product(_NUMBER_TYPES, _NUMBER_TYPES)))
+def test_a_number_fits_a_number_as_the_walk_says(p: type, t: type) -> None:
+    assert [m.message for m in fit_problems(p(1.5), t(0.25), "x", kind="tangent")] == (
+        _general_fit(p(1.5), t(0.25))
+    )
+
+
+def test_same_dtype_arrays_fit_and_others_are_walked() -> None:
+    x = np.ones((2, 3), np.float32)
+    assert fit_problems(x, np.zeros((2, 3), np.float32), "args[0]") == []
+    (m,) = fit_problems(x, np.zeros((2, 3)), "args[0]")
+    assert m.message.startswith("args[0]: dtype float64 for a float32 primal")
+    (m,) = fit_problems(x, np.zeros((3, 2), np.float32), "args[0]")
+    assert m.message == "args[0]: shape (3, 2) for a primal of shape (2, 3)"
+
+
+@pytest.mark.parametrize("error", [0.0, 1e-12, -3.0, math.inf, math.nan, np.float64(2e-9)])
+def test_widened_tolerance_of_a_number_is_the_leafs(error: Any) -> None:
+    got, want = widen(1e-9, error), widen(1e-9, (error,))[0]
+    assert type(got) is type(want)
+    assert got == want or (math.isnan(got) and math.isnan(want))
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "counts"),
+    [
+        (0.5, 1e-12, (1, 0)),
+        (np.float64(0.5), None, (1, 0)),
+        (complex(1, 2), 1e-9, (1, 0)),
+        (math.nan, 1e-12, (0, 1)),
+        (0.5, math.inf, (0, 1)),
+        (complex(1, math.nan), 1e-9, (0, 1)),
+    ],
+)
+def test_masked_number_as_the_walk_masks_it(value: Any, error: Any, counts: Any) -> None:
+    ref, found = masked(0.25, value, error)
+    ref_t, found_t = masked((0.25,), (value,), None if error is None else (error,))
+    assert found == found_t == counts
+    assert ref == ref_t[0] or (math.isnan(ref) and math.isnan(ref_t[0]))
+
+
+@pytest.mark.parametrize("x", [0.3, -2.0, 1e-300, 5.0, math.inf, np.float64(0.7)])
+@pytest.mark.parametrize(
+    "domain",
+    [
+        Domain((Interval(0.0, math.inf),)),
+        Domain((Interval(-1.0, 1.0),)),
+        Domain((Interval(-math.inf, math.inf),)),
+        Domain((Interval(0.0, 10.0), Interval(-5.0, 5.0))),
+    ],
+)
+def test_domain_room_of_a_number_is_the_arrays(x: Any, domain: Domain) -> None:
+    assert domain_room(domain, (x,)) == domain_room(domain, (np.array(x),))
+
+
+def test_coordinates_of_arrays_are_to_vecs() -> None:
+    values = (np.ones((2, 3)), np.ones(4, np.complex64), 1.5, 2j, np.ones(3, np.float16))
+    args = classify_args(values)
+    assert coordinate_count(args) == sum(to_vec(v)[0].size for v in values)
+
+
+def test_f_of_every_argument_records_what_it_raised() -> None:
+    def f(x: float, y: float) -> float:
+        if y < 0:
+            raise ValueError("negative")
+        return x * y
+
+    g = of_live(f, {}, (1.0, 2.0), [0, 1])
+    assert g(3.0, 4.0) == 12.0
+    with pytest.raises(ValueError, match="negative"):
+        g(1.0, -1.0)
+    assert [str(e) for e in g.raised] == ["negative"]  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="zip"):  # the wrong number of arguments
+        g(1.0)
+    assert len(g.raised) == 1  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("actual", "expected"),
+    [
+        (np.array([1.0, 2.5]), np.array([1.0, 2.0])),
+        (np.array([1.0, np.nan]), np.array([1.0, np.nan])),
+        (np.ones((2, 2)), np.ones((2, 2)) * 3),
+        (np.array([1.0, 2.0]), np.array([1.0, 2.0])),
+    ],
+)
+def test_worst_errors_of_an_array_are_the_walks(actual: Any, expected: Any) -> None:
+    assert worst_errors(actual, expected) == worst_errors((actual,), (expected,))
+
+
+def test_leaf_dtypes_of_plain_values_are_the_tuples() -> None:
+    values = [1.0, 2j, np.float32(1), np.ones(2, np.complex64), np.arange(3), np.float16(1)]
+    for k in range(1, len(values) + 1):
+        for some in itertools.combinations(values, k):
+            assert _dtypes(some) == leaf_dtypes(tuple(some))
+    assert _precision([np.float32(1), 1.0]) == (
+        float(np.finfo(np.float32).eps),
+        float(np.finfo(np.float32).tiny),
+    )
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [1.0],
+        [np.float32(1.0), 2.0],
+        [np.ones(2, np.complex64)],
+        [np.arange(3)],
+        [np.float16(1.0), np.ones(2)],
+        [1j, np.True_],
+        [(1.0, np.float32(2))],
+        [],
+    ],
+)
+@pytest.mark.parametrize(("rtol", "atol"), [(None, None), (1e-3, None), (None, 0.5), (1e-3, 0.5)])
+def test_tolerances_of_plain_values_are_tolerances_for(
+    values: list[Any], rtol: Any, atol: Any
+) -> None:
+    assert tolerances_of(values, rtol, atol) == tolerances_for(values, rtol, atol)
+    with override_default_tolerances({np.float32: (1e-2, 1e-3)}):
+        assert tolerances_of(values, rtol, atol) == tolerances_for(values, rtol, atol)
+
+
+def test_identical_arrays_are_not_compared_but_unequal_kinds_are() -> None:
+    report = Report("test_rrule", np.sin, (), {}, seed=None)
+    x = np.array([1.0, 2.0])
+    assert compare(report, "value", "t", x, x.copy(), "y", 1e-9, 1e-9) == 0
+    # equal values of another dtype are compared (and a complex one where a real belongs is
+    # a dtype problem, as before)
+    assert compare(report, "value", "t", x + 0j, x, "y", 1e-9, 1e-9) == 1
+    assert [m.check for m in report.mismatches] == ["value"]
+    assert "complex (complex128) where a real value (float64) was expected" in (
+        report.mismatches[0].message
+    )
+
+
+def test_a_wrong_matmul_rule_is_reported_in_full() -> None:
+    rules = RuleSet()
+
+    @rules.register_rrule(np.matmul)
+    def _rule(a: Any, b: Any) -> Any:
+        return a @ b, lambda ybar: (NoTangent(), ybar @ b.T * 1.01, a.T @ ybar)
+
+    a, b = np.eye(3), np.arange(9.0).reshape(3, 3)
+    with pytest.raises(AssertionError) as info:
+        test_rrule(np.matmul, a, b, rrule_f=rules.rrule, rng=0, check_transpose=False)
+    text = str(info.value)
+    assert "args[0]: the cotangent differs from the numerical vjp" in text
+    assert "  args[0]: 9 of 9 elements differ" in text
+    assert "    max rel diff 0.01 at [2, 2]" in text
+    assert "[numeric] args[1]" not in text  # the right cotangent passes
+
+
+def test_arrays_identical_as_changes_sees_them_are_not_compared() -> None:
+    # NaN is NaN wherever it is in a complex number, for the check of a repeated call
+    report = Report("test_rrule", np.sin, (), {}, seed=None)
+    a = np.array([complex(np.nan, 1.0), 2.0 + 0j])
+    b = np.array([complex(1.0, np.nan), 2.0 + 0j])
+    assert compare(report, "repeat", "t", a, b, "y", 1e-9, 1e-9) == 0
+    assert report.mismatches == []
+    nat = np.array(["NaT", "2026-01-01"], dtype="datetime64[D]")
+    assert compare(report, "repeat", "t", nat, nat.copy(), "y", 1e-9, 1e-9) == 0
+
+
+def test_tangent_leaves_still_compare_field_by_field() -> None:
+    report = Report("test_rrule", np.sin, (), {}, seed=None)
+    t = Tangent(tuple, np.ones(2), 1.0)
+    assert compare(report, "value", "t", t, Tangent(tuple, np.ones(2), 1.0 + 1e-12), "y",
+                   1e-9, 1e-9) == 0  # fmt: skip
+    assert compare(report, "value", "t", t, Tangent(tuple, np.ones(2), 2.0), "y", 1e-9, 1e-9)
+    assert report.mismatches[0].path == "y[1]"
