@@ -277,7 +277,11 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
     report.reference(mode, fdm)
     expected = est.value
     broadcast = _is_broadcast(s)
-    if g is not None and (broadcast or mode.startswith("finite-difference")):
+    general = mode in (
+        "finite-difference Jacobian times the input tangents",
+        "finite-difference jvp",
+    )
+    if g is not None and (broadcast or general):
         try:
             if broadcast:
                 expected, lines = kinks_jvp(fdm, g, ydot, pairs, est.value, rtol,
