@@ -106,7 +106,8 @@ def test_rrule(
         *args: its positional arguments; ``with_tangent(x, NoTangent())`` marks one as not
             differentiable. Integers, booleans, strings, functions and other values without
             float coordinates are not differentiable automatically (the report lists them).
-        output_tangent: ``ybar``; default ``rand_tangent(rng, y)``.
+        output_tangent: ``ybar``; default ``rand_tangent(rng, y)``, zero where the output
+            array is NaN or infinite (those elements have no derivative; a note says where).
         fdm: the finite-difference method; default ``central_fdm(5, 1)`` with adaptation.
         rtol: relative tolerance; default from the dtype table (``rruletest.tolerances``).
         atol: absolute tolerance; default from the dtype table.
