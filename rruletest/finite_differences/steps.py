@@ -41,7 +41,6 @@ from rruletest.finite_differences.kernels import (
     cap_or_none,
     default_step,
     elementwise,
-    evaluation,
     finish_step,
     finisher,
     ipow,
@@ -59,6 +58,7 @@ from rruletest.finite_differences.kernels import (
     upper_step,
 )
 from rruletest.finite_differences.problem import Problem, reduce_to
+from rruletest.finite_differences.rows import combine_rows
 
 __all__ = ["Step", "choose_step"]
 
@@ -169,8 +169,8 @@ def _magnitude_pass(b: Stencil, prob: Problem, h: Arr) -> tuple[Evaluation, Arr,
     kernel = functools.partial(
         mag_kernel, weights=b.neighbourhood_weights(), q=b.q, anchor=len(b.grid) // 2
     )
-    mag, fm, good_y = elementwise(prob, kernel, rows, h)
-    return evaluation(prob, b.grid, rows, good_y), mag, fm
+    (mag, fm, _), ev = combine_rows(prob, b.grid, rows, kernel, (0, 1), h)
+    return ev, mag, fm
 
 
 def _mag_fused_kernel(
@@ -202,8 +202,10 @@ def _first_magnitude_pass(
     kernel = functools.partial(
         _mag_fused_kernel, mag=mag, flat=_flat_check(b, prob), reach=float(b.max_offset)
     )
-    df, fm, good_y, flat_y, straddles = elementwise(prob, kernel, rows, h, prob.t0)
-    return evaluation(prob, b.grid, rows, good_y), df, fm, flat_y, straddles
+    (df, fm, _, flat_y, straddles), ev = combine_rows(
+        prob, b.grid, rows, kernel, (0, 1), h, prob.t0
+    )
+    return ev, df, fm, flat_y, straddles
 
 
 def _magnitude_pass_on(b: Stencil, prob: Problem, h: Arr, mask: Arr) -> tuple[Evaluation, Arr, Arr]:
