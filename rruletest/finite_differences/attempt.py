@@ -175,11 +175,13 @@ def _stencil_pass(
     error = None
     if constants is None:
         (est, fm, _), ev = combine_rows(prob, m.points, rows, kernel, (0, 1), h)
+        rows.clear()
         est = _position_correction(m, prob, h, est)
     else:
         (est, fm, _, crossing, error), ev = combine_rows(
             prob, m.points, rows, kernel, (0, 1, 4), h, prob.t0, *constants
         )
+        rows.clear()  # (what is left of them) before the correction's temporaries
         est = _position_correction(m, prob, h, est, crossing)
     return est, fm, ev, inter, error
 

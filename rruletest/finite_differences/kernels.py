@@ -318,6 +318,9 @@ def combine_kernel(
     # For real values max|y| is finite exactly when every value is (max propagates NaN); the
     # modulus of a finite complex number can overflow, so complex values are checked directly.
     good = np.isfinite(ys).all(axis=0) if np.iscomplexobj(ys) else np.isfinite(fm)
+    low = rows[0].dtype
+    if low.kind == "f" and low.itemsize < 8 and all(r.dtype == low for r in rows):
+        fm = fm.astype(low)  # the largest of float32 values is one of them: exact, half the size
     # A copy of the anchor row: subtracting a view of ``ys`` from ``ys`` makes numpy take its
     # slow path for overlapping operands (ten times slower).
     ys -= rows[anchor]

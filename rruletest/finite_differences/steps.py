@@ -334,9 +334,14 @@ def _rescale_flat(
         grow,
         kernel,
     )
+    # df, fmag and span were made for this run alone (written in place); h is the bound's step,
+    # which the caller compares with the new one (copied).
     whole = []
-    for full, piece in zip((df, fmag, span, h), out, strict=True):
-        arr = np.array(full, dtype=np.result_type(full, piece), copy=True)
+    for i, (full, piece) in enumerate(zip((df, fmag, span, h), out, strict=True)):
+        arr = np.asarray(full)
+        dtype = np.result_type(full, piece)
+        if i == 3 or arr.dtype != dtype or not arr.flags.writeable or not arr.flags.c_contiguous:
+            arr = np.array(full, dtype=dtype, copy=True)
         arr.reshape(-1)[index] = piece
         whole.append(arr)
     return whole[0], whole[1], whole[2], whole[3]
