@@ -143,14 +143,21 @@ def _zero_like(x: Any) -> Any:
     return _sum_to(np.zeros(np.shape(x)), x)
 
 
+def _weigh_kernel(ybar: Arr, value: Arr, error: F64) -> tuple[Arr, F64]:
+    """``Re(conj(ybar) * d)`` and ``|ybar| * error`` where ``ybar`` is not zero (one block)."""
+    weight = np.abs(ybar).astype(np.float64, copy=False)
+    used = weight > 0
+    contrib = ybar * value
+    if np.iscomplexobj(contrib):
+        contrib = (np.conj(ybar) * value).real
+    return np.where(used, contrib, 0.0), np.where(used, weight * error, 0.0)
+
+
 def _real_kernel(ybar: Arr, value: F64, error: F64, *, dtype: np.dtype[Any]) -> tuple[Arr, F64]:
     """``ybar * d`` in ``dtype`` and its error, for a real argument of the broadcast's shape
     (nothing to reduce): what the general path computes, without its full-size temporaries.
     The rounding to ``dtype`` is part of the error, which is infinite where the value is NaN."""
-    weight = np.abs(ybar).astype(np.float64, copy=False)
-    used = weight > 0
-    xbar = np.where(used, ybar * value, 0.0)
-    err = np.where(used, weight * error, 0.0)
+    xbar, err = _weigh_kernel(ybar, value, error)
     out = xbar.astype(dtype, copy=False)
     if out is not xbar:
         err += np.abs(out.astype(np.float64) - xbar)
@@ -158,25 +165,12 @@ def _real_kernel(ybar: Arr, value: F64, error: F64, *, dtype: np.dtype[Any]) -> 
     return out, err
 
 
-def _weigh_kernel(ybar: Arr, value: Arr, error: F64) -> tuple[Arr, F64]:
-    """``ybar * d`` and ``|ybar| * error`` where ``ybar`` is not zero (real values, one
-    block)."""
-    weight = np.abs(ybar).astype(np.float64, copy=False)
-    used = weight > 0
-    return np.where(used, ybar * value, 0.0), np.where(used, weight * error, 0.0)
-
-
 def _reduced(
-    fdm: FiniteDifferenceMethod,
-    setup: _Setup,
-    j: int,
-    x: Any,
-    ybar_arr: Arr,
-    weight: F64 | None,
-    known: Estimate | None,
+    fdm: FiniteDifferenceMethod, setup: _Setup, j: int, x: Any, ybar: Arr, known: Estimate | None
 ) -> Estimate:
     """The cotangent of argument ``j`` summed back to its shape, with its error (a function of
-    its own, so that its full-size temporaries are freed before the next argument's)."""
+    its own, so that its full-size temporaries are freed before the next argument's); each
+    direction's products in one blockwise pass."""
     parts = []
     errs = []
     step = None
@@ -184,14 +178,7 @@ def _reduced(
         est = known if known is not None and not imag else setup.partial(fdm, j, imag)
         step = est.step if step is None else step
         with np.errstate(all="ignore"):
-            if np.iscomplexobj(ybar_arr) or np.iscomplexobj(est.value):
-                if weight is None:
-                    weight = np.abs(ybar_arr).astype(np.float64)
-                contrib = (np.conj(ybar_arr) * est.value).real
-                err = np.where(weight > 0, weight * est.error, 0.0)
-                contrib = np.where(weight > 0, contrib, 0.0)
-            else:  # one pass over the data, without full-size temporaries
-                contrib, err = chunked(setup.shape, _weigh_kernel, ybar_arr, est.value, est.error)
+            contrib, err = chunked(setup.shape, _weigh_kernel, ybar, est.value, est.error)
         del est
         parts.append(contrib)
         errs.append(err)
@@ -271,7 +258,7 @@ def broadcast_vjp(
                 del est, value, err  # the next argument's estimate need not wait for these
                 continue
             known = est
-        out.append(_reduced(fdm, setup, j, x, ybar_arr, None, known))
+        out.append(_reduced(fdm, setup, j, x, ybar_arr, known))
         known = None
     return tuple(out)
 

@@ -4,6 +4,7 @@ The engine runs in stages, each a module using only the ones below it:
 
 - ``problem``: the function of a real array ``t`` being differentiated, and its evaluations;
 - ``kernels`` (here): limits, round-off model, step clipping and snapping, weighted sums;
+- ``rows``: a stencil pass over its rows, blockwise, the rows' memory reused for the results;
 - ``steps``: the step per element (``choose_step``), adapted to the function;
 - ``attempt``: one estimate at chosen (or given) steps, its error, and a re-check at another step;
 - ``estimation``: ``run``, which checks suspect elements and falls back per element, and
