@@ -77,7 +77,7 @@ def _with_nearest(
 
 def combine_rows(
     prob: Problem,
-    offsets: Sequence[Any],
+    offsets: Any,
     rows: list[Arr],
     kernel: Callable[..., tuple[Arr, ...]],
     donate: Sequence[int],
