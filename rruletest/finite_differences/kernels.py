@@ -315,13 +315,17 @@ def combine_kernel(
     """Weighted sums of the rows (after subtracting the anchor row, which makes cancellation
     free) over ``h**q``; also ``max|f|`` and whether every value is finite."""
     ys = np.stack(rows, dtype=np.result_type(rows[0].dtype, np.float64))
-    fm = absmax(ys)
+    if ys.dtype.kind == "f" and ys.ndim > 1:
+        # max|y| over the rows in their own precision (the largest of float32 values is one
+        # of them: exact, half the size), without the stack.
+        fm = np.abs(rows[0]).astype(np.result_type(*rows), copy=False)
+        for r in rows[1:]:
+            np.maximum(fm, np.abs(r), out=fm)
+    else:
+        fm = absmax(ys)
     # For real values max|y| is finite exactly when every value is (max propagates NaN); the
     # modulus of a finite complex number can overflow, so complex values are checked directly.
     good = np.isfinite(ys).all(axis=0) if np.iscomplexobj(ys) else np.isfinite(fm)
-    low = rows[0].dtype
-    if low.kind == "f" and low.itemsize < 8 and all(r.dtype == low for r in rows):
-        fm = fm.astype(low)  # the largest of float32 values is one of them: exact, half the size
     # A copy of the anchor row: subtracting a view of ``ys`` from ``ys`` makes numpy take its
     # slow path for overlapping operands (ten times slower).
     ys -= rows[anchor]
