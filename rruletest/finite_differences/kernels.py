@@ -163,9 +163,10 @@ def ulp(mag: Arr, dtype: np.dtype[Any]) -> F64:
     """The round-off of a value of ``dtype`` and size ``mag`` (as float64): its spacing, times
     ``LOW_PRECISION_ULPS`` below float64 (numpy's float32 kernels err by up to a few ulps)."""
     # ``mag`` is a magnitude (non-negative or NaN), so its spacing is positive.
-    out: F64 = abs_spacing(np.asarray(mag).astype(dtype, copy=False)).astype(np.float64, copy=False)
-    if np.dtype(dtype).itemsize < 8:
-        out = out * LOW_PRECISION_ULPS
+    spacing = abs_spacing(np.asarray(mag).astype(dtype, copy=False))
+    if np.dtype(dtype).itemsize < 8:  # (in float64 at once: exact, one pass)
+        return np.multiply(spacing, LOW_PRECISION_ULPS, dtype=np.float64)
+    out: F64 = spacing.astype(np.float64, copy=False)
     return out
 
 
@@ -203,8 +204,8 @@ def tiny_step(m: Stencil, prob: Problem) -> float:
 
 def lower_step(m: Stencil, prob: Problem) -> F64:
     """The smallest step the input's precision resolves (a few ulps of ``t0``)."""
-    spacing = abs_spacing(prob.t0).astype(np.float64, copy=False)
-    out: F64 = np.maximum(RESOLUTION * spacing, tiny_step(m, prob))
+    spacing = np.multiply(abs_spacing(prob.t0), RESOLUTION, dtype=np.float64)
+    out: F64 = np.maximum(spacing, tiny_step(m, prob))
     return out
 
 
@@ -226,14 +227,14 @@ def _finish_kernel(
     tiny: float,
     dtype: np.dtype[Any],
 ) -> tuple[Arr, Arr]:
-    abs_t0 = np.abs(t0).astype(np.float64, copy=False)
-    up = np.maximum(abs_t0, 1.0) * scale
+    # (float32 values enter float64 arithmetic without a conversion pass of their own)
+    up = np.maximum(np.abs(t0), 1.0, dtype=np.float64) * scale
     if range_cap != np.inf:
         up = np.minimum(up, range_cap)
     if cap is not None:
         up = np.minimum(up, cap)
     h = np.minimum(h, up)
-    lower = np.maximum(abs_spacing(t0).astype(np.float64, copy=False) * RESOLUTION, tiny)
+    lower = np.maximum(np.multiply(abs_spacing(t0), RESOLUTION, dtype=np.float64), tiny)
     coarse = h < lower
     h = np.maximum(h, lower)
     hd = h.astype(dtype, copy=False)
@@ -386,7 +387,7 @@ def scatter(index: npt.NDArray[np.intp], part: Arr, shape: tuple[int, ...], fill
 
 def straddle_kernel(t0: Arr, h: Arr, *, reach: float) -> tuple[Arr]:
     """Where a stencil reaching ``reach * h`` from ``t0`` reaches across 0."""
-    a = np.abs(t0).astype(np.float64, copy=False)
+    a = np.abs(t0)  # (compared exactly in its own precision)
     return ((a > 0) & (a <= h * reach),)
 
 

@@ -100,8 +100,8 @@ def abs_spacing(x: Arr) -> Arr:
     field = flat.view(uint) & uint(exp_mask)
     out = field.view(x.dtype) * x.dtype.type(unit)  # 2**(e - mantissa bits), exactly
     np.maximum(out, x.dtype.type(smallest), out=out)  # subnormals and 0
-    high = field >= uint(top)
-    if high.any():  # np.spacing overflows in the top binade; inf and NaN give NaN
+    if field.max() >= uint(top):  # np.spacing overflows in the top binade; inf and NaN: NaN
+        high = field >= uint(top)
         out[high] = np.where(field[high] > uint(top), np.nan, np.inf)
     return out.reshape(x.shape)
 
