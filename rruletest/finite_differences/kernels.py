@@ -13,6 +13,10 @@ The engine runs in stages, each a module using only the ones below it:
 
 Every kernel is elementwise, so work on a subset of elements gives those elements, bit for bit,
 what a full pass would; ``elementwise`` runs a kernel in cache-sized blocks on large problems.
+float32 inputs, steps, function values and ``max|f|`` stay float32 (exact: snapped steps, the
+largest of some values, spacings); each block goes to float64 only for the weighted sums (the
+differences of float32 values are exact there, the weights and the cancelling sums are not in
+float32), the error model's products and powers, and the estimates themselves.
 
 >>> ipow(np.array([2.0]), -3).tolist()
 [0.125]
