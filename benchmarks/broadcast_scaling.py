@@ -20,7 +20,8 @@ primal evaluation, ``np.sin(x)`` or ``np.hypot(a, b)``, measured in the same rou
 - ``work``: the output elements those calls computed, divided by n: full-size evaluations'
   worth (a retry on the few elements whose estimate was unreliable is a call, but little work);
 - ``peak mem``: peak memory allocated by one ``test_rrule`` (tracemalloc), in units of the
-  output array's size.
+  output array's size; ``fd mem``: the same for the engine's ``broadcast_vjp`` alone (the rest
+  is the tester's: its primal, the rule's output, ``ybar``, snapshots, the comparison).
 
 Results: ``benchmarks/results/broadcast_scaling.json``.
 """
@@ -111,6 +112,7 @@ def measure(name: str, n: int, repeat: int, dtype: Any = np.float64) -> dict[str
         "evals": evals,
         "work": elements / ybar.size,
         "peak_memory": peak_memory(rr) / out_bytes,
+        "fd_memory": peak_memory(fd) / out_bytes,
     }
 
 
@@ -139,7 +141,16 @@ def main() -> None:
         rows.append(measure("sin (n,)", 10**6, 5, np.float32))
         rows.append(measure("hypot (m,1)x(1,m)", 10**6, 5, np.float32))
         rows.append(measure("hypot (m,1)x(1,m)", 10**7, 3))
-    cols = ["test_rrule", "test_frule", "structural", "fd_vjp", "evals", "work", "peak_memory"]
+    cols = [
+        "test_rrule",
+        "test_frule",
+        "structural",
+        "fd_vjp",
+        "evals",
+        "work",
+        "peak_memory",
+        "fd_memory",
+    ]
     print(
         table(
             [
@@ -152,6 +163,7 @@ def main() -> None:
                 "evals",
                 "work",
                 "peak mem x",
+                "fd mem x",
             ],
             [[r["case"], f"{r['n']:.0e}", *(r[c] for c in cols)] for r in rows],
         )
@@ -179,7 +191,8 @@ def main() -> None:
         memory = "met" if r["peak_memory"] < 10 else "MISSED"
         print(
             f"issue 18 ({r['case']}, n={r['n']:.0e}): test_rrule {r['test_rrule']:.1f}x against "
-            f"{limit:g}x ({speed}); peak memory {r['peak_memory']:.1f}x against 10x ({memory})"
+            f"{limit:g}x ({speed}); peak memory {r['peak_memory']:.1f}x against 10x ({memory}; "
+            f"the engine alone {r['fd_memory']:.1f}x)"
         )
     save_json(
         "broadcast_scaling_issue18" if opts.issue18 else "broadcast_scaling",

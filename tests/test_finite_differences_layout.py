@@ -69,8 +69,9 @@ def test_the_engine_runs_in_stages():
     edges = _edges()
     assert edges["problem"] == set()
     assert edges["kernels"] == {"problem"}
-    assert edges["steps"] <= {"kernels", "problem"}
-    assert edges["attempt"] <= {"_stencils", "kernels", "problem", "steps"}
+    assert edges["rows"] <= {"kernels", "problem"}
+    assert edges["steps"] <= {"kernels", "problem", "rows"}
+    assert edges["attempt"] <= {"_stencils", "kernels", "problem", "rows", "steps"}
     assert edges["_stencils"] == set()
     assert "methods" not in edges["estimation"] | edges["steps"] | edges["attempt"]
 

@@ -32,7 +32,6 @@ from rruletest.finite_differences.kernels import (
     accuracy,
     combine_kernel,
     elementwise,
-    evaluation,
     merge_into,
     restricted,
     scatter,
@@ -42,6 +41,7 @@ from rruletest.finite_differences.kernels import (
     ulp,
 )
 from rruletest.finite_differences.problem import Problem, abs_spacing, reduce_to
+from rruletest.finite_differences.rows import combine_rows
 from rruletest.finite_differences.steps import choose_step
 
 __all__ = ["Result", "attempt", "check", "checked", "straddles"]
@@ -166,20 +166,24 @@ def _stencil_pass(
     ``t0`` interpolated from the stencil's points, and, with the error ``constants`` (``c1``,
     ``c2``, ``c1_scale``) and the fused kernel, the error bound."""
     rows = [prob.at(int(g), h) for g in m.points]
-    error = None
-    if constants is None:
-        est, fm, good_y = elementwise(prob, kernel, rows, h)
-        est = _position_correction(m, prob, h, est)
-    else:
-        est, fm, good_y, crossing, error = elementwise(prob, kernel, rows, h, prob.t0, *constants)
-        est = _position_correction(m, prob, h, est, crossing)
     inter = None
     if not prob.elementwise and m.q > 0 and 0 not in m.points:
         w0 = stencil(tuple(int(g) for g in m.points), 0)
-        inter = np.zeros(np.shape(est), dtype=np.result_type(est.dtype, np.float64))
+        inter = np.zeros(rows[0].shape, dtype=np.result_type(rows[0].dtype, np.float64))
         for w, r in zip(w0, rows, strict=True):
             inter += float(w) * r
-    return est, fm, evaluation(prob, m.points, rows, good_y), inter, error
+    error = None
+    if constants is None:
+        (est, fm, _), ev = combine_rows(prob, m.points, rows, kernel, (0, 1), h)
+        rows.clear()
+        est = _position_correction(m, prob, h, est)
+    else:
+        (est, fm, _, crossing, error), ev = combine_rows(
+            prob, m.points, rows, kernel, (0, 1, 4), h, prob.t0, *constants
+        )
+        rows.clear()  # (what is left of them) before the correction's temporaries
+        est = _position_correction(m, prob, h, est, crossing)
+    return est, fm, ev, inter, error
 
 
 def _unresolved_centre(

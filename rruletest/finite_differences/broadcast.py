@@ -143,14 +143,21 @@ def _zero_like(x: Any) -> Any:
     return _sum_to(np.zeros(np.shape(x)), x)
 
 
+def _weigh_kernel(ybar: Arr, value: Arr, error: F64) -> tuple[Arr, F64]:
+    """``Re(conj(ybar) * d)`` and ``|ybar| * error`` where ``ybar`` is not zero (one block)."""
+    weight = np.abs(ybar).astype(np.float64, copy=False)
+    used = weight > 0
+    contrib = ybar * value
+    if np.iscomplexobj(contrib):
+        contrib = (np.conj(ybar) * value).real
+    return np.where(used, contrib, 0.0), np.where(used, weight * error, 0.0)
+
+
 def _real_kernel(ybar: Arr, value: F64, error: F64, *, dtype: np.dtype[Any]) -> tuple[Arr, F64]:
     """``ybar * d`` in ``dtype`` and its error, for a real argument of the broadcast's shape
     (nothing to reduce): what the general path computes, without its full-size temporaries.
     The rounding to ``dtype`` is part of the error, which is infinite where the value is NaN."""
-    weight = np.abs(ybar).astype(np.float64, copy=False)
-    used = weight > 0
-    xbar = np.where(used, ybar * value, 0.0)
-    err = np.where(used, weight * error, 0.0)
+    xbar, err = _weigh_kernel(ybar, value, error)
     out = xbar.astype(dtype, copy=False)
     if out is not xbar:
         err += np.abs(out.astype(np.float64) - xbar)
@@ -159,16 +166,11 @@ def _real_kernel(ybar: Arr, value: F64, error: F64, *, dtype: np.dtype[Any]) -> 
 
 
 def _reduced(
-    fdm: FiniteDifferenceMethod,
-    setup: _Setup,
-    j: int,
-    x: Any,
-    ybar_arr: Arr,
-    weight: F64,
-    known: Estimate | None,
+    fdm: FiniteDifferenceMethod, setup: _Setup, j: int, x: Any, ybar: Arr, known: Estimate | None
 ) -> Estimate:
     """The cotangent of argument ``j`` summed back to its shape, with its error (a function of
-    its own, so that its full-size temporaries are freed before the next argument's)."""
+    its own, so that its full-size temporaries are freed before the next argument's); each
+    direction's products in one blockwise pass."""
     parts = []
     errs = []
     step = None
@@ -176,15 +178,20 @@ def _reduced(
         est = known if known is not None and not imag else setup.partial(fdm, j, imag)
         step = est.step if step is None else step
         with np.errstate(all="ignore"):
-            contrib = (np.conj(ybar_arr) * est.value).real
-            err = np.where(weight > 0, weight * est.error, 0.0)
-        parts.append(np.where(weight > 0, contrib, 0.0))
+            contrib, err = chunked(setup.shape, _weigh_kernel, ybar, est.value, est.error)
+        del est
+        parts.append(contrib)
         errs.append(err)
+        del contrib, err
     xbar = parts[0] if len(parts) == 1 else parts[0] + 1j * parts[1]
+    del parts
     err_total = _sum_to(errs[0] if len(errs) == 1 else np.hypot(errs[0], errs[1]), x)
-    value = unbroadcast(x, xbar)
-    # Rounding to the primal's dtype (float32) is part of the error.
+    del errs
+    # Summed once in the estimate's precision; rounding that sum to the primal's dtype
+    # (float32) is part of the error.
     wide = unbroadcast(np.zeros(np.shape(x), dtype=np.asarray(xbar).dtype), xbar)
+    del xbar
+    value = unbroadcast(x, wide)
     with np.errstate(all="ignore"):
         rounding = np.abs(np.asarray(value, dtype=np.asarray(wide).dtype) - wide)
     err_total = np.where(np.isnan(rounding), np.inf, err_total + rounding)
@@ -227,7 +234,6 @@ def broadcast_vjp(
             raise ValueError(
                 f"ybar of shape {ybar_arr.shape} does not fit the output of shape {setup.shape}"
             ) from None
-    weight: F64 | None = None
     out: list[Estimate] = []
     for j, x in enumerate(xs):
         if not is_differentiable(x):
@@ -252,9 +258,7 @@ def broadcast_vjp(
                 del est, value, err  # the next argument's estimate need not wait for these
                 continue
             known = est
-        if weight is None:
-            weight = np.abs(ybar_arr).astype(np.float64)
-        out.append(_reduced(fdm, setup, j, x, ybar_arr, weight, known))
+        out.append(_reduced(fdm, setup, j, x, ybar_arr, known))
         known = None
     return tuple(out)
 

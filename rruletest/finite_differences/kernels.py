@@ -4,6 +4,7 @@ The engine runs in stages, each a module using only the ones below it:
 
 - ``problem``: the function of a real array ``t`` being differentiated, and its evaluations;
 - ``kernels`` (here): limits, round-off model, step clipping and snapping, weighted sums;
+- ``rows``: a stencil pass over its rows, blockwise, the rows' memory reused for the results;
 - ``steps``: the step per element (``choose_step``), adapted to the function;
 - ``attempt``: one estimate at chosen (or given) steps, its error, and a re-check at another step;
 - ``estimation``: ``run``, which checks suspect elements and falls back per element, and
@@ -12,6 +13,10 @@ The engine runs in stages, each a module using only the ones below it:
 
 Every kernel is elementwise, so work on a subset of elements gives those elements, bit for bit,
 what a full pass would; ``elementwise`` runs a kernel in cache-sized blocks on large problems.
+float32 inputs, steps, function values and ``max|f|`` stay float32 (exact: snapped steps, the
+largest of some values, spacings); each block goes to float64 only for the weighted sums (the
+differences of float32 values are exact there, the weights and the cancelling sums are not in
+float32), the error model's products and powers, and the estimates themselves.
 
 >>> ipow(np.array([2.0]), -3).tolist()
 [0.125]
@@ -162,9 +167,10 @@ def ulp(mag: Arr, dtype: np.dtype[Any]) -> F64:
     """The round-off of a value of ``dtype`` and size ``mag`` (as float64): its spacing, times
     ``LOW_PRECISION_ULPS`` below float64 (numpy's float32 kernels err by up to a few ulps)."""
     # ``mag`` is a magnitude (non-negative or NaN), so its spacing is positive.
-    out: F64 = abs_spacing(np.asarray(mag).astype(dtype, copy=False)).astype(np.float64, copy=False)
-    if np.dtype(dtype).itemsize < 8:
-        out = out * LOW_PRECISION_ULPS
+    spacing = abs_spacing(np.asarray(mag).astype(dtype, copy=False))
+    if np.dtype(dtype).itemsize < 8:  # (in float64 at once: exact, one pass)
+        return np.multiply(spacing, LOW_PRECISION_ULPS, dtype=np.float64)
+    out: F64 = spacing.astype(np.float64, copy=False)
     return out
 
 
@@ -202,8 +208,8 @@ def tiny_step(m: Stencil, prob: Problem) -> float:
 
 def lower_step(m: Stencil, prob: Problem) -> F64:
     """The smallest step the input's precision resolves (a few ulps of ``t0``)."""
-    spacing = abs_spacing(prob.t0).astype(np.float64, copy=False)
-    out: F64 = np.maximum(RESOLUTION * spacing, tiny_step(m, prob))
+    spacing = np.multiply(abs_spacing(prob.t0), RESOLUTION, dtype=np.float64)
+    out: F64 = np.maximum(spacing, tiny_step(m, prob))
     return out
 
 
@@ -225,14 +231,14 @@ def _finish_kernel(
     tiny: float,
     dtype: np.dtype[Any],
 ) -> tuple[Arr, Arr]:
-    abs_t0 = np.abs(t0).astype(np.float64, copy=False)
-    up = np.maximum(abs_t0, 1.0) * scale
+    # (float32 values enter float64 arithmetic without a conversion pass of their own)
+    up = np.maximum(np.abs(t0), 1.0, dtype=np.float64) * scale
     if range_cap != np.inf:
         up = np.minimum(up, range_cap)
     if cap is not None:
         up = np.minimum(up, cap)
     h = np.minimum(h, up)
-    lower = np.maximum(abs_spacing(t0).astype(np.float64, copy=False) * RESOLUTION, tiny)
+    lower = np.maximum(np.multiply(abs_spacing(t0), RESOLUTION, dtype=np.float64), tiny)
     coarse = h < lower
     h = np.maximum(h, lower)
     hd = h.astype(dtype, copy=False)
@@ -314,7 +320,14 @@ def combine_kernel(
     """Weighted sums of the rows (after subtracting the anchor row, which makes cancellation
     free) over ``h**q``; also ``max|f|`` and whether every value is finite."""
     ys = np.stack(rows, dtype=np.result_type(rows[0].dtype, np.float64))
-    fm = absmax(ys)
+    if ys.dtype.kind == "f" and ys.ndim > 1:
+        # max|y| over the rows in their own precision (the largest of float32 values is one
+        # of them: exact, half the size), without the stack.
+        fm = np.abs(rows[0]).astype(np.result_type(*rows), copy=False)
+        for r in rows[1:]:
+            np.maximum(fm, np.abs(r), out=fm)
+    else:
+        fm = absmax(ys)
     # For real values max|y| is finite exactly when every value is (max propagates NaN); the
     # modulus of a finite complex number can overflow, so complex values are checked directly.
     good = np.isfinite(ys).all(axis=0) if np.iscomplexobj(ys) else np.isfinite(fm)
@@ -378,7 +391,7 @@ def scatter(index: npt.NDArray[np.intp], part: Arr, shape: tuple[int, ...], fill
 
 def straddle_kernel(t0: Arr, h: Arr, *, reach: float) -> tuple[Arr]:
     """Where a stencil reaching ``reach * h`` from ``t0`` reaches across 0."""
-    a = np.abs(t0).astype(np.float64, copy=False)
+    a = np.abs(t0)  # (compared exactly in its own precision)
     return ((a > 0) & (a <= h * reach),)
 
 

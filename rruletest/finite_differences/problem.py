@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -100,8 +100,8 @@ def abs_spacing(x: Arr) -> Arr:
     field = flat.view(uint) & uint(exp_mask)
     out = field.view(x.dtype) * x.dtype.type(unit)  # 2**(e - mantissa bits), exactly
     np.maximum(out, x.dtype.type(smallest), out=out)  # subnormals and 0
-    high = field >= uint(top)
-    if high.any():  # np.spacing overflows in the top binade; inf and NaN give NaN
+    if field.max() >= uint(top):  # np.spacing overflows in the top binade; inf and NaN: NaN
+        high = field >= uint(top)
         out[high] = np.where(field[high] > uint(top), np.nan, np.inf)
     return out.reshape(x.shape)
 
@@ -304,13 +304,20 @@ CHUNK = 1 << 14
 REUSE_SIZE = 1 << 15
 
 
-def chunked(shape: tuple[int, ...], kernel: Callable[..., tuple[Any, ...]], *args: Any) -> Any:
+def chunked(
+    shape: tuple[int, ...],
+    kernel: Callable[..., tuple[Any, ...]],
+    *args: Any,
+    into: Sequence[Arr | None] = (),
+) -> Any:
     """``kernel(*args)``, computed block by block over arrays of ``shape``.
 
     Each argument is an array of ``shape`` (sliced), a list of such arrays (each sliced), or
     anything else (passed as is). ``kernel`` must be elementwise and return a tuple of arrays of
     the block's length (or scalars); the results come back with ``shape``. Small arrays are
-    passed whole.
+    passed whole. ``into[i]``, where given, is an array of ``shape`` that result ``i`` may be
+    written into when its dtype fits (a block of it is written only after the kernel has read
+    that block of its arguments, so it may be one of them).
     """
     n = math.prod(shape)
     if n <= 2 * CHUNK:
@@ -333,8 +340,22 @@ def chunked(shape: tuple[int, ...], kernel: Callable[..., tuple[Any, ...]], *arg
         part = [a[sl] if k == "a" else [r[sl] for r in a] if k == "l" else a for k, a in kinds]
         res = kernel(*part)
         if outs is None:
-            outs = [np.empty(n, dtype=np.result_type(r)) for r in res]
+            outs = [_output(n, np.result_type(r), into, i) for i, r in enumerate(res)]
         for o, r in zip(outs, res, strict=True):
             o[sl] = r
     assert outs is not None
     return tuple(o.reshape(shape) for o in outs)
+
+
+def _output(n: int, dtype: np.dtype[Any], into: Sequence[Arr | None], i: int) -> Arr:
+    """Where ``chunked`` writes result ``i``: ``into[i]`` when it fits, else a new array."""
+    given = into[i] if i < len(into) else None
+    if (
+        given is not None
+        and given.dtype == dtype
+        and given.size == n
+        and given.flags.c_contiguous
+        and given.flags.writeable
+    ):
+        return given.reshape(-1)
+    return np.empty(n, dtype=dtype)

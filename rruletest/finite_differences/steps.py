@@ -41,7 +41,6 @@ from rruletest.finite_differences.kernels import (
     cap_or_none,
     default_step,
     elementwise,
-    evaluation,
     finish_step,
     finisher,
     ipow,
@@ -59,6 +58,7 @@ from rruletest.finite_differences.kernels import (
     upper_step,
 )
 from rruletest.finite_differences.problem import Problem, reduce_to
+from rruletest.finite_differences.rows import combine_rows
 
 __all__ = ["Step", "choose_step"]
 
@@ -89,19 +89,24 @@ def _step_kernel(
     t0: Arr,
     cap: Any,
     scale: Any,
+    coarse_before: Arr,
     *,
     m: Stencil,
     out_dtype: np.dtype[Any],
     default: float,
     finish: Callable[..., tuple[Arr, Arr]],
-) -> tuple[Arr, Arr, Arr, Arr]:
+    reach: float,
+) -> tuple[Arr, Arr, Arr, Arr, Arr]:
+    """One block's steps, error constants, coarse steps (here or in the bound estimator) and
+    steps far below the bound estimator's (``tanh(x / 1e-6)`` at 0: magnitudes suspect)."""
     c1 = ulp(fmag, out_dtype) * (m.f_error_mult * m.factor)
     if scale is not None:
         c1 = c1 * scale
     c2 = df * m.df_mult
     h = _h_from_constants(c1, c2, span, m, default)
     h, coarse = finish(h, t0, cap)
-    return h, c1, c2, coarse
+    unresolved = np.multiply(h, reach, dtype=np.float64) < span
+    return h, c1, c2, coarse | coarse_before, unresolved
 
 
 def choose_step(
@@ -125,9 +130,14 @@ def choose_step(
     default = default_step(m, prob.in_eps)
     if prob.elementwise:
         kernel = functools.partial(
-            _step_kernel, m=m, out_dtype=prob.out_dtype, default=default, finish=finisher(m, prob)
+            _step_kernel,
+            m=m,
+            out_dtype=prob.out_dtype,
+            default=default,
+            finish=finisher(m, prob),
+            reach=UNRESOLVED * bound.max_offset,
         )
-        h, c1, c2, coarse = elementwise(
+        h, c1, c2, coarse, unresolved = elementwise(
             prob,
             kernel,
             mags.df,
@@ -136,21 +146,19 @@ def choose_step(
             prob.t0,
             cap_or_none(h_cap),
             c1_scale,
+            mags.coarse,
         )
-    else:
-        c1 = ulp(mags.fmag, prob.out_dtype) * (m.f_error_mult * m.factor)
-        if c1_scale is not None:
-            c1 = c1 * c1_scale
-        c2 = mags.df * m.df_mult
-        c1_t = reduce_to(c1, prob.t_shape, np.max)
-        c2_t = reduce_to(c2, prob.t_shape, np.max)
-        h, coarse = finish_step(
-            m, prob, _h_from_constants(c1_t, c2_t, mags.span, m, default), h_cap
-        )
+        return Step(np.asarray(h), c1, c2, mags.retried, coarse, mags.grown, unresolved)
+    c1 = ulp(mags.fmag, prob.out_dtype) * (m.f_error_mult * m.factor)
+    if c1_scale is not None:
+        c1 = c1 * c1_scale
+    c2 = mags.df * m.df_mult
+    c1_t = reduce_to(c1, prob.t_shape, np.max)
+    c2_t = reduce_to(c2, prob.t_shape, np.max)
+    h, coarse = finish_step(m, prob, _h_from_constants(c1_t, c2_t, mags.span, m, default), h_cap)
     coarse = np.asarray(coarse) | mags.coarse
     h = np.asarray(h)
-    # A step far below the bound estimator's means the function varies on a scale that
-    # estimator did not resolve (tanh(x / 1e-6) at 0): its magnitudes are suspect.
+    # A step far below the bound estimator's: see _step_kernel.
     unresolved = h.astype(np.float64, copy=False) * (UNRESOLVED * bound.max_offset) < mags.span
     return Step(h, c1, c2, mags.retried, coarse, mags.grown, unresolved)
 
@@ -164,13 +172,15 @@ class _Magnitudes(NamedTuple):
     grown: Arr  # S_t
 
 
+def _mag(b: Stencil) -> Callable[..., tuple[Arr, Arr, Arr]]:
+    w = b.neighbourhood_weights()
+    return functools.partial(mag_kernel, weights=w, q=b.q, anchor=len(b.grid) // 2)
+
+
 def _magnitude_pass(b: Stencil, prob: Problem, h: Arr) -> tuple[Evaluation, Arr, Arr]:
     rows = [prob.at(int(g), h) for g in b.grid]
-    kernel = functools.partial(
-        mag_kernel, weights=b.neighbourhood_weights(), q=b.q, anchor=len(b.grid) // 2
-    )
-    mag, fm, good_y = elementwise(prob, kernel, rows, h)
-    return evaluation(prob, b.grid, rows, good_y), mag, fm
+    (mag, fm, _), ev = combine_rows(prob, b.grid, rows, _mag(b), (0, 1), h)
+    return ev, mag, fm
 
 
 def _mag_fused_kernel(
@@ -196,14 +206,13 @@ def _first_magnitude_pass(
     """``_magnitude_pass``, and in the same pass over the data ``_flat_kernel``'s verdict and
     the stencils reaching across 0."""
     rows = [prob.at(int(g), h) for g in b.grid]
-    mag = functools.partial(
-        mag_kernel, weights=b.neighbourhood_weights(), q=b.q, anchor=len(b.grid) // 2
-    )
     kernel = functools.partial(
-        _mag_fused_kernel, mag=mag, flat=_flat_check(b, prob), reach=float(b.max_offset)
+        _mag_fused_kernel, mag=_mag(b), flat=_flat_check(b, prob), reach=float(b.max_offset)
     )
-    df, fm, good_y, flat_y, straddles = elementwise(prob, kernel, rows, h, prob.t0)
-    return evaluation(prob, b.grid, rows, good_y), df, fm, flat_y, straddles
+    (df, fm, _, flat_y, straddles), ev = combine_rows(
+        prob, b.grid, rows, kernel, (0, 1), h, prob.t0
+    )
+    return ev, df, fm, flat_y, straddles
 
 
 def _magnitude_pass_on(b: Stencil, prob: Problem, h: Arr, mask: Arr) -> tuple[Evaluation, Arr, Arr]:
@@ -247,7 +256,7 @@ def _magnitudes(b: Stencil, prob: Problem, h_cap: Any, grow: bool = True) -> _Ma
         new = ev.good & ~done
         df = merge_into(df, mag, new, attempt == 0)
         fmag = merge_into(fmag, fm, new, attempt == 0)
-        span = merge_into(span, h.astype(np.float64, copy=False) * b.max_offset, new, attempt == 0)
+        span = merge_into(span, np.multiply(h, b.max_offset, dtype=np.float64), new, attempt == 0)
         done |= ev.good
         if done.all() or attempt == MAX_SHRINK or ev.nearest_bad is None:
             break
@@ -319,22 +328,20 @@ def _rescale_flat(
     def pick(a: Any) -> Any:
         return a if np.ndim(a) == 0 else np.asarray(a).reshape(-1)[index]
 
-    out = _rescale_loop(
-        b,
-        sub,
-        pick(h_cap),
-        pick(h),
-        pick(df),
-        pick(fmag),
-        pick(span),
-        np.ones(index.size, dtype=bool),
-        pick(retried),
-        grow,
-        kernel,
+    cap_s, h_s, df_s, fmag_s, span_s, retried_s = (
+        pick(a) for a in (h_cap, h, df, fmag, span, retried)
     )
+    everywhere = np.ones(index.size, dtype=bool)
+    out = _rescale_loop(
+        b, sub, cap_s, h_s, df_s, fmag_s, span_s, everywhere, retried_s, grow, kernel
+    )
+    # df, fmag, span are this run's own (written in place); the caller compares h (copied).
     whole = []
-    for full, piece in zip((df, fmag, span, h), out, strict=True):
-        arr = np.array(full, dtype=np.result_type(full, piece), copy=True)
+    for i, (full, piece) in enumerate(zip((df, fmag, span, h), out, strict=True)):
+        arr = np.asarray(full)
+        dtype = np.result_type(full, piece)
+        if i == 3 or arr.dtype != dtype or not arr.flags.writeable or not arr.flags.c_contiguous:
+            arr = np.array(full, dtype=dtype, copy=True)
         arr.reshape(-1)[index] = piece
         whole.append(arr)
     return whole[0], whole[1], whole[2], whole[3]
