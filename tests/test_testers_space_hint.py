@@ -10,7 +10,7 @@ import pytest
 from rruletest import NoTangent, ZeroTangent, unthunk
 from rruletest.errors import RuleTestFailure
 from rruletest.spaces import LowerTriangular, Symmetric
-from rruletest.testers import test_rrule, with_tangent
+from rruletest.testers import test_frule, test_rrule, with_tangent
 from rruletest.testers._space_hint import space_hint
 
 A = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
@@ -101,3 +101,34 @@ def test_complex_matrices_are_projected_onto_hermitian_ones() -> None:
     assert hint is not None
     assert "projected onto Hermitian matrices" in hint
     assert "with_tangent(x, Hermitian())" in hint
+
+
+def cholesky_frule(dots: Any, f: Any, a: Any) -> Any:
+    """The usual forward Cholesky rule: right for symmetric tangents."""
+    chol = np.linalg.cholesky(a)
+    da = np.asarray(dots[1])
+    inner = np.linalg.solve(chol, np.linalg.solve(chol, da).T).T  # L^-1 dA L^-T
+    phi = np.tril(inner) - 0.5 * np.diag(np.diag(inner))
+    return chol, chol @ phi
+
+
+def test_a_cholesky_frule_along_every_entry_fails_with_a_hint() -> None:
+    with pytest.raises(RuleTestFailure) as info:
+        test_frule(np.linalg.cholesky, A, frule_f=cholesky_frule, rng=0)
+    text = str(info.value)
+    assert "[numeric] ydot: the output tangent differs from the numerical jvp" in text
+    assert (
+        "args[0]: along the input tangent projected onto symmetric matrices the output tangent "
+        "agrees with the numerical jvp: f reads only part of args[0]"
+    ) in text
+    test_frule(np.linalg.cholesky, with_tangent(A, Symmetric()), frule_f=cholesky_frule, rng=0)
+
+
+def test_a_wrong_frule_gets_no_space_hint() -> None:
+    def wrong(dots: Any, f: Any, a: Any) -> Any:
+        chol, dchol = cholesky_frule(dots, f, a)
+        return chol, 1.01 * dchol
+
+    with pytest.raises(RuleTestFailure) as info:
+        test_frule(np.linalg.cholesky, A, frule_f=wrong, rng=0)
+    assert "projected onto" not in str(info.value)

@@ -61,7 +61,7 @@ from rruletest.testers._findings import kinks_directional, kinks_jvp, kinks_vjp,
 from rruletest.testers._report import Check
 from rruletest.testers._setup import Setup, domain_for, ruleset_of
 from rruletest.testers._snapshot import nonzero, short
-from rruletest.testers._space_hint import space_hint
+from rruletest.testers._space_hint import jvp_space_hint, space_hint
 
 __all__ = [
     "ADJOINT_DIRECTIONS",
@@ -307,8 +307,36 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
     )
     if found and g is not None and not _is_broadcast(s):
         _noise(s, g, [a.primal for a in live], ydot, est, fdm)
+        if general:
+            _jvp_hint(s, live, dots, y_ref, frule_f, g, fdm, rtol, widen(atol, est.error))
     report.measured(ydot, est.value)
     record(report, "ydot", counts, "the output tangent")
+
+
+def _jvp_hint(s: Setup, live: list[Any], dots: list[Any], y_ref: Any, frule_f: Any, g: Any,
+              fdm: Any, rtol: float, atol: Any) -> None:  # fmt: skip
+    """Note when the frule is right along tangents projected onto a matrix space."""
+    primals = [a.primal for a in live]
+    if not any(np.ndim(p) >= 2 for p in primals) or frule_f is None:
+        return
+
+    def estimate(moved: list[Any]) -> tuple[Any, Any]:
+        if coordinate_count(live) <= JVP_DENSE_LIMIT:
+            est = dense_jvp(fdm, g, primals, moved, y_ref, s.cache)
+        else:
+            est = jvp_estimate(fdm, g, *zip(primals, moved, strict=True))
+        return est.value, est.error
+
+    def rule(moved: list[Any]) -> Any:
+        by_index = {a.index: t for a, t in zip(live, moved, strict=True)}
+        tangents = tuple(by_index.get(a.index, NO_TANGENT) for a in s.args)
+        res = frule_f((NO_TANGENT, *tangents), s.f, *s.primals, **s.kwargs())
+        return res[1]
+
+    paths = [a.path for a in live]
+    hint = jvp_space_hint(paths, primals, dots, estimate, rule, rtol, atol)
+    if hint:
+        s.report.note(hint)
 
 
 def _jacobians(

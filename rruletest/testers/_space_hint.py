@@ -27,7 +27,7 @@ import numpy as np
 
 from rruletest.tangents import AbstractZero, unthunk
 
-__all__ = ["space_hint"]
+__all__ = ["jvp_space_hint", "space_hint"]
 
 Array = np.ndarray[Any, Any]
 
@@ -92,3 +92,51 @@ def _close(a: Array, b: Array, rtol: float, atol: float) -> bool:
     with np.errstate(invalid="ignore"):
         ok = np.abs(a - b) <= atol + rtol * np.abs(b)
     return bool(np.all(ok & np.isfinite(a) & np.isfinite(b)))
+
+
+def jvp_space_hint(
+    paths: list[str],
+    primals: list[Any],
+    dots: list[Any],
+    estimate: Callable[[list[Any]], tuple[Any, Any]],
+    rule: Callable[[list[Any]], Any],
+    rtol: float,
+    atol: Any,
+) -> str | None:
+    """The forward counterpart of ``space_hint``: for each square-matrix argument whose input
+    tangent is not symmetric (triangular), the rule's output tangent along the projected
+    tangent (``rule``) against the numerical jvp along it (``estimate``: value and error).
+    When they agree, the note names the space. Calls the rule and the estimate at most three
+    times per argument, on a failure only; None when no projection reconciles them."""
+    atol_max = float(np.max(np.asarray(atol, dtype=np.float64), initial=0.0))
+    for k, (path, x, d) in enumerate(zip(paths, primals, dots, strict=True)):
+        xa, da = np.asarray(x), np.asarray(unthunk(d))
+        if xa.ndim < 2 or xa.shape[-1] != xa.shape[-2] or xa.shape[-1] < 2 or da.shape != xa.shape:
+            continue
+        if xa.dtype.kind not in "fc" or da.dtype.kind not in "fc":
+            continue
+        for what, space, proj in _CANDIDATES:
+            if what == "symmetric" and xa.dtype.kind == "c":
+                what, space = "Hermitian", "Hermitian()"
+            pd = proj(da).astype(da.dtype, copy=False)
+            if _close(da, pd, 0.0, 0.0):
+                continue  # the tangent has the structure already: nothing to learn
+            moved = [pd if j == k else t for j, t in enumerate(dots)]
+            try:
+                value, error = estimate(moved)
+                got = np.asarray(unthunk(rule(moved)), dtype=np.result_type(value, np.float64))
+                ref = np.asarray(value)
+                allow = atol_max + float(np.max(np.asarray(error, dtype=np.float64), initial=0.0))
+            except Exception:
+                return None
+            if got.shape != ref.shape or not _close(got, ref, rtol, allow):
+                continue
+            return (
+                f"{path}: along the input tangent projected onto {what} matrices the output "
+                f"tangent agrees with the numerical jvp: f reads only part of {path}, and the "
+                f"rule is right for {what} inputs. If {path} is meant to be {what}, declare "
+                f"it: pass with_tangent(x, {space}) or register the rule with spaces= holding "
+                f"{space} at {path}'s position (rruletest.spaces), and tangents are drawn in "
+                f"its tangent space"
+            )
+    return None
