@@ -246,23 +246,12 @@ def _space_args(
 
 def _inside(domain: Domain, args: list[Any]) -> bool:
     """Finite, inside each argument's interval (real parts), clear of ``avoid``."""
-    n = len(domain.intervals)
-    for i, x in enumerate(args):
-        if not is_differentiable(x):
-            continue
-        arr = np.asarray(x)
-        if not np.all(np.isfinite(arr)):
-            return False
-        if (n == 1 or i < n) and not np.all(domain.interval(i).contains(arr.real)):
-            return False
-    try:
-        return not np.any(rst.near_avoided(domain.avoid, *args))
-    except (TypeError, ValueError):  # avoid cannot judge these arguments (shapes, structures)
-        return True
+    return _where_outside(domain, args) is None
 
 
-def _where_outside(domain: Domain, args: list[Any]) -> str:
-    """The first element of ``args`` that ``_inside`` rejects, as ``args[i][j, k] = v ...``."""
+def _where_outside(domain: Domain, args: list[Any]) -> str | None:
+    """The first element of ``args`` that is not finite or outside its interval, as
+    ``args[i][j, k] = v is outside (a, b)``, or what ``avoid`` excludes; None when inside."""
     n = len(domain.intervals)
     for i, x in enumerate(args):
         if not is_differentiable(x):
@@ -278,7 +267,13 @@ def _where_outside(domain: Domain, args: list[Any]) -> str:
             at = tuple(int(k) for k in np.argwhere(bad)[0]) if arr.ndim else ()
             where = f"args[{i}]" + (f"[{', '.join(map(str, at))}]" if at else "")
             return f"{where} = {arr[at].item()!r} {why}"
-    return "its arguments are near a point the domain's avoid predicate excludes"
+    try:
+        avoided = bool(np.any(rst.near_avoided(domain.avoid, *args)))
+    except (TypeError, ValueError):  # avoid cannot judge these arguments (shapes, structures)
+        avoided = False
+    return (
+        "its arguments are near a point the domain's avoid predicate excludes" if avoided else None
+    )
 
 
 def finite_output(case: Case) -> bool:
@@ -351,7 +346,8 @@ def generated_cases(info: RuleInfo, config: RuleTestConfig) -> st.SearchStrategy
             raise ExamplesOutsideDomain(
                 f"no input can be drawn for {info.name}: each of its {len(info.examples)} "
                 f"example(s) lies outside its domain {domain} (example 0: "
-                f"{_where_outside(domain, first)}), and generated inputs stay near the examples"
+                f"{_where_outside(domain, first) or 'unusable'}), and generated inputs stay near "
+                "the examples"
             )
         near = [
             _perturbed(domain, _with_prefix(prefix, e), len(prefix), info.spaces).map(
