@@ -222,10 +222,13 @@ def _kinks_vjp(s: Setup, fdm: Any, g: Any, ybar: Any, out: tuple[Any, ...], est_
 def _noise(s: Setup, g: Any, xs: list[Any], actual: Any, est: Any, fdm: Any) -> None:
     """Note the function's own noise when it explains a mismatch."""
     try:
-        diff = np.asarray(unthunk(actual), dtype=np.float64) - np.asarray(est.value, np.float64)
+        # |difference| (complex cotangents too: a cast to float64 dropped the imaginary part
+        # with a ComplexWarning to the user, an error under -W error, and no note)
+        actual_arr, value = np.asarray(unthunk(actual)), np.asarray(est.value)
+        diff = np.abs(actual_arr - value).astype(np.float64)
     except Exception:
         return
-    note = noise_note(g, xs, diff, est.step, fdm, est.value)
+    note = noise_note(g, xs, diff, est.step, fdm, np.abs(value))
     if note:
         s.report.note(note)
 
