@@ -64,13 +64,11 @@ def function_name(f: Any, *, qualified: bool = False) -> str:
     """
     if type(f).__name__ == "ufunc" and type(f).__module__ == "numpy":
         # scipy.special's functions are numpy ufuncs too: np.<name> only for numpy's own.
-        numpy = sys.modules.get("numpy")
-        if getattr(numpy, f.__name__, None) is f:
-            return f"np.{f.__name__}"
+        ufunc_name = str(f.__name__)
+        if getattr(sys.modules.get("numpy"), ufunc_name, None) is f:
+            return f"np.{ufunc_name}"
         holder = _module_of_ufunc(f)
-        if holder is not None:
-            return f"{holder}.{f.__name__}"
-        return str(f.__name__)
+        return ufunc_name if holder is None else f"{holder}.{ufunc_name}"
     name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
     if not isinstance(name, str) or not name:
         return type(f).__name__ + "(...)"
