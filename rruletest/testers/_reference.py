@@ -51,6 +51,7 @@ from rruletest.testers._checks import compare
 from rruletest.testers._evidence import masked, record
 from rruletest.testers._fd_inputs import (
     coordinate_count,
+    element_rooms,
     fd_failure,
     fdm_for_domain,
     of_live,
@@ -143,6 +144,8 @@ def check_vjp(
                 ests, half_note = half_broadcast_vjp(fdm, g, ybar, *s.primals[1:], y=y_ref)
                 if half_note:
                     report.note(half_note)
+            elif (rooms := element_rooms(s.fdm, domain, dom_primals)) is not None:
+                ests = broadcast_vjp(s.fdm, g, ybar, *s.primals[1:], y=y_ref, rooms=rooms)
             else:
                 ests = broadcast_vjp(fdm, g, ybar, *s.primals[1:], y=y_ref)
             est_of = {a.index: ests[a.index - 1] for a in live}
@@ -257,6 +260,8 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
                 est, half_note = half_broadcast_jvp(fdm, g, *pairs, y=y_ref)
                 if half_note:
                     report.note(half_note)
+            elif (rooms := element_rooms(s.fdm, domain, dom_primals)) is not None:
+                est = broadcast_jvp(s.fdm, g, *pairs, y=y_ref, rooms=rooms)
             else:
                 est = broadcast_jvp(fdm, g, *pairs, y=y_ref)
             mode = "structured broadcast jvp"
