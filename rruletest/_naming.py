@@ -13,6 +13,7 @@ their module (``mypkg.rules.softplus``; rruletest's own functions, which users i
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 __all__ = ["function_name"]
@@ -32,6 +33,18 @@ def _numpy_module(module: str) -> str | None:
     return ".".join(["np", *public])
 
 
+def _module_of_ufunc(f: Any) -> str | None:
+    """The public module, among those already imported, that holds the ufunc ``f`` under its
+    name (``scipy.special`` for ``gammaln``): the shortest such name, private ones last."""
+    found = [
+        name
+        for name, mod in list(sys.modules.items())
+        if mod is not None and getattr(mod, getattr(f, "__name__", ""), None) is f
+    ]
+    public = [n for n in found if not any(p.startswith("_") for p in n.split("."))]
+    return min(public or found, key=lambda n: (n.count("."), len(n)), default=None)
+
+
 def function_name(f: Any, *, qualified: bool = False) -> str:
     """The name of ``f`` as rruletest shows it.
 
@@ -45,9 +58,17 @@ def function_name(f: Any, *, qualified: bool = False) -> str:
     ('np.sin', 'np.linalg.norm', 'np.sum')
     >>> function_name(len), function_name(lambda x: x)
     ('len', '<lambda>')
+    >>> import scipy.special
+    >>> function_name(scipy.special.gammaln)
+    'scipy.special.gammaln'
     """
     if type(f).__name__ == "ufunc" and type(f).__module__ == "numpy":
-        return f"np.{f.__name__}"
+        # scipy.special's functions are numpy ufuncs too: np.<name> only for numpy's own.
+        ufunc_name = str(f.__name__)
+        if getattr(sys.modules.get("numpy"), ufunc_name, None) is f:
+            return f"np.{ufunc_name}"
+        holder = _module_of_ufunc(f)
+        return ufunc_name if holder is None else f"{holder}.{ufunc_name}"
     name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
     if not isinstance(name, str) or not name:
         return type(f).__name__ + "(...)"

@@ -365,3 +365,16 @@ def test_jvp_of_several_outputs_is_one_per_output() -> None:
     np.testing.assert_allclose(est.value[0], np.cos(x), rtol=1e-10)
     np.testing.assert_allclose(est.value[1], -np.sin(x), rtol=1e-10, atol=1e-14)
     assert est.error[0].shape == (4,)
+
+
+def test_rooms_limit_each_elements_steps_alone() -> None:
+    """``rooms=``: an element next to a domain edge takes steps inside its own room, the
+    others keep theirs (one ``max_range`` for all made ``x = 1`` take the steps of its
+    neighbour at ``1e-6``)."""
+    from rruletest.finite_differences.broadcast import broadcast_vjp
+
+    x = np.array([1e-6, 1.0])
+    (est,) = broadcast_vjp(None, np.log, np.ones(2), x, rooms=[0.9 * x])
+    assert 2 * est.step[0] <= 0.9e-6
+    assert est.step[1] > 1e-4
+    np.testing.assert_allclose(est.value, 1 / x, rtol=1e-9)

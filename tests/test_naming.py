@@ -44,3 +44,12 @@ def test_np_linalg_norm_is_shown_one_way_everywhere() -> None:
     assert describe(f) == fname(f) == broadcast_fname(f) == "np.linalg.norm"
     with pytest.raises(AssertionError, match=r"^test_rrule\(np\.linalg\.norm, "):
         test_rrule(f, np.ones(3), rrule_f=RuleSet().rrule, rng=0)
+
+
+def test_a_ufunc_of_another_package_is_named_from_its_module() -> None:
+    """scipy.special's functions are numpy ufuncs: they were shown as ``np.gammaln``, and
+    reproduce lines called ``np.gammaln`` (AttributeError)."""
+    special = pytest.importorskip("scipy.special")
+    assert function_name(special.gammaln) == "scipy.special.gammaln"
+    assert function_name(special.expit, qualified=True) == "scipy.special.expit"
+    assert function_name(np.add) == "np.add"

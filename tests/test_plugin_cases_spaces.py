@@ -64,3 +64,26 @@ def test_simplex_points_for_a_simplex_rule(data: st.DataObject) -> None:
     assert info is not None
     (p,) = data.draw(generated_cases(info, CONFIG)).args
     assert Simplex().contains(p), p
+
+
+def test_a_float32_point_perturbed_along_a_simplex_stays_on_it_to_rounding() -> None:
+    """Noise nearly normal to the simplex (here ``[-1, -1, -0.99999994]``) projected in float32
+    left a direction of rounding that moved ``[0.2, 0.3, 0.5]`` to a sum of 1.000001: inside
+    ``Simplex.contains``'s float32 tolerance, outside scipy's ``dirichlet.pdf`` (1e-9), which
+    then failed a correct rule with its own ValueError. Projected in float64, the point moves
+    along the simplex and sums to 1 within a few ulps."""
+    import warnings
+
+    from hypothesis.errors import HypothesisDeprecationWarning
+
+    from rruletest._plugin.cases import _along_space
+
+    x = np.array([0.2, 0.3, 0.5], dtype=np.float32)
+    eps = float(np.finfo(np.float32).eps)
+    for noise in ([-1.0, -1.0, -1.0 + 6e-8], [0.3, 0.2, 0.1], [-1.0, -1.0, -1.0]):
+        with warnings.catch_warnings():  # its hypothesis.assume, outside a hypothesis test
+            warnings.simplefilter("ignore", HypothesisDeprecationWarning)
+            moved = _along_space(Simplex(), x, 1e-6, np.array(noise))
+        assert moved.dtype == np.float32
+        assert abs(float(np.sum(moved, dtype=np.float64)) - 1.0) <= 2 * eps, (noise, moved)
+        assert np.max(np.abs(moved - x)) <= 2e-6

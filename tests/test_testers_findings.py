@@ -143,3 +143,19 @@ def test_kinks_along_a_direction_are_named_by_the_outputs_index() -> None:
     report = test_frule(sort_rows, x, frule_f=frule, rng=0)
     kinks = [n.split(" is at")[0] for n in report.notes if "is at a kink along the tangent" in n]
     assert kinks == ["ydot[2, 0]", "ydot[2, 1]"]
+
+
+def test_a_complex_mismatch_warns_nothing() -> None:
+    """The noise check of a mismatch cast complex cotangents to float64: a ComplexWarning
+    reached the user (an error under ``-W error``, which then skipped the check)."""
+    import warnings
+
+    from rruletest import test_scalar
+
+    rules = RuleSet()
+    rules.scalar_rule(np.sin, lambda x, y: (1.01 * np.cos(x),), complex=True)  # 1% off
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with pytest.raises(AssertionError, match=r"\[numeric\]"):
+            test_scalar(np.sin, 0.3, rrule_f=rules.rrule, frule_f=rules.frule, rng=1)
+    assert [str(w.message) for w in seen] == []

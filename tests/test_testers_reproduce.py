@@ -186,3 +186,27 @@ def test_the_header_shows_fkwargs_as_the_testers_keyword(user: ModuleType) -> No
         )
     )
     assert _first_line(err) == "test_rrule(mymean, float64[2, 3], fkwargs={'axis': 1}) failed"
+
+
+def test_a_scipy_ufunc_reproduces(tmp_path: Path) -> None:
+    """A failure of ``broadcasted(scipy.special.expit, ...)`` reproduces as printed: the line
+    imports scipy.special (it wrote ``np.expit``, which does not exist)."""
+    special = pytest.importorskip("scipy.special")
+    from rruletest import RuleSet, broadcasted
+
+    rules = RuleSet()
+    rules.scalar_rule(special.expit, lambda x, y: (1.01 * y * (1 - y),))  # 1% off
+    err = _failure(
+        lambda: test_rrule(
+            broadcasted, special.expit, np.array([0.5, 1.0]), rrule_f=rules.rrule, rng=1
+        )
+    )
+    line = err.reproduce
+    assert "import scipy.special" in line
+    assert "scipy.special.expit, " in line
+    # run without the rule set: the line must get as far as the missing rule, not fail
+    # on the name of the function
+    runnable = line.replace("rrule_f=rules.rrule, ", "")
+    shown = _rerun(runnable, tmp_path)
+    assert "AttributeError" not in shown
+    assert "RuleTestFailure" in shown, shown

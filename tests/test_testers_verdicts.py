@@ -250,3 +250,28 @@ def test_one_nan_in_an_unrelated_argument_spoils_no_other_estimate() -> None:
     report = test_rrule(h, x, y, rrule_f=rules.rrule, rng=0)
     assert report.evidence[0] == Evidence("args[0]", 2, 0)  # every element of x compared
     assert report.evidence[1] == Evidence("args[1]", 1, 1)  # only y's NaN is unchecked
+
+
+def test_an_element_near_a_domain_edge_limits_its_own_steps_only() -> None:
+    """``gammaln`` at ``[1e-6, 1.0]``: the element at 1e-6 bounded every element's steps to
+    9e-7, and at 1.0 (a root of ``gammaln``, computed to an absolute, not a relative,
+    rounding) those steps gave a derivative 3.4e-9 off, a false failure with a 'kink' note
+    that named two equal one-sided derivatives. Each element now keeps its own room; a rule
+    1e-7 off at 1.0 is still caught."""
+    from rruletest import broadcasted
+
+    special = pytest.importorskip("scipy.special")
+    x = np.array([1e-6, 1.0])
+    for scale, passes in ((1.0, True), (1 + 1e-7, False)):
+        rules = RuleSet()
+        rules.scalar_rule(
+            special.gammaln, lambda x, y, c=scale: (c * special.digamma(x),), domain="(0, inf)"
+        )
+        for seed in (6107215405, 1, 2):
+            try:
+                test_rrule(broadcasted, special.gammaln, x, rrule_f=rules.rrule, rng=seed)
+                test_frule(broadcasted, special.gammaln, x, frule_f=rules.frule, rng=seed)
+            except AssertionError:
+                assert not passes, (scale, seed)
+            else:
+                assert passes, (scale, seed)

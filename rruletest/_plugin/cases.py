@@ -218,13 +218,20 @@ def _perturbed(
 
 
 def _along_space(space: Any, x: Any, rel: float, noise: Any) -> Any:
-    """``x`` moved by up to ``rel * max(1, |x|)`` along its space, and kept in the set."""
-    t = np.asarray(space.project(x, noise.astype(x.dtype)))
+    """``x`` moved by up to ``rel * max(1, |x|)`` along its space, and kept in the set.
+
+    The noise is projected in float64 (complex128): projected in float32, noise nearly
+    normal to the space (``[-1, -1, -0.99999994]`` on a simplex) left a direction made of
+    rounding, which moved a float32 point 25 ulps off the set (inside ``contains``'s
+    tolerance, outside scipy's ``dirichlet``'s). A projection at that rounding level is none.
+    """
+    wide = np.complex128 if x.dtype.kind == "c" else np.float64
+    t = np.asarray(space.project(x.astype(wide), noise.astype(wide)))
     size = float(np.max(np.abs(t))) if t.size else 0.0
-    if size == 0.0:
+    if size <= 64 * float(np.finfo(np.float64).eps) * float(np.max(np.abs(noise), initial=0.0)):
         return x
     h = min(rel * max(1.0, float(np.max(np.abs(x)))), 0.5 * space.max_step(x, t / size))
-    moved = space.retract(x, (h / size) * t)
+    moved = space.retract(x, ((h / size) * t).astype(x.dtype))
     _assume(space.contains(moved))
     return moved
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -44,7 +44,7 @@ F64 = npt.NDArray[np.float64]
 class _Setup:
     """Private copies of the arguments, the broadcast shape and the primal output."""
 
-    def __init__(self, g: Callable[..., Any], xs: tuple[Any, ...], y: Any) -> None:
+    def __init__(self, g: Callable[..., Any], xs: tuple[Any, ...], y: Any, rooms: Any = ()) -> None:
         if not callable(g):
             raise TypeError(f"g must be an elementwise callable, got g={g!r}")
         self.g = g
@@ -74,6 +74,7 @@ class _Setup:
                 f"but g returned shape {y_arr.shape}"
             )
         self.y_arr = y_arr
+        self.rooms = rooms  # per argument, how far each element may move
 
     def real_dtype(self, j: int) -> np.dtype[Any]:
         x = self.xs[j]
@@ -127,7 +128,10 @@ class _Setup:
                 self.y_arr.reshape(-1)[index],
             )
 
-        prob = Problem(make(list(self.args), other), t0, centre=self.y_arr, restrict=restrict)
+        room = self.rooms[j] if j < len(self.rooms) and not is_complex else None
+        prob = Problem(
+            make(list(self.args), other), t0, centre=self.y_arr, restrict=restrict, room=room
+        )
         return run(fdm, prob)
 
 
@@ -201,7 +205,7 @@ def _reduced(
 
 
 def broadcast_vjp(
-    fdm: Any, g: Callable[..., Any], ybar: Any, *xs: Any, y: Any = None
+    fdm: Any, g: Callable[..., Any], ybar: Any, *xs: Any, y: Any = None, rooms: Sequence[Any] = ()
 ) -> tuple[Estimate, ...]:
     """The numerical vjp of ``g(*xs)`` for an elementwise (broadcasting) ``g``.
 
@@ -212,6 +216,7 @@ def broadcast_vjp(
         ybar: the output cotangent (broadcastable to the output; zeros and thunks allowed).
         xs: the arguments; integer and boolean ones get ``NoTangent()``.
         y: ``g(*xs)`` if already known (saves one evaluation).
+        rooms: per argument, how far each element may move (broadcastable to it; None: any).
 
     Returns:
         One ``Estimate`` per argument: ``value`` is the cotangent (shape, dtype and kind of
@@ -222,8 +227,8 @@ def broadcast_vjp(
     fdm = check_fdm(fdm)
     y = _primal(g, xs, y)
     if isinstance(y, tuple):
-        return _several_vjp(fdm, g, ybar, xs, y)
-    setup = _Setup(g, xs, y)
+        return _several_vjp(fdm, g, ybar, xs, y, rooms)
+    setup = _Setup(g, xs, y, rooms)
     ybar = unthunk(ybar)
     zero = ybar is None or isinstance(ybar, AbstractZero)
     if not zero:
@@ -271,7 +276,9 @@ def _jvp_kernel(total: Arr, error: F64, value: Arr, err: F64, comp: Arr) -> tupl
     return total + np.where(used, value * comp, 0.0), error + np.where(used, err * w, 0.0)
 
 
-def broadcast_jvp(fdm: Any, g: Callable[..., Any], *pairs: Any, y: Any = None) -> Estimate:
+def broadcast_jvp(
+    fdm: Any, g: Callable[..., Any], *pairs: Any, y: Any = None, rooms: Sequence[Any] = ()
+) -> Estimate:
     """The numerical jvp of ``g(*xs)`` along ``xdots`` for an elementwise ``g``.
 
     ``pairs`` are ``(x, xdot)``; ``xdot`` may be zero or ``NoTangent()`` and is ignored for
@@ -288,8 +295,8 @@ def broadcast_jvp(fdm: Any, g: Callable[..., Any], *pairs: Any, y: Any = None) -
         dxs.append(unthunk(pair[1]))
     y = _primal(g, tuple(xs), y)
     if isinstance(y, tuple):
-        return _several_jvp(fdm, g, pairs, y)
-    setup = _Setup(g, tuple(xs), y)
+        return _several_jvp(fdm, g, pairs, y, rooms)
+    setup = _Setup(g, tuple(xs), y, rooms)
     y_arr = setup.y_arr
     total: Arr = np.zeros(
         setup.shape, dtype=np.complex128 if y_arr.dtype.kind == "c" else np.float64
@@ -373,7 +380,7 @@ def _has_tangent(y: Any) -> bool:
 
 
 def _several_vjp(
-    fdm: FiniteDifferenceMethod, g: Callable[..., Any], ybar: Any, xs: tuple[Any, ...], y: Any
+    fdm: Any, g: Callable[..., Any], ybar: Any, xs: tuple[Any, ...], y: Any, rooms: Sequence[Any]
 ) -> tuple[Estimate, ...]:
     """``sum_k vjp(g_k, ybar_k)`` over the outputs with a tangent and a nonzero cotangent."""
     from rruletest.rules.scalar import output_cotangents
@@ -383,7 +390,7 @@ def _several_vjp(
     for k, (yk, bk) in enumerate(zip(y, ybars, strict=True)):
         if not _has_tangent(yk) or bk is None or isinstance(bk, AbstractZero):
             continue
-        ests = broadcast_vjp(fdm, _nth(g, k), bk, *xs, y=yk)
+        ests = broadcast_vjp(fdm, _nth(g, k), bk, *xs, y=yk, rooms=rooms)
         if total is None:
             total = ests
             continue
@@ -394,16 +401,16 @@ def _several_vjp(
     if total is not None:
         return total
     k = next((k for k, yk in enumerate(y) if _has_tangent(yk)), 0)
-    return broadcast_vjp(fdm, _nth(g, k), None, *xs, y=y[k])
+    return broadcast_vjp(fdm, _nth(g, k), None, *xs, y=y[k], rooms=rooms)
 
 
 def _several_jvp(
-    fdm: FiniteDifferenceMethod, g: Callable[..., Any], pairs: tuple[Any, ...], y: Any
+    fdm: Any, g: Callable[..., Any], pairs: tuple[Any, ...], y: Any, rooms: Sequence[Any]
 ) -> Estimate:
     """One jvp per output: ``value`` and ``error`` are tuples (``NoTangent()`` and 0 for an
     integer output), ``step`` the steps of the first output with a tangent."""
     ests = [
-        broadcast_jvp(fdm, _nth(g, k), *pairs, y=yk)
+        broadcast_jvp(fdm, _nth(g, k), *pairs, y=yk, rooms=rooms)
         if _has_tangent(yk)
         else Estimate(NO_TANGENT, _sum_to(np.zeros(np.shape(yk)), yk), None)
         for k, yk in enumerate(y)

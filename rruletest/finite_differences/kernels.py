@@ -218,6 +218,8 @@ def upper_step(m: Stencil, prob: Problem, h_cap: Any) -> Any:
     default = default_step(m, prob.in_eps)
     up = np.maximum(prob.abs_t0, 1.0) * (1000.0 * default)
     up = np.minimum(up, m.max_range / m.max_offset)
+    if prob.room is not None:
+        up = np.minimum(up, prob.room / m.max_offset)
     return up if np.all(np.isinf(h_cap)) else np.minimum(up, h_cap)
 
 
@@ -281,6 +283,8 @@ def finish_step(m: Stencil, prob: Problem, h: Any, h_cap: Any) -> tuple[Arr, Arr
     ``upper`` keeps the stencil within ``max_range`` and ``h`` within 1000 default steps
     (relative to ``|t0|``) and ``h_cap``; ``lower`` is a few ulps of ``t0``.
     """
+    if prob.room is not None:
+        h_cap = np.minimum(h_cap, prob.room / m.max_offset)
     h_arr, coarse = elementwise(prob, finisher(m, prob), h, prob.t0, cap_or_none(h_cap))
     return np.asarray(h_arr), np.asarray(coarse)
 

@@ -134,7 +134,7 @@ class Problem:
     steps stay a few times above it, and ``input_scale`` (the size of the inputs behind ``t``,
     at least ``|t0|``) follows from it; the error that rounding adds to an estimate (about
     ``f_error_mult * |f'| * resolution / (2 h)``) is the caller's to add, as ``jvp`` does.
-    ``evaluations`` counts calls of ``phi``.
+    ``evaluations`` counts calls of ``phi``; ``room`` bounds each element's stencil.
     """
 
     def __init__(
@@ -146,6 +146,7 @@ class Problem:
         out_dtype: Any = None,
         restrict: Restrict | None = None,
         resolution: float = 0.0,
+        room: Any = None,
     ) -> None:
         t0 = np.asarray(t0)
         if t0.dtype.kind != "f":
@@ -157,6 +158,11 @@ class Problem:
         self.t_shape: tuple[int, ...] = t0.shape
         self._abs_t0: F64 | None = None
         self.resolution = float(resolution)
+        #: How far from ``t0`` each element may be evaluated (shape ``S_t``; None: anywhere
+        #: ``max_range`` allows): a domain edge near one element limits that element alone.
+        self.room: F64 | None = (
+            None if room is None else np.broadcast_to(np.asarray(room, np.float64), t0.shape)
+        )
         self.y_shape: tuple[int, ...] | None = None
         self.out_dtype: np.dtype[Any] = np.dtype(np.float64 if out_dtype is None else out_dtype)
         self._fixed_out = out_dtype is not None
@@ -294,8 +300,10 @@ class Problem:
         if self._restrict is None or self.centre().shape != self.t_shape:
             return None
         phi, t0, centre = self._restrict(index)
-        sub = Problem(phi, t0, centre=centre, out_dtype=self.out_dtype, resolution=self.resolution)
-        return sub
+        room = None if self.room is None else self.room.reshape(-1)[index]
+        return Problem(
+            phi, t0, centre=centre, out_dtype=self.out_dtype, resolution=self.resolution, room=room
+        )
 
 
 #: Elementwise work on large arrays runs in blocks of this many elements, which stay in cache.

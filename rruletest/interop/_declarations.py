@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from rruletest.interop._convert import has_float_leaf
 from rruletest.interop._errors import InteropError
+from rruletest.rules.inputs import Example
 from rruletest.tangents import NO_TANGENT, NoTangent
 from rruletest.testers import with_tangent
 
@@ -56,16 +57,24 @@ def is_marked_nondiff(arg: Any) -> bool:
 def marked_example(example: tuple[Any, ...], positions: Iterable[int]) -> tuple[Any, ...]:
     """``example`` with its float arguments at ``positions`` as ``with_tangent(x, NoTangent())``.
 
+    An ``Example`` stays one, with its keyword arguments (the call the gate makes is the
+    call the example describes).
+
     >>> marked_example((1.0, 2.0, 3), [1, 2])
     (1.0, with_tangent(2.0, NoTangent()), 3)
+    >>> marked_example(Example(1.0, 2.0, axis=0), [0])
+    Example(with_tangent(1.0, NoTangent()), 2.0, axis=0)
     """
     at = set(positions)
-    return tuple(
+    args = tuple(
         with_tangent(a, NO_TANGENT)
         if i in at and has_float_leaf(a) and not isinstance(a, _WITH_TANGENT)
         else a
         for i, a in enumerate(example)
     )
+    if isinstance(example, Example):
+        return Example(*args, **example.kwargs)
+    return args
 
 
 def declared(

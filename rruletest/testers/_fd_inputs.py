@@ -211,6 +211,34 @@ def domain_room(domain: Domain | None, primals: Sequence[Any]) -> float | None:
     return float(room)
 
 
+def element_rooms(fdm: Any, domain: Domain | None, primals: Sequence[Any]) -> list[Any] | None:
+    """Per argument, ``ROOM_FRACTION`` of each element's distance to its interval's edges
+    (None for an unbounded one), for the structured broadcast engine, whose elements each
+    take their own step: one element near an edge then limits its own step, not the others'
+    (``fdm_for_domain``'s one ``max_range`` made ``gammaln`` at 1.0 take the steps of its
+    neighbour at 1e-6, too small for its rounding). None when nothing is bounded, or ``fdm``
+    is not a plain ``FiniteDifferenceMethod``.
+    """
+    if domain is None or type(fdm) is not FiniteDifferenceMethod:
+        return None
+    rooms: list[Any] = []
+    for i, x in enumerate(primals):
+        n = len(domain.intervals)
+        interval = domain.interval(i) if i < n or n == 1 else None
+        arr = np.asarray(x) if isinstance(x, float | np.ndarray | np.floating) else None
+        if interval is None or arr is None or arr.dtype.kind != "f":
+            rooms.append(None)
+            continue
+        if not (math.isfinite(interval.lo) or math.isfinite(interval.hi)):
+            rooms.append(None)
+            continue
+        with np.errstate(all="ignore"):
+            wide = arr.astype(np.float64)
+            room = np.minimum(wide - interval.lo, interval.hi - wide)
+        rooms.append(np.where(np.isfinite(room) & (room > 0), ROOM_FRACTION * room, np.inf))
+    return rooms if any(r is not None for r in rooms) else None
+
+
 def fdm_for_domain(fdm: Any, domain: Domain | None, primals: Sequence[Any]) -> Any:
     """``fdm`` limited so its stencils never leave the declared domain (see ``domain_room``).
 

@@ -51,6 +51,7 @@ from rruletest.testers._checks import compare
 from rruletest.testers._evidence import masked, record
 from rruletest.testers._fd_inputs import (
     coordinate_count,
+    element_rooms,
     fd_failure,
     fdm_for_domain,
     of_live,
@@ -143,6 +144,8 @@ def check_vjp(
                 ests, half_note = half_broadcast_vjp(fdm, g, ybar, *s.primals[1:], y=y_ref)
                 if half_note:
                     report.note(half_note)
+            elif (rooms := element_rooms(s.fdm, domain, dom_primals)) is not None:
+                ests = broadcast_vjp(s.fdm, g, ybar, *s.primals[1:], y=y_ref, rooms=rooms)
             else:
                 ests = broadcast_vjp(fdm, g, ybar, *s.primals[1:], y=y_ref)
             est_of = {a.index: ests[a.index - 1] for a in live}
@@ -222,10 +225,13 @@ def _kinks_vjp(s: Setup, fdm: Any, g: Any, ybar: Any, out: tuple[Any, ...], est_
 def _noise(s: Setup, g: Any, xs: list[Any], actual: Any, est: Any, fdm: Any) -> None:
     """Note the function's own noise when it explains a mismatch."""
     try:
-        diff = np.asarray(unthunk(actual), dtype=np.float64) - np.asarray(est.value, np.float64)
+        # |difference| (complex cotangents too: a cast to float64 dropped the imaginary part
+        # with a ComplexWarning to the user, an error under -W error, and no note)
+        actual_arr, value = np.asarray(unthunk(actual)), np.asarray(est.value)
+        diff = np.abs(actual_arr - value).astype(np.float64)
     except Exception:
         return
-    note = noise_note(g, xs, diff, est.step, fdm, est.value)
+    note = noise_note(g, xs, diff, est.step, fdm, np.abs(value))
     if note:
         s.report.note(note)
 
@@ -254,6 +260,8 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
                 est, half_note = half_broadcast_jvp(fdm, g, *pairs, y=y_ref)
                 if half_note:
                     report.note(half_note)
+            elif (rooms := element_rooms(s.fdm, domain, dom_primals)) is not None:
+                est = broadcast_jvp(s.fdm, g, *pairs, y=y_ref, rooms=rooms)
             else:
                 est = broadcast_jvp(fdm, g, *pairs, y=y_ref)
             mode = "structured broadcast jvp"

@@ -181,6 +181,10 @@ class _Writer:
         if name.startswith("np."):
             self.imports["import numpy as np"] = None
             return name
+        mod, _, attr = name.rpartition(".")
+        if mod and type(f).__name__ == "ufunc" and getattr(sys.modules.get(mod), attr, None) is f:
+            self.imports[f"import {mod}"] = None  # a ufunc of another package: scipy.special
+            return name
         module = getattr(f, "__module__", None)
         qual = getattr(f, "__qualname__", None)
         if isinstance(module, str) and isinstance(qual, str) and _resolves(module, qual, f):

@@ -137,3 +137,25 @@ def test_register_says_each_arguments_declaration_once(testers: Any) -> None:
         report = testers.test_rrule(f, *example, rrule_f=rules.rrule, rng=0)
         assert report.not_checked == ("args[1]",)
     assert told.nondiff_argnums == ()  # the adapter itself is unchanged
+
+
+def test_register_keeps_an_examples_keywords(testers: Any) -> None:
+    """An ``Example(x, axis=1)`` given to ``register`` is tested with its keywords: before,
+    marking the non-differentiated arguments rebuilt it as a plain tuple, so the gate called
+    ``tensordot(a, b)`` for ``Example(a, b, axes=([1], [0]))`` (and failed a correct rule
+    with the function's own shape error) or ``sum(x)`` for ``Example(x, axis=1)``."""
+    from rruletest import with_tangent
+    from rruletest.rules import Example
+
+    from .test_declarations import Scale
+
+    x = np.array([0.5, 1.5])
+    rules = RuleSet()
+    f = register(Log(), rules=rules, examples=[Example(x, out=None), (x,)])
+    g = register(
+        Scale(nondiff_argnums=[1], name="scale3"), rules=rules, examples=[Example(x, 2.0, k=1)]
+    )
+    kept = [e for i in (f, g) for e in rules.rrule_info(i).examples]
+    assert [getattr(e, "kwargs", None) for e in kept] == [{"out": None}, None, {"k": 1}]
+    assert repr(kept[2]) == "Example(array([0.5, 1.5]), with_tangent(2.0, NoTangent()), k=1)"
+    assert isinstance(kept[2][1], type(with_tangent(2.0, NoTangent())))
