@@ -142,7 +142,7 @@ def tester_side_cases(cases: dict[str, Callable[[], Any]]) -> dict[str, Callable
     what the testers do around the engine (their checks, and the wrapper recording what ``f``
     raised, on each of the engine's calls of it). Empty if the reference module no longer
     calls the engine by these names."""
-    from rruletest.testers import _reference
+    from rruletest.testers import _dense as _reference
 
     def reusing(attr: str, call: Callable[[], Any]) -> Callable[[], Any]:
         engine, kept = getattr(_reference, attr), []
@@ -174,7 +174,7 @@ def tester_side_cases(cases: dict[str, Callable[[], Any]]) -> dict[str, Callable
 # do them (outermost ones only, so that no time is counted twice).
 _PARTS = {
     "engine (scalar partials, dense Jacobian)": [
-        ("_reference.py", "_scalar_partials"),
+        ("_dense.py", "_scalar_partials"),
         ("dense.py", "dense_vjp"),
         ("dense.py", "dense_jvp"),
     ],

@@ -43,9 +43,9 @@ from rruletest.tangents import AbstractZero, NoTangent, Tangent, unthunk
 from rruletest.testers._args import Arg, has_coordinates
 from rruletest.testers._checks import compare
 from rruletest.testers._constrained import Chart, bounded, declared, derivative_at_zero
+from rruletest.testers._dense import dense_vjp
 from rruletest.testers._fd_inputs import fd_failure, fdm_for_domain, recorded, widen
 from rruletest.testers._rand_tangent import rand_tangent
-from rruletest.testers._reference import dense_vjp
 from rruletest.testers._report import Check
 from rruletest.testers._setup import Setup, domain_for
 
