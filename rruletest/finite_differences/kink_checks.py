@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from rruletest.finite_differences.kinks import Kind, Sides, classify, one_sided
+from rruletest.finite_differences.kinks import Kind, Sides, classify, one_sided, supported
 from rruletest.projection import is_differentiable
 from rruletest.tangents import AbstractZero, ZeroTangent, unthunk
 
@@ -61,6 +61,9 @@ class KinkReport(NamedTuple):
 
     kinds: Any
     lines: list[str]
+    #: Elements that are no kink and whose value agrees with both one-sided derivatives (a
+    #: tester accepts them where the central estimate disagreed: ``kinks.supported``).
+    sides_agree: Any = False
 
     @property
     def accepted(self) -> Any:
@@ -268,6 +271,7 @@ def broadcast_vjp_kinks(
             continue
         bounds = _cotangent_sides(sides, np.asarray(yb, dtype=np.float64), np.shape(x))
         kinds = classify(value, bounds, rtol=rtol, atol=atol)
+        agree = np.asarray(supported(value, bounds, rtol=rtol, atol=atol)) & (kinds == Kind.SMOOTH)
         name = f"{root}[{j + first}]"
         if np.shape(x) == shape:
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -279,7 +283,7 @@ def broadcast_vjp_kinks(
             lines = describe(name, x, sides, partial, kinds=kinds, notes=notes)
         else:
             lines = _reduced_lines(name, x, bounds, value, kinds)
-        out.append(KinkReport(kinds, lines))
+        out.append(KinkReport(kinds, lines, agree))
     return tuple(out)
 
 
@@ -322,4 +326,8 @@ def directional_kinks(
 def _along(sides: Sides, value: F64, rtol: float, atol: float, root: str) -> KinkReport:
     """The report of a directional derivative ``value`` against its one-sided ``sides``."""
     kinds = classify(value, sides, rtol=rtol, atol=atol)
-    return KinkReport(kinds, describe(root, None, sides, value, kinds=kinds, along=True))
+    agree = np.asarray(supported(value, sides, rtol=rtol, atol=atol)) & (
+        np.asarray(kinds) == Kind.SMOOTH
+    )
+    lines = describe(root, None, sides, value, kinds=kinds, along=True)
+    return KinkReport(kinds, lines, agree)

@@ -38,7 +38,7 @@ from rruletest.finite_differences.problem import Estimate
 from rruletest.finite_differences.to_vec import to_vec
 from rruletest.tangents import AbstractZero, ZeroTangent, unthunk
 
-__all__ = ["KINK_FACTOR", "NEARER", "Kind", "Sides", "classify", "one_sided"]
+__all__ = ["KINK_FACTOR", "NEARER", "Kind", "Sides", "classify", "one_sided", "supported"]
 
 F64 = npt.NDArray[np.float64]
 
@@ -323,3 +323,29 @@ def classify(
     if codes.ndim == 0:
         return Kind(int(codes))
     return codes.astype(np.int8)
+
+
+def supported(rule: Any, sides: Sides, *, rtol: float = 0.0, atol: float = 0.0) -> Any:
+    """Per element, whether ``rule`` agrees with both one-sided values within the tolerance,
+    their error estimates included (``|rule - side| + error <= atol + rtol * |side|``: an
+    imprecise side, float16's, supports nothing), where ``f`` does not jump.
+
+    Where ``f`` is differentiable but ``f'`` is not (Huber's loss at ``|x| = delta``, a
+    ``hardsigmoid`` at a corner of its slope), a central stencil straddles the corner of
+    ``f'`` and its error estimate misses it, while each one-sided stencil lies on a smooth
+    side and agrees with the derivative. Both agreeing with the rule is then as good a
+    reference as a central estimate would be.
+
+    >>> bool(supported(0.2, Sides(0.2 + 1e-9, 1e-8, 0.2 - 1e-9, 1e-8, False), rtol=1e-6))
+    True
+    >>> bool(supported(0.21, Sides(0.2, 1e-8, 0.2, 1e-8, False), rtol=1e-3))
+    False
+    """
+    r = np.asarray(rule, dtype=np.float64)
+    ok = np.ones(np.broadcast_shapes(r.shape, np.shape(sides.left)), dtype=bool)
+    with np.errstate(invalid="ignore"):
+        for side, err in ((sides.left, sides.left_error), (sides.right, sides.right_error)):
+            v, e = np.asarray(side, np.float64), np.asarray(err, np.float64)
+            ok &= np.isfinite(e) & (np.abs(r - v) + e <= atol + rtol * np.abs(v))
+    ok &= ~np.asarray(sides.jump, dtype=bool)
+    return bool(ok) if ok.ndim == 0 else ok

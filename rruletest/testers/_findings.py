@@ -62,6 +62,23 @@ def _accept(expected: Any, actual: Any, mask: np.ndarray) -> Any:
     return out.reshape(np.shape(expected))
 
 
+def _agreed(root: str, rep: Any, mask: np.ndarray, shape: tuple[int, ...]) -> tuple[Any, list[str]]:
+    """The elements of ``mask`` the one-sided derivatives support (``KinkReport.sides_agree``),
+    and the note that says so."""
+    agree = np.asarray(rep.sides_agree, dtype=bool).reshape(shape) & mask
+    if not agree.any():
+        return agree, []
+    first = tuple(int(i) for i in np.argwhere(agree)[0])
+    where = f"{root}[{', '.join(map(str, first))}]" if first else root
+    n = int(agree.sum())
+    return agree, [
+        f"{where}{f' and {n - 1} more' if n > 1 else ''}: the central difference disagrees "
+        "with the rule, but the backward and forward differences agree with each other and "
+        "with it (a stencil across a point where f' is not smooth, such as Huber's loss at "
+        "|x| = delta): accepted"
+    ]
+
+
 def kinks_vjp(
     fdm: Any,
     g: Callable[..., Any],
@@ -85,11 +102,13 @@ def kinks_vjp(
     for j, (rep, mask) in enumerate(zip(reports, masks, strict=True)):
         if rep is None or mask is None or not mask.any():
             continue
-        accepted = np.asarray(rep.accepted) & mask
+        agree, notes = _agreed(f"args[{j + 1}]", rep, mask, mask.shape)
+        accepted = (np.asarray(rep.accepted) & mask) | agree
         if accepted.any():
             out[j] = _accept(expected[j], xbars[j], accepted)
         if (np.asarray(rep.accepted | rep.failed) & mask).any():
             lines += list(rep.lines)
+        lines += notes
     return out, lines
 
 
@@ -102,10 +121,11 @@ def kinks_jvp(
     if mask is None or not mask.any():
         return expected, []
     rep = broadcast_jvp_kinks(fdm, g, ydot, *pairs, rtol=rtol, root="ydot")
-    accepted = np.asarray(rep.accepted) & mask
+    agree, notes = _agreed("ydot", rep, mask, mask.shape)
+    accepted = (np.asarray(rep.accepted) & mask) | agree
     out = _accept(expected, ydot, accepted) if accepted.any() else expected
     shown = (np.asarray(rep.accepted | rep.failed) & mask).any()
-    return out, list(rep.lines) if shown else []
+    return out, (list(rep.lines) if shown else []) + notes
 
 
 def kinks_directional(
@@ -114,19 +134,21 @@ def kinks_directional(
 ) -> tuple[Any, list[str]]:  # fmt: skip
     """For any frule (not a broadcast): ``expected`` with accepted one-sided values put in,
     and the finding lines. Runs only where some element is out of tolerance, and only for a
-    real array ``ydot``: a ``sort`` along a direction that makes two entries cross near the
-    point has one-sided derivatives that differ there, and a central difference averages
-    them; the rule's value is then checked against the two sides instead."""
+    real array or numpy float ``ydot``: a ``sort`` along a direction that makes two entries
+    cross near the point has one-sided derivatives that differ there, and a central
+    difference averages them; the rule's value is then checked against the two sides
+    instead."""
     mask = out_of_tolerance(ydot, expected, rtol, atol)
-    if mask is None or not mask.any() or not isinstance(unthunk(ydot), np.ndarray):
+    if mask is None or not mask.any() or not isinstance(unthunk(ydot), np.ndarray | np.floating):
         return expected, []
     value = np.asarray(unthunk(ydot), dtype=np.float64)
     allow = float(np.max(np.asarray(atol, dtype=np.float64), initial=0.0))
     rep = directional_kinks(fdm, g, value, *pairs, rtol=rtol, atol=allow, root="ydot")
-    accepted = np.asarray(rep.accepted).reshape(value.shape) & mask
+    agree, notes = _agreed("ydot", rep, mask, value.shape)
+    accepted = (np.asarray(rep.accepted).reshape(value.shape) & mask) | agree
     out = _accept(expected, ydot, accepted) if accepted.any() else expected
     shown = (np.asarray(rep.accepted | rep.failed).reshape(value.shape) & mask).any()
-    return out, list(rep.lines) if shown else []
+    return out, (list(rep.lines) if shown else []) + notes
 
 
 def noise_note(g: Callable[..., Any], xs: Sequence[Any], mismatch: Any, step: Any,
