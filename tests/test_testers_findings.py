@@ -7,7 +7,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rruletest import NoTangent, RuleSet, RuleTestFailure, broadcasted, test_frule, test_rrule
+from rruletest import (
+    AbstractZero,
+    NoTangent,
+    RuleSet,
+    RuleTestFailure,
+    broadcasted,
+    test_frule,
+    test_rrule,
+    unthunk,
+)
 
 
 def relu(x: Any) -> Any:
@@ -165,7 +174,28 @@ def _huber_rules(scale: float) -> RuleSet:
         slope = np.where(np.abs(d) < DELTA, d, DELTA * np.sign(d)) * scale
         return huber(x), (slope * tangents[1]).astype(np.asarray(x).dtype)[()]
 
+    @rules.register_rrule(huber)
+    def _(x: Any) -> Any:
+        d = np.asarray(x) - np.float32(0.3)
+        slope = np.where(np.abs(d) < DELTA, d, DELTA * np.sign(d)) * scale
+
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            if isinstance(ybar, AbstractZero):
+                return NoTangent(), ybar
+            return NoTangent(), (slope * ybar).astype(d.dtype)[()]
+
+        return huber(x), pullback
+
     return rules
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_general_rrule_where_f_prime_has_a_corner_passes(seed: int) -> None:
+    rules = _huber_rules(1.0)
+    test_rrule(huber, np.float32(0.5), rrule_f=rules.rrule, rng=seed)
+    with pytest.raises(RuleTestFailure, match="the cotangent differs"):
+        test_rrule(huber, np.float32(0.5), rrule_f=_huber_rules(1.01).rrule, rng=seed)
 
 
 @pytest.mark.parametrize("x", [np.float32(0.5), np.array([0.45, 0.5, 0.55], np.float32)])
@@ -192,3 +222,47 @@ def test_the_one_sided_evidence_is_noted() -> None:
 def test_a_wrong_frule_where_f_prime_has_a_corner_still_fails() -> None:
     with pytest.raises(RuleTestFailure, match="the output tangent differs"):
         test_frule(huber, np.float32(0.5), frule_f=_huber_rules(1.01).frule, rng=0)
+
+
+# -- kinks of a general pullback (a dense vjp), coordinate by coordinate ----------------------
+
+NEAR_ZERO = np.array([[1.8, 0.1, 1e-6], [0.1, 1.35, 0.2], [1e-6, 0.2, 1.62]], np.float32)
+
+
+def norm1(a: Any) -> Any:
+    return np.linalg.norm(a, 1)
+
+
+def _norm1_rules(at_kink: float) -> RuleSet:
+    rules = RuleSet()
+
+    @rules.register_rrule(norm1)
+    def _(a: Any) -> Any:
+        j = int(np.argmax(np.abs(a).sum(axis=0)))
+
+        def pullback(ybar: Any) -> Any:
+            abar = np.zeros_like(a)
+            abar[:, j] = ybar * np.sign(a[:, j])
+            abar[2, 0] *= at_kink
+            return NoTangent(), abar
+
+        return norm1(a), pullback
+
+    return rules
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_general_rrule_next_to_a_kink_is_checked_against_both_sides(seed: int) -> None:
+    # |a[2, 0]| = 1e-6 is well inside the float32 step: the central difference averaged the
+    # slopes of |x| (about 0) and failed the correct sign(1e-6) = 1.
+    report = test_rrule(norm1, NEAR_ZERO, rrule_f=_norm1_rules(1.0).rrule, rng=seed)
+    [line] = [n for n in report.notes if "kink" in n]
+    assert line.startswith("args[0][2, 0] is at a kink along the tangent: left derivative ")
+    assert line.endswith("between them (accepted)")
+
+
+def test_a_general_rrule_outside_both_sides_of_a_kink_fails() -> None:
+    with pytest.raises(RuleTestFailure) as info:
+        test_rrule(norm1, NEAR_ZERO, rrule_f=_norm1_rules(3.0).rrule, rng=0)
+    assert "args[0][2, 0] is at a kink along the tangent" in str(info.value)
+    assert "outside them: no one-sided derivative supports it (fails)" in str(info.value)
