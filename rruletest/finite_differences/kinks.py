@@ -325,27 +325,39 @@ def classify(
     return codes.astype(np.int8)
 
 
-def supported(rule: Any, sides: Sides, *, rtol: float = 0.0, atol: float = 0.0) -> Any:
-    """Per element, whether ``rule`` agrees with both one-sided values within the tolerance,
-    their error estimates included (``|rule - side| + error <= atol + rtol * |side|``: an
-    imprecise side, float16's, supports nothing), where ``f`` does not jump.
+def supported(
+    rule: Any, sides: Sides, *, rtol: float = 0.0, atol: float = 0.0, central: Any = None
+) -> Any:
+    """Per element, whether both one-sided values support ``rule`` where ``f`` does not jump.
 
-    Where ``f`` is differentiable but ``f'`` is not (Huber's loss at ``|x| = delta``, a
-    ``hardsigmoid`` at a corner of its slope), a central stencil straddles the corner of
-    ``f'`` and its error estimate misses it, while each one-sided stencil lies on a smooth
-    side and agrees with the derivative. Both agreeing with the rule is then as good a
-    reference as a central estimate would be.
+    A side supports the rule when the rule lies within its error estimate and the tolerance
+    (``|rule - side| <= error + atol + rtol * |side|``) and, either that whole interval lies
+    within the tolerance (an imprecise side, float16's, supports nothing on its own), or the
+    side contradicts the ``central`` estimate by more than the same allowance.
+
+    Where ``f`` is differentiable but ``f'`` is not (Huber's loss at ``|x| = delta``), or
+    ``f`` jumps a little way off the point (``hardshrink`` just inside its threshold), a
+    central stencil straddles the corner or the jump and its error estimate misses it, while
+    one one-sided stencil, or both, lie on a smooth side. Both sides agreeing with the rule is
+    then as good a reference as a central estimate would be.
 
     >>> bool(supported(0.2, Sides(0.2 + 1e-9, 1e-8, 0.2 - 1e-9, 1e-8, False), rtol=1e-6))
     True
     >>> bool(supported(0.21, Sides(0.2, 1e-8, 0.2, 1e-8, False), rtol=1e-3))
     False
+    >>> bool(supported(0.0, Sides(0.0, 1e-40, 0.0, 1e-2, False), atol=1e-3, central=-37.7))
+    True
     """
     r = np.asarray(rule, dtype=np.float64)
+    c = None if central is None else np.asarray(central, dtype=np.float64)
     ok = np.ones(np.broadcast_shapes(r.shape, np.shape(sides.left)), dtype=bool)
     with np.errstate(invalid="ignore"):
         for side, err in ((sides.left, sides.left_error), (sides.right, sides.right_error)):
             v, e = np.asarray(side, np.float64), np.asarray(err, np.float64)
-            ok &= np.isfinite(e) & (np.abs(r - v) + e <= atol + rtol * np.abs(v))
+            allow = atol + rtol * np.abs(v)
+            precise = np.abs(r - v) + e <= allow
+            if c is not None:
+                precise |= np.abs(c - v) > e + allow
+            ok &= np.isfinite(e) & (np.abs(r - v) <= e + allow) & precise
     ok &= ~np.asarray(sides.jump, dtype=bool)
     return bool(ok) if ok.ndim == 0 else ok

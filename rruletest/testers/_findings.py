@@ -111,7 +111,9 @@ def kinks_vjp(
     if not any(m is not None and m.any() for m in masks):
         return list(expected), []
     rtol = max(r for r, _ in tolerances)
-    reports = broadcast_vjp_kinks(fdm, g, ybar, xbars, *xs, rtol=rtol, first=1)
+    reports = broadcast_vjp_kinks(
+        fdm, g, ybar, xbars, *xs, rtol=rtol, first=1, central=list(expected)
+    )
     out, lines = list(expected), []
     for j, (rep, mask) in enumerate(zip(reports, masks, strict=True)):
         if rep is None or mask is None or not mask.any():
@@ -134,7 +136,7 @@ def kinks_jvp(
     mask = out_of_tolerance(ydot, expected, rtol, atol)
     if mask is None or not mask.any():
         return expected, []
-    rep = broadcast_jvp_kinks(fdm, g, ydot, *pairs, rtol=rtol, root="ydot")
+    rep = broadcast_jvp_kinks(fdm, g, ydot, *pairs, rtol=rtol, root="ydot", central=expected)
     agree, notes = _agreed("ydot", rep, mask, mask.shape)
     accepted = (np.asarray(rep.accepted) & mask) | agree
     out = _accept(expected, ydot, accepted) if accepted.any() else expected
@@ -157,7 +159,9 @@ def kinks_directional(
         return expected, []
     value = np.asarray(unthunk(ydot), dtype=np.float64)
     allow = float(np.max(np.asarray(atol, dtype=np.float64), initial=0.0))
-    rep = directional_kinks(fdm, g, value, *pairs, rtol=rtol, atol=allow, root="ydot")
+    rep = directional_kinks(
+        fdm, g, value, *pairs, rtol=rtol, atol=allow, root="ydot", central=expected
+    )
     agree, notes = _agreed("ydot", rep, mask, value.shape)
     accepted = (np.asarray(rep.accepted).reshape(value.shape) & mask) | agree
     out = _accept(expected, ydot, accepted) if accepted.any() else expected
@@ -201,6 +205,7 @@ def kinks_dense_vjp(
             rep = directional_kinks(
                 fdm, h, value[index], (x if arr.ndim else arr, e if arr.ndim else e[()]),
                 rtol=rtol, atol=float(allow[index]), root=root,
+                central=np.asarray(exp, dtype=np.float64)[index],
             )  # fmt: skip
             agree, notes = _agreed(root, rep, np.ones((), dtype=bool), ())
             if bool(rep.accepted) or bool(agree):
