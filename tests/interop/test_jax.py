@@ -507,6 +507,16 @@ def test_a_loop_jax_cannot_reverse_is_no_rule(testers: Any) -> None:
     assert "Reverse-mode differentiation does not work" in str(info.value)
 
 
+def test_a_python_float_tangent_of_a_scalar_is_given_to_jax_as_an_array(testers: Any) -> None:
+    """A drawn tangent of ``np.float64(0.5)`` is a Python float; ``lax.reduce_max``'s jvp reads
+    its dtype (the frule raised "'float' object has no attribute 'dtype'")."""
+    f = rjax.from_function(lambda x: jax.lax.reduce_max(x, ()), name="reduce_max")
+    for seed in range(3):
+        testers.test_frule(f, np.float64(0.5), frule_f=f.frule, rng=seed)
+    y, ydot = f.frule((None, 2.0), f, np.float64(0.5))
+    assert (y, ydot) == (0.5, 2.0)
+
+
 def test_test_rrule_returns_the_report(testers: Any) -> None:
     f = rjax.from_custom_vjp(make_scaled_sin())
     report = f.test_rrule(X, W, rng=0)
