@@ -333,7 +333,9 @@ def supported(
     A side supports the rule when the rule lies within its error estimate and the tolerance
     (``|rule - side| <= error + atol + rtol * |side|``) and, either that whole interval lies
     within the tolerance (an imprecise side, float16's, supports nothing on its own), or the
-    side contradicts the ``central`` estimate by more than the same allowance.
+    side contradicts the ``central`` estimate by more than the same allowance. One side whose
+    whole interval lies within the tolerance of the rule is enough: where ``f`` is
+    differentiable both sides are its derivative, and at a kink either is a valid choice.
 
     Where ``f`` is differentiable but ``f'`` is not (Huber's loss at ``|x| = delta``), or
     ``f`` jumps a little way off the point (``hardshrink`` just inside its threshold), a
@@ -347,17 +349,22 @@ def supported(
     False
     >>> bool(supported(0.0, Sides(0.0, 1e-40, 0.0, 1e-2, False), atol=1e-3, central=-37.7))
     True
+    >>> bool(supported(0.2, Sides(0.19, 1e-2, 0.2, 1e-8, False), rtol=1e-6))
+    True
     """
     r = np.asarray(rule, dtype=np.float64)
     c = None if central is None else np.asarray(central, dtype=np.float64)
-    ok = np.ones(np.broadcast_shapes(r.shape, np.shape(sides.left)), dtype=bool)
+    shape = np.broadcast_shapes(r.shape, np.shape(sides.left))
+    ok, one = np.ones(shape, dtype=bool), np.zeros(shape, dtype=bool)
     with np.errstate(invalid="ignore"):
         for side, err in ((sides.left, sides.left_error), (sides.right, sides.right_error)):
             v, e = np.asarray(side, np.float64), np.asarray(err, np.float64)
             allow = atol + rtol * np.abs(v)
-            precise = np.abs(r - v) + e <= allow
+            precise = np.isfinite(e) & (np.abs(r - v) + e <= allow)
+            one |= precise
             if c is not None:
                 precise |= np.abs(c - v) > e + allow
             ok &= np.isfinite(e) & (np.abs(r - v) <= e + allow) & precise
+    ok |= one
     ok &= ~np.asarray(sides.jump, dtype=bool)
     return bool(ok) if ok.ndim == 0 else ok

@@ -87,9 +87,9 @@ def _agreed(root: str, rep: Any, mask: np.ndarray, shape: tuple[int, ...]) -> tu
     n = int(agree.sum())
     return agree, [
         f"{where}{f' and {n - 1} more' if n > 1 else ''}: the central difference disagrees "
-        "with the rule, but the backward and forward differences agree with each other and "
-        "with it (a stencil across a point where f' is not smooth, such as Huber's loss at "
-        "|x| = delta): accepted"
+        "with the rule, but the backward and forward differences agree with it (a stencil "
+        "across a point where f or f' is not smooth, such as Huber's loss at |x| = delta): "
+        "accepted"
     ]
 
 
