@@ -367,3 +367,26 @@ def test_f_raising_at_perturbed_inputs_names_the_domain() -> None:
         "rule's domain (register_rrule(..., domain=...)) or pass an fdm with a smaller max_range"
     ) in text
     assert isinstance(err.__cause__, RuntimeError)
+
+
+def _exp64(x: Any) -> Any:
+    """float64 out of float32 in, computed in float64."""
+    return np.exp(np.asarray(x, dtype=np.float64))
+
+
+def _exp64_rules(factor: float) -> RuleSet:
+    rules = RuleSet()
+
+    @rules.register_rrule(_exp64)
+    def _(x: Any) -> Any:
+        y = np.exp(x).astype(np.float64) * factor  # computed in float32: 6e-8 off
+        return y, lambda ybar: (NT, np.asarray(unthunk(ybar) * np.exp(x), dtype=np.float32))
+
+    return rules
+
+
+def test_a_float64_primal_from_float32_inputs_is_compared_at_float32_tolerance() -> None:
+    x = np.linspace(0.1, 0.9, 9, dtype=np.float32)
+    test_rrule(_exp64, x, rrule_f=_exp64_rules(1.0).rrule, rng=0)
+    err = failure(lambda: test_rrule(_exp64, x, rrule_f=_exp64_rules(1.001).rrule, rng=0))
+    assert "y: the rule's output differs from f(*args)" in str(err)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from rruletest import (
+    AbstractZero,
     NoTangent,
     RuleSet,
     RuleTestFailure,
@@ -15,6 +16,7 @@ from rruletest import (
     test_frule,
     test_rrule,
     test_scalar,
+    unthunk,
 )
 
 
@@ -132,3 +134,38 @@ def test_rules_from_one_scalar_rule_are_not_cross_checked() -> None:
     # asked for explicitly, it runs (and passes)
     report = test_rrule(np.sin, X, rrule_f=rules.rrule, check_transpose=True, rng=0)
     assert any(n.startswith("frule/rrule cross-check with the frule: passed") for n in report.notes)
+
+
+def _clamp(x: Any, y: Any) -> Any:
+    return np.maximum(x, y)
+
+
+def _clamp_rules() -> RuleSet:
+    """Valid subgradients at a tie, but not the same one: the frule follows x, the rrule y."""
+    rules = RuleSet()
+
+    @rules.register_frule(_clamp)
+    def _(dots: Any, x: Any, y: Any) -> Any:
+        return _clamp(x, y), np.where(x >= y, dots[1], dots[2])
+
+    @rules.register_rrule(_clamp)
+    def _(x: Any, y: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            if isinstance(ybar, AbstractZero):
+                return NoTangent(), ybar, ybar
+            return NoTangent(), np.where(x > y, ybar, 0.0), np.where(x > y, 0.0, ybar)
+
+        return _clamp(x, y), pullback
+
+    return rules
+
+
+def test_rules_picking_different_subgradients_at_a_kink_are_not_a_transposition_failure() -> None:
+    # torch.clamp(x, min=y) at x == y: each rule's value was accepted at the kink, and then
+    # the transposition check failed them for not being transposes of each other.
+    x, y = np.array([0.25, 0.75, 0.9]), np.array([0.3, 0.75, 0.9])
+    rules = _clamp_rules()
+    report = test_frule(_clamp, x, y, frule_f=rules.frule, rng=0)
+    assert any("each rule may pick its own" in n for n in report.notes)
+    test_rrule(_clamp, x, y, rrule_f=rules.rrule, rng=0)

@@ -7,7 +7,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rruletest import NoTangent, RuleSet, RuleTestFailure, broadcasted, test_frule, test_rrule
+from rruletest import (
+    AbstractZero,
+    NoTangent,
+    RuleSet,
+    RuleTestFailure,
+    broadcasted,
+    test_frule,
+    test_rrule,
+    unthunk,
+)
 
 
 def relu(x: Any) -> Any:
@@ -159,3 +168,151 @@ def test_a_complex_mismatch_warns_nothing() -> None:
         with pytest.raises(AssertionError, match=r"\[numeric\]"):
             test_scalar(np.sin, 0.3, rrule_f=rules.rrule, frule_f=rules.frule, rng=1)
     assert [str(w.message) for w in seen] == []
+
+
+DELTA = np.float32(0.2)
+
+
+def huber(x: Any) -> Any:
+    """Huber's loss of ``x - 0.3``: differentiable everywhere, its derivative has corners at
+    ``|x - 0.3| = 0.2``."""
+    d = np.asarray(x) - np.float32(0.3)
+    out = np.where(np.abs(d) < DELTA, 0.5 * d * d, DELTA * (np.abs(d) - 0.5 * DELTA))
+    return out.astype(np.asarray(x).dtype)[()]
+
+
+def _huber_rules(scale: float) -> RuleSet:
+    rules = RuleSet()
+
+    @rules.register_frule(huber)
+    def _(tangents: Any, x: Any) -> Any:
+        d = np.asarray(x) - np.float32(0.3)
+        slope = np.where(np.abs(d) < DELTA, d, DELTA * np.sign(d)) * scale
+        return huber(x), (slope * tangents[1]).astype(np.asarray(x).dtype)[()]
+
+    @rules.register_rrule(huber)
+    def _(x: Any) -> Any:
+        d = np.asarray(x) - np.float32(0.3)
+        slope = np.where(np.abs(d) < DELTA, d, DELTA * np.sign(d)) * scale
+
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            if isinstance(ybar, AbstractZero):
+                return NoTangent(), ybar
+            return NoTangent(), (slope * ybar).astype(d.dtype)[()]
+
+        return huber(x), pullback
+
+    return rules
+
+
+@pytest.mark.parametrize("x", [np.float32(0.5), np.float32(0.501)], ids=["at", "near"])
+@pytest.mark.parametrize("seed", range(3))
+def test_a_general_rrule_where_f_prime_has_a_corner_passes(x: Any, seed: int) -> None:
+    # near: the corner is 0.001 off the point, inside the backward stencil only; the forward
+    # side alone agrees with the rule (the central estimate was 1% off, a false failure).
+    rules = _huber_rules(1.0)
+    test_rrule(huber, x, rrule_f=rules.rrule, rng=seed)
+    test_frule(huber, x, frule_f=rules.frule, rng=seed)
+    with pytest.raises(RuleTestFailure, match="the cotangent differs"):
+        test_rrule(huber, x, rrule_f=_huber_rules(1.01).rrule, rng=seed)
+
+
+@pytest.mark.parametrize("x", [np.float32(0.5), np.array([0.45, 0.5, 0.55], np.float32)])
+@pytest.mark.parametrize("seed", range(3))
+def test_a_general_frule_where_f_prime_has_a_corner_passes_on_its_one_sided_evidence(
+    x: Any, seed: int
+) -> None:
+    # float32 0.5 - 0.3 is 0.2 - 1 ulp: the central stencil straddles the corner of f' and
+    # its estimate was 1.3% off with an error estimate of 0.03% (a false failure).
+    report = test_frule(huber, x, frule_f=_huber_rules(1.0).frule, rng=seed)
+    notes = [n for n in report.notes if "backward and forward differences agree" in n]
+    assert all(n.startswith("ydot") and n.endswith(": accepted") for n in notes)
+
+
+def test_the_one_sided_evidence_is_noted() -> None:
+    report = test_frule(huber, np.float32(0.5), frule_f=_huber_rules(1.0).frule, rng=1)
+    assert (
+        "ydot: the central difference disagrees with the rule, but the backward and forward "
+        "differences agree with it (a stencil across a point where f or f' is not smooth, such "
+        "as Huber's loss at |x| = delta): accepted"
+    ) in report.notes
+
+
+def test_a_wrong_frule_where_f_prime_has_a_corner_still_fails() -> None:
+    with pytest.raises(RuleTestFailure, match="the output tangent differs"):
+        test_frule(huber, np.float32(0.5), frule_f=_huber_rules(1.01).frule, rng=0)
+
+
+# -- kinks of a general pullback (a dense vjp), coordinate by coordinate ----------------------
+
+NEAR_ZERO = np.array([[1.8, 0.1, 1e-6], [0.1, 1.35, 0.2], [1e-6, 0.2, 1.62]], np.float32)
+
+
+def norm1(a: Any) -> Any:
+    return np.linalg.norm(a, 1)
+
+
+def _norm1_rules(at_kink: float) -> RuleSet:
+    rules = RuleSet()
+
+    @rules.register_rrule(norm1)
+    def _(a: Any) -> Any:
+        j = int(np.argmax(np.abs(a).sum(axis=0)))
+
+        def pullback(ybar: Any) -> Any:
+            abar = np.zeros_like(a)
+            abar[:, j] = ybar * np.sign(a[:, j])
+            abar[2, 0] *= at_kink
+            return NoTangent(), abar
+
+        return norm1(a), pullback
+
+    return rules
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_general_rrule_next_to_a_kink_is_checked_against_both_sides(seed: int) -> None:
+    # |a[2, 0]| = 1e-6 is well inside the float32 step: the central difference averaged the
+    # slopes of |x| (about 0) and failed the correct sign(1e-6) = 1.
+    report = test_rrule(norm1, NEAR_ZERO, rrule_f=_norm1_rules(1.0).rrule, rng=seed)
+    [line] = [n for n in report.notes if "kink" in n]
+    assert line.startswith("args[0][2, 0] is at a kink along the tangent: left derivative ")
+    assert line.endswith("between them (accepted)")
+
+
+def test_a_general_rrule_outside_both_sides_of_a_kink_fails() -> None:
+    with pytest.raises(RuleTestFailure) as info:
+        test_rrule(norm1, NEAR_ZERO, rrule_f=_norm1_rules(3.0).rrule, rng=0)
+    assert "args[0][2, 0] is at a kink along the tangent" in str(info.value)
+    assert "outside them: no one-sided derivative supports it (fails)" in str(info.value)
+
+
+# -- a jump a little way off the point: one side supports the rule, and so does the other ----
+
+
+def hardshrink(x: Any) -> Any:
+    a = np.asarray(x)
+    return np.where(np.abs(a) > 0.45, a, 0.0).astype(a.dtype)[()]
+
+
+def _hardshrink_rules(slope_inside: float) -> RuleSet:
+    rules = RuleSet()
+
+    @rules.register_frule(hardshrink)
+    def _(tangents: Any, x: Any) -> Any:
+        d = np.where(np.abs(np.asarray(x)) > 0.45, 1.0, slope_inside)
+        return hardshrink(x), (d * tangents[1]).astype(np.asarray(x).dtype)[()]
+
+    return rules
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_jump_just_off_the_point_does_not_fail_a_correct_frule(seed: int) -> None:
+    # float32 0.4375 is 0.0125 from the jump at 0.45, inside the central stencil, which gave
+    # -37.7 with a small error estimate; the backward side gives 0 exactly, as does the rule.
+    x = np.float32(0.4375)
+    report = test_frule(hardshrink, x, frule_f=_hardshrink_rules(0.0).frule, rng=seed)
+    assert all("agree" not in n or n.endswith(": accepted") for n in report.notes)
+    with pytest.raises(RuleTestFailure, match="the output tangent differs"):
+        test_frule(hardshrink, x, frule_f=_hardshrink_rules(0.1).frule, rng=seed)

@@ -155,6 +155,20 @@ def test_nan_and_special_values_are_written_so_they_load() -> None:
     assert "_saved['a0'], float('inf'), np.float32(0.5), rng=4)" in line
 
 
+def test_numpy_float64_and_complex128_scalars_keep_their_type_and_import() -> None:
+    # np.float64 is a float and np.complex128 a complex: the line once wrote
+    # "np.float64(0.5)" (numpy's repr) without importing numpy, and complex(...) for the other.
+    line = reproduce_line(
+        "test_rrule", np.sin, (np.float64(0.5), np.complex128(1 - 2j), np.float64("nan")), {}, {}, 1
+    )
+    assert line == (
+        "import numpy as np; from rruletest import test_rrule; test_rrule(np.sin, "
+        "np.float64(0.5), np.complex128(complex(1.0, -2.0)), np.float64(float('nan')), rng=1)"
+    )
+    args = eval(line.split("test_rrule(np.sin, ", 1)[1][: -len(", rng=1)")], {"np": np})
+    assert [type(a) for a in args] == [np.float64, np.complex128, np.float64]
+
+
 def test_a_local_function_is_named_and_the_line_says_it_needs_it() -> None:
     def local(x: Any) -> Any:
         return x

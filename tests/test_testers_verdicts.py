@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from testers_helpers import NT, failure
 
-from rruletest import Evidence, RuleSet, unthunk
+from rruletest import Evidence, NoTangent, RuleSet, unthunk
 from rruletest.finite_differences import central_fdm
 from rruletest.tangents import AbstractZero
 from rruletest.testers import test_frule, test_rrule
@@ -275,3 +275,26 @@ def test_an_element_near_a_domain_edge_limits_its_own_steps_only() -> None:
                 assert not passes, (scale, seed)
             else:
                 assert passes, (scale, seed)
+
+
+def _empty_of(x: Any) -> Any:
+    """An empty output from a scalar or an array (``pdist`` of one point)."""
+    return np.zeros((0,)) * np.sum(x)
+
+
+@pytest.mark.parametrize("x", [np.float64(0.5), 0.5, np.array([[0.5]])], ids=["np", "float", "1x1"])
+def test_an_empty_output_is_checked_without_an_engine_error(x: Any) -> None:
+    # from a scalar input the step search reduced an empty array with np.max and raised
+    # "zero-size array to reduction operation maximum" as a bug of rruletest's engine.
+    rules = RuleSet()
+
+    @rules.register_rrule(_empty_of)
+    def _(x: Any) -> Any:
+        return _empty_of(x), lambda ybar: (NoTangent(), 0.0 * x)
+
+    @rules.register_frule(_empty_of)
+    def _(tangents: Any, x: Any) -> Any:
+        return _empty_of(x), np.zeros((0,))
+
+    test_rrule(_empty_of, x, rrule_f=rules.rrule, rng=0)
+    test_frule(_empty_of, x, frule_f=rules.frule, rng=0)

@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from rruletest.finite_differences.kinks import Kind, Sides, classify, one_sided
+from rruletest.finite_differences.kinks import Kind, Sides, classify, one_sided, supported
 from rruletest.projection import is_differentiable
 from rruletest.tangents import AbstractZero, ZeroTangent, unthunk
 
@@ -61,6 +61,9 @@ class KinkReport(NamedTuple):
 
     kinds: Any
     lines: list[str]
+    #: Elements that are no kink and whose value agrees with both one-sided derivatives (a
+    #: tester accepts them where the central estimate disagreed: ``kinks.supported``).
+    sides_agree: Any = False
 
     @property
     def accepted(self) -> Any:
@@ -232,6 +235,7 @@ def broadcast_vjp_kinks(
     atol: float = 0.0,
     root: str = "args",
     first: int = 0,
+    central: Sequence[Any] | None = None,
 ) -> tuple[KinkReport | None, ...]:
     """Kink checks of a pullback's cotangents ``xbars`` of an elementwise ``g`` at ``xs``.
 
@@ -241,7 +245,8 @@ def broadcast_vjp_kinks(
     ``(1, 1)`` for both arguments are accepted, although only ``(t, 1 - t)`` are subgradients).
 
     ``first`` is the position of ``xs[0]`` among the tester's arguments, for the paths
-    (``1`` under ``broadcasted``, whose ``args[0]`` is the function).
+    (``1`` under ``broadcasted``, whose ``args[0]`` is the function); ``central`` the central
+    estimates of the cotangents, if known (see ``kinks.supported``).
 
     Returns:
         Per argument a ``KinkReport`` in the argument's shape, ``None`` where nothing was
@@ -268,6 +273,9 @@ def broadcast_vjp_kinks(
             continue
         bounds = _cotangent_sides(sides, np.asarray(yb, dtype=np.float64), np.shape(x))
         kinds = classify(value, bounds, rtol=rtol, atol=atol)
+        c = None if central is None else central[j]
+        agree = supported(value, bounds, rtol=rtol, atol=atol, central=c)
+        agree = np.asarray(agree) & (kinds == Kind.SMOOTH)
         name = f"{root}[{j + first}]"
         if np.shape(x) == shape:
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -279,7 +287,7 @@ def broadcast_vjp_kinks(
             lines = describe(name, x, sides, partial, kinds=kinds, notes=notes)
         else:
             lines = _reduced_lines(name, x, bounds, value, kinds)
-        out.append(KinkReport(kinds, lines))
+        out.append(KinkReport(kinds, lines, agree))
     return tuple(out)
 
 
@@ -291,11 +299,12 @@ def broadcast_jvp_kinks(
     rtol: float = 0.0,
     atol: float = 0.0,
     root: str = "output",
+    central: Any = None,
 ) -> KinkReport:
     """Kink checks of an frule's ``ydot`` for an elementwise ``g`` along ``pairs``' tangents:
     per output element, ``ydot`` must lie between the one-sided directional derivatives."""
     sides = one_sided(fdm, g, *pairs, elementwise=True)
-    return _along(sides, np.asarray(unthunk(ydot), dtype=np.float64), rtol, atol, root)
+    return _along(sides, np.asarray(unthunk(ydot), dtype=np.float64), rtol, atol, root, central)
 
 
 def directional_kinks(
@@ -306,6 +315,7 @@ def directional_kinks(
     rtol: float = 0.0,
     atol: float = 0.0,
     root: str = "output",
+    central: Any = None,
 ) -> KinkReport:
     """Kink checks of a directional derivative ``value`` of any ``f`` along ``pairs``'
     tangents (an frule's ``ydot`` flattened as ``to_vec`` does, or for a pullback the scalar
@@ -316,10 +326,17 @@ def directional_kinks(
         sides = Sides(*(np.reshape(np.asarray(part), v.shape) for part in sides))
     else:
         v = v.reshape(np.shape(sides.left))
-    return _along(sides, v, rtol, atol, root)
+    c = None if central is None else np.reshape(np.asarray(central, np.float64), v.shape)
+    return _along(sides, v, rtol, atol, root, c)
 
 
-def _along(sides: Sides, value: F64, rtol: float, atol: float, root: str) -> KinkReport:
+def _along(
+    sides: Sides, value: F64, rtol: float, atol: float, root: str, central: Any = None
+) -> KinkReport:
     """The report of a directional derivative ``value`` against its one-sided ``sides``."""
     kinds = classify(value, sides, rtol=rtol, atol=atol)
-    return KinkReport(kinds, describe(root, None, sides, value, kinds=kinds, along=True))
+    agree = np.asarray(supported(value, sides, rtol=rtol, atol=atol, central=central)) & (
+        np.asarray(kinds) == Kind.SMOOTH
+    )
+    lines = describe(root, None, sides, value, kinds=kinds, along=True)
+    return KinkReport(kinds, lines, agree)

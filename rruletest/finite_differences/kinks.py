@@ -38,7 +38,7 @@ from rruletest.finite_differences.problem import Estimate
 from rruletest.finite_differences.to_vec import to_vec
 from rruletest.tangents import AbstractZero, ZeroTangent, unthunk
 
-__all__ = ["KINK_FACTOR", "NEARER", "Kind", "Sides", "classify", "one_sided"]
+__all__ = ["KINK_FACTOR", "NEARER", "Kind", "Sides", "classify", "one_sided", "supported"]
 
 F64 = npt.NDArray[np.float64]
 
@@ -323,3 +323,48 @@ def classify(
     if codes.ndim == 0:
         return Kind(int(codes))
     return codes.astype(np.int8)
+
+
+def supported(
+    rule: Any, sides: Sides, *, rtol: float = 0.0, atol: float = 0.0, central: Any = None
+) -> Any:
+    """Per element, whether both one-sided values support ``rule`` where ``f`` does not jump.
+
+    A side supports the rule when the rule lies within its error estimate and the tolerance
+    (``|rule - side| <= error + atol + rtol * |side|``) and, either that whole interval lies
+    within the tolerance (an imprecise side, float16's, supports nothing on its own), or the
+    side contradicts the ``central`` estimate by more than the same allowance. One side whose
+    whole interval lies within the tolerance of the rule is enough: where ``f`` is
+    differentiable both sides are its derivative, and at a kink either is a valid choice.
+
+    Where ``f`` is differentiable but ``f'`` is not (Huber's loss at ``|x| = delta``), or
+    ``f`` jumps a little way off the point (``hardshrink`` just inside its threshold), a
+    central stencil straddles the corner or the jump and its error estimate misses it, while
+    one one-sided stencil, or both, lie on a smooth side. Both sides agreeing with the rule is
+    then as good a reference as a central estimate would be.
+
+    >>> bool(supported(0.2, Sides(0.2 + 1e-9, 1e-8, 0.2 - 1e-9, 1e-8, False), rtol=1e-6))
+    True
+    >>> bool(supported(0.21, Sides(0.2, 1e-8, 0.2, 1e-8, False), rtol=1e-3))
+    False
+    >>> bool(supported(0.0, Sides(0.0, 1e-40, 0.0, 1e-2, False), atol=1e-3, central=-37.7))
+    True
+    >>> bool(supported(0.2, Sides(0.19, 1e-2, 0.2, 1e-8, False), rtol=1e-6))
+    True
+    """
+    r = np.asarray(rule, dtype=np.float64)
+    c = None if central is None else np.asarray(central, dtype=np.float64)
+    shape = np.broadcast_shapes(r.shape, np.shape(sides.left))
+    ok, one = np.ones(shape, dtype=bool), np.zeros(shape, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        for side, err in ((sides.left, sides.left_error), (sides.right, sides.right_error)):
+            v, e = np.asarray(side, np.float64), np.asarray(err, np.float64)
+            allow = atol + rtol * np.abs(v)
+            precise = np.isfinite(e) & (np.abs(r - v) + e <= allow)
+            one |= precise
+            if c is not None:
+                precise |= np.abs(c - v) > e + allow
+            ok &= np.isfinite(e) & (np.abs(r - v) <= e + allow) & precise
+    ok |= one
+    ok &= ~np.asarray(sides.jump, dtype=bool)
+    return bool(ok) if ok.ndim == 0 else ok

@@ -115,8 +115,11 @@ def reduce_to(arr: Arr, shape: tuple[int, ...], op: Callable[..., Any]) -> Arr:
     axes = tuple(range(lead)) + tuple(
         lead + i for i, n in enumerate(shape) if n == 1 and arr.shape[lead + i] != 1
     )
-    out = op(arr, axis=axes) if axes else arr
-    return np.asarray(out).reshape(shape)
+    if not axes:
+        return arr.reshape(shape)
+    if arr.size == 0 and op is np.max:  # an empty output: magnitudes and errors of nothing, 0
+        return np.asarray(np.max(arr, axis=axes, initial=arr.dtype.type(0))).reshape(shape)
+    return np.asarray(op(arr, axis=axes)).reshape(shape)
 
 
 #: Builds the problem restricted to some flat indices of ``t``: ``(phi, t0, centre)``.

@@ -93,7 +93,10 @@ class NoRuleError(NotImplementedError):
         )
 
 
-_NO_RULE_WORDS = re.compile(r"not (?:implemented|defined|supported)", re.IGNORECASE)
+# jax also says "Reverse-mode differentiation does not work for lax.while_loop ..."
+_NO_RULE_WORDS = re.compile(
+    r"not (?:implemented|defined|supported)|differentiation does not work", re.IGNORECASE
+)
 
 
 def no_rule_reason(exc: BaseException) -> str | None:
@@ -102,7 +105,7 @@ def no_rule_reason(exc: BaseException) -> str | None:
     autograd raises ``NotImplementedError("VJP of f wrt argnum 1 not defined")``, torch
     ``NotImplementedError("the derivative for 'zeta' is not implemented.")``, jax a
     ``NotImplementedError`` or, for some functions, a ``ValueError`` saying the gradient is
-    "not supported".
+    "not supported" or that reverse-mode "differentiation does not work" (a ``while_loop``).
     """
     text = str(exc).strip().split("\n")[0]
     if isinstance(exc, NotImplementedError) or (

@@ -182,7 +182,16 @@ class JaxAdapter(Adapted):
                 i = min(missing)
                 raise NoRuleError(f"args[{i}]", self.__qualname__, missing[i])
             with self._scope(args):
-                raw = vjp_fn(cotangent_tree(ybar, out))
+                ct = cotangent_tree(ybar, out)
+                try:
+                    raw = vjp_fn(ct)
+                except (NotImplementedError, ValueError, TypeError) as exc:
+                    # Some rules fail only when pulled back (a while_loop has no reverse mode).
+                    reason = no_rule_reason(exc)
+                    if reason is None:
+                        raise
+                    i = min(self._late_missing(fn, jargs, diff, kwargs, ct), default=diff[0])
+                    raise NoRuleError(f"args[{i}]", self.__qualname__, reason) from exc
                 return scatter_cotangents(args, diff, raw, cotangent_out)
 
         return to_numpy(out), pullback
@@ -191,6 +200,20 @@ class JaxAdapter(Adapted):
         self, fn: Callable[..., Any], jargs: tuple[Any, ...], diff: list[int], kwargs: Any
     ) -> tuple[Any, Any]:
         return jax_module().vjp(partial_in(fn, jargs, diff, kwargs), *(jargs[i] for i in diff))  # type: ignore[no-any-return]
+
+    def _late_missing(
+        self, fn: Callable[..., Any], jargs: tuple[Any, ...], diff: list[int], kwargs: Any,
+        ct: Any,
+    ) -> list[int]:  # fmt: skip
+        """The arguments whose pullback alone fails the way a missing rule does."""
+        late = []
+        for i in diff:
+            try:
+                self._vjp(fn, jargs, [i], kwargs)[1](ct)
+            except (NotImplementedError, ValueError, TypeError) as exc:
+                if no_rule_reason(exc) is not None:
+                    late.append(i)
+        return late
 
     def _missing(
         self,

@@ -122,7 +122,13 @@ def tangent_in(xdot: Any, primal: Any) -> Any:
             return jnp.asarray(t)
         return t
 
-    return jax.tree_util.tree_map(leaf, natural_tangent(xdot, primal, zeros))
+    tangent = natural_tangent(xdot, primal, zeros)
+    dtype = getattr(primal, "dtype", None)
+    if isinstance(tangent, float | complex) and dtype is not None and dtype.kind in "fc":
+        # A Python number for an array primal (a drawn scalar tangent): jax rules read the
+        # tangent's dtype (lax.reduce_max's jvp failed with "'float' has no attribute dtype").
+        return jnp.asarray(tangent, dtype=dtype)
+    return jax.tree_util.tree_map(leaf, tangent)
 
 
 def tangent_tree_out(tout: Any, out: Any) -> Any:

@@ -204,19 +204,28 @@ def bounded(fdm: Any, room: float) -> Any:
 
 def _along(fdm: Any, g: Callable[..., Any], chart: Chart, cdot: Any, y: Any) -> tuple[Any, Any]:
     """The jvp of ``g`` along coordinates ``cdot``, moving in the sets: one finite difference of
-    ``t -> g(*chart.points(t * cdot))`` at 0; ``(value, error)`` shaped like the output ``y``."""
-    return derivative_at_zero(fdm, lambda t: g(*chart.points(t * cdot)), y, chart.dtype)
+    ``t -> g(*chart.points(t * cdot))`` at 0; ``(value, error)`` shaped like the output ``y``.
+
+    ``cdot`` is first scaled by a power of two to unit size (exactly), as ``jvp_estimate``
+    does: the steps are absolute in ``t``, so a tangent of size 9 took float32 steps nine
+    times too long (eigvalsh of a 3x3 matrix was 1.2% off with an error estimate of 0.02%).
+    """
+    c = np.asarray(cdot, dtype=np.float64)
+    size = float(np.max(np.abs(c), initial=0.0))
+    scale = float(np.ldexp(1.0, int(np.frexp(size)[1]))) if 0 < size < math.inf else 1.0
+    unit = c / scale
+    return derivative_at_zero(fdm, lambda t: g(*chart.points(t * unit)), y, chart.dtype, scale)
 
 
 def derivative_at_zero(
-    fdm: Any, path: Callable[[float], Any], y: Any, dtype: Any = np.float64
+    fdm: Any, path: Callable[[float], Any], y: Any, dtype: Any = np.float64, scale: float = 1.0
 ) -> tuple[Any, Any]:
-    """``d/dt path(t)`` at 0 (one finite difference stepped for ``dtype``'s precision), as
-    ``(value, error)`` shaped like ``y``."""
+    """``scale`` times ``d/dt path(t)`` at 0 (one finite difference stepped for ``dtype``'s
+    precision), as ``(value, error)`` shaped like ``y``."""
     y0v, yback = to_vec(y, path="output")
     est = fdm.estimate(lambda t: to_vec(path(float(t)))[0], np.dtype(dtype).type(0.0))
-    value = np.broadcast_to(np.asarray(est.value, dtype=np.float64), y0v.shape)
-    error = np.broadcast_to(np.asarray(est.error, dtype=np.float64), y0v.shape)
+    value = np.broadcast_to(scale * np.asarray(est.value, dtype=np.float64), y0v.shape)
+    error = np.broadcast_to(scale * np.asarray(est.error, dtype=np.float64), y0v.shape)
     return yback.tangent(np.array(value)), yback.error(np.array(error))
 
 

@@ -34,7 +34,7 @@ from rruletest.finite_differences import (
 from rruletest.finite_differences.batched import batched_jvp, batched_vjp
 from rruletest.finite_differences.half import half_broadcast_jvp, half_broadcast_vjp, has_half
 from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
-from rruletest.testers import _constrained
+from rruletest.testers import _constrained, _findings
 from rruletest.testers._adjoint import check_adjoint
 from rruletest.testers._checks import compare
 from rruletest.testers._dense import dense_jvp, dense_vjp
@@ -171,6 +171,9 @@ def check_vjp(
     expected = {a.index: est_of[a.index].value for a in live}
     if _is_broadcast(s) and g is not None:
         expected = _kinks_vjp(s, fdm, g, ybar, out, est_of, expected, rtol, atol)
+    elif mode.startswith("dense") and g is not None:
+        expected = _findings.kinks_dense(s.report, fdm, g, ybar, out, live, est_of, expected,
+                                         rtol, atol)  # fmt: skip
     for a in live:
         if a.index + 1 not in good:
             continue

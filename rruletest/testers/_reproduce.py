@@ -77,15 +77,17 @@ class _Writer:
         d = depth + 1
         if x is None or isinstance(x, bool | str):
             return repr(x)
+        # numpy scalars first: np.float64 and np.complex128 are also float and complex, and
+        # must keep their type (and bring their import) in the line.
+        if isinstance(x, np.generic) and x.dtype.kind in "biufc":
+            self.imports["import numpy as np"] = None
+            return f"np.{type(x).__name__}({self.expr(x.item())})"
         if isinstance(x, int):
             return repr(x)
         if isinstance(x, float):
             return _float(x)
         if isinstance(x, complex):
             return f"complex({_float(x.real)}, {_float(x.imag)})"
-        if isinstance(x, np.generic) and x.dtype.kind in "biufc":
-            self.imports["import numpy as np"] = None
-            return f"np.{type(x).__name__}({self.expr(x.item())})"
         if isinstance(x, np.ndarray):
             return self._array(x)
         if isinstance(x, tuple) and not hasattr(type(x), "_fields"):

@@ -493,6 +493,30 @@ def test_a_gradient_jax_does_not_support_is_no_rule(testers: Any) -> None:
     assert report.notes == tuple(n for n in report.notes if "not differentiated by" not in n)
 
 
+def test_a_loop_jax_cannot_reverse_is_no_rule(testers: Any) -> None:
+    """jax's ``random_gamma_grad`` runs a ``while_loop``: forward mode only. The pullback's
+    ValueError ("Reverse-mode differentiation does not work ...") was reported as a crash."""
+    f = rjax.from_function(
+        lambda a: jax.lax.random_gamma_grad(a, 0.7 * jax.numpy.ones_like(a)), name="gamma_grad"
+    )
+    with pytest.raises(AssertionError) as info:
+        testers.test_rrule(f, np.array([1.5, 2.5]), rrule_f=f.rrule, rng=0)
+    assert "raised NoRuleError: no rule for args[0]: the framework has no derivative" in str(
+        info.value
+    )
+    assert "Reverse-mode differentiation does not work" in str(info.value)
+
+
+def test_a_python_float_tangent_of_a_scalar_is_given_to_jax_as_an_array(testers: Any) -> None:
+    """A drawn tangent of ``np.float64(0.5)`` is a Python float; ``lax.reduce_max``'s jvp reads
+    its dtype (the frule raised "'float' object has no attribute 'dtype'")."""
+    f = rjax.from_function(lambda x: jax.lax.reduce_max(x, ()), name="reduce_max")
+    for seed in range(3):
+        testers.test_frule(f, np.float64(0.5), frule_f=f.frule, rng=seed)
+    y, ydot = f.frule((None, 2.0), f, np.float64(0.5))
+    assert (y, ydot) == (0.5, 2.0)
+
+
 def test_test_rrule_returns_the_report(testers: Any) -> None:
     f = rjax.from_custom_vjp(make_scaled_sin())
     report = f.test_rrule(X, W, rng=0)
