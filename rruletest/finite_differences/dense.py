@@ -258,9 +258,30 @@ class DenseJacobian:
     def _estimate(
         self, idx: npt.NDArray[np.intp], dt: np.dtype[Any], out_dtype: Any, work: _Working
     ) -> Estimate:
-        if self.live is not None:
-            return self._estimate_live(idx, dt, out_dtype, work, self.live)
-        f, m, v, yv0 = self.f, self.m, self.v, self.yv0
+        live = self.live
+        if live is None:
+            return self._estimate_on(idx, dt, out_dtype, work, self.f, self.yv0)
+        # Only the outputs finite at x: NaN values (infinite errors) for the others.
+        full, m = self.f, self.m
+        est = self._estimate_on(
+            idx, dt, out_dtype, work, lambda *a: _row(full(*a), m)[live], self.yv0[live]
+        )
+        value = np.full((idx.size, m), np.nan, dtype=est.value.dtype)
+        error = np.full((idx.size, m), np.inf)
+        value[:, live], error[:, live] = est.value, est.error
+        return Estimate(value, error, est.step)
+
+    def _estimate_on(
+        self,
+        idx: npt.NDArray[np.intp],
+        dt: np.dtype[Any],
+        out_dtype: Any,
+        work: _Working,
+        f: Callable[..., Any],
+        yv0: F64,
+    ) -> Estimate:
+        """The rows ``idx`` of the Jacobian of ``f``, whose value at ``x`` is ``yv0``."""
+        m, v = yv0.size, self.v
         callers = [work.caller(f, i, m) for i in idx.tolist()]
         centres = v[idx].tolist()
         memo: list[dict[float, F64]] = [{} for _ in callers]
@@ -303,28 +324,6 @@ class DenseJacobian:
         # The checks run on every row; fallbacks on the rows that need them alone.
         prob = problem(list(range(idx.size)))
         return run_rows(self.fdm, prob, lambda index: problem(index.tolist()))
-
-    def _estimate_live(
-        self,
-        idx: npt.NDArray[np.intp],
-        dt: np.dtype[Any],
-        out_dtype: Any,
-        work: _Working,
-        live: npt.NDArray[np.intp],
-    ) -> Estimate:
-        """``_estimate`` on the outputs finite at ``x`` only; NaN values (infinite errors) for
-        the others."""
-        full, yv0, m = self.f, self.yv0, self.m
-        self.f, self.yv0, self.live = (lambda *a: _row(full(*a), m)[live]), yv0[live], None
-        self.m = live.size
-        try:
-            est = self._estimate(idx, dt, out_dtype, work)
-        finally:
-            self.f, self.yv0, self.live, self.m = full, yv0, live, m
-        value = np.full((idx.size, m), np.nan, dtype=est.value.dtype)
-        error = np.full((idx.size, m), np.inf)
-        value[:, live], error[:, live] = est.value, est.error
-        return Estimate(value, error, est.step)
 
     def split(self, arr: Arr) -> list[Arr]:
         """``arr`` (over input coordinates) cut into one piece per argument."""

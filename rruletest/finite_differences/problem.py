@@ -167,14 +167,8 @@ class Problem:
             None if room is None else np.broadcast_to(np.asarray(room, np.float64), t0.shape)
         )
         self.y_shape: tuple[int, ...] | None = None
-        self.out_dtype: np.dtype[Any] = np.dtype(np.float64 if out_dtype is None else out_dtype)
+        self.out_dtype = self._coarse(np.dtype(np.float64 if out_dtype is None else out_dtype))
         self._fixed_out = out_dtype is not None
-        # Values computed from float32 inputs carry float32 round-off even when returned as
-        # float64 (a float32 kernel whose result is promoted: jax's owens_t resolves its input
-        # in steps alternating 1 and 2 ulps), so round-off is never judged finer than the
-        # input's precision.
-        if eps(self.out_dtype) < self.in_eps:
-            self.out_dtype = self.dtype
         self._seen_out = False
         self.complex_out = False
         self.evaluations = 0
@@ -204,8 +198,14 @@ class Problem:
         if self._fixed_out:
             return
         if not self._seen_out or eps(dtype) > eps(self.out_dtype):
-            self.out_dtype = dtype if eps(dtype) >= self.in_eps else self.dtype
+            self.out_dtype = self._coarse(dtype)
         self._seen_out = True
+
+    def _coarse(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
+        """``dtype``, or the input's when that is less precise: values computed from float32
+        inputs carry float32 round-off even when returned as float64 (a float32 kernel whose
+        result is promoted: jax's owens_t resolves its input in steps of 1 and 2 ulps)."""
+        return dtype if eps(dtype) >= self.in_eps else self.dtype
 
     def _convert(self, y: Any) -> Arr:
         arr = np.asarray(y)

@@ -63,10 +63,7 @@ def recreatable(factory: _Factory) -> _Factory:
     @functools.wraps(factory)
     def make(*args: Any, **kwargs: Any) -> Any:
         adapter = factory(*args, **kwargs)
-        try:
-            bound = sig.bind(*args, **kwargs)
-        except TypeError:  # pragma: no cover - the factory itself accepted the call
-            return adapter
+        bound = sig.bind(*args, **kwargs)  # the factory accepted these arguments
         positional = tuple(
             v for k, v in bound.arguments.items() if sig.parameters[k].kind is not _KEYWORD
         )

@@ -20,7 +20,7 @@ args[0]: the cotangent agrees with the numerical vjp once both are projected ont
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,36 @@ _CANDIDATES: tuple[tuple[str, str, Callable[[Array], Array]], ...] = (
 )
 
 
+def _candidates(x: Array) -> Iterator[tuple[str, str, Callable[[Array], Array]]]:
+    """The spaces to try for the square matrix ``x`` (Hermitian, not symmetric, if complex)."""
+    for what, space, proj in _CANDIDATES:
+        if what == "symmetric" and x.dtype.kind == "c":
+            what, space = "Hermitian", "Hermitian()"
+        yield what, space, proj
+
+
+def _square(*arrays: Array) -> bool:
+    """Float or complex square matrices (stacks of them), all of one shape."""
+    x = arrays[0]
+    return (
+        x.ndim >= 2
+        and x.shape[-1] == x.shape[-2] >= 2
+        and all(a.shape == x.shape and a.dtype.kind in "fc" for a in arrays)
+    )
+
+
+def _declare(path: str, what: str, space: str) -> str:
+    return (
+        f"f reads only part of {path}, and the rule is right for {what} inputs. If {path} is "
+        f"meant to be {what}, declare it: pass with_tangent(x, {space}) or register the rule "
+        f"with spaces= holding {space} at {path}'s position (rruletest.spaces)"
+    )
+
+
+def _most(atol: Any) -> float:
+    return float(np.max(np.asarray(atol, dtype=np.float64), initial=0.0))
+
+
 def space_hint(
     path: str, primal: Any, actual: Any, expected: Any, rtol: float, atol: Any
 ) -> str | None:
@@ -54,36 +84,27 @@ def space_hint(
     A rule whose cotangent lacks the structure (say a transposed gradient, whose symmetric part
     is right) gets no hint: it is simply wrong.
     """
+    if isinstance(unthunk(actual), AbstractZero):
+        return None
     try:
-        a = np.asarray(unthunk(actual))
-        e = np.asarray(expected)
-        x = np.asarray(primal)
+        a, e, x = np.asarray(unthunk(actual)), np.asarray(expected), np.asarray(primal)
     except Exception:
         return None
-    if isinstance(unthunk(actual), AbstractZero) or a.shape != e.shape or a.shape != x.shape:
+    if not _square(x, a, e):
         return None
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2] or a.shape[-1] < 2:
-        return None
-    if a.dtype.kind not in "fc" or e.dtype.kind not in "fc":
-        return None
-    atol_max = float(np.max(np.asarray(atol, dtype=np.float64), initial=0.0))
-    for what, space, proj in _CANDIDATES:
-        if what == "symmetric" and x.dtype.kind == "c":
-            what, space = "Hermitian", "Hermitian()"
+    tol = _most(atol)
+    for what, space, proj in _candidates(x):
         pa, pe = proj(a), proj(e)
-        if not (_close(pa, pe, rtol, atol_max) and _close(a, pa, rtol, atol_max)):
+        if not (_close(pa, pe, rtol, tol) and _close(a, pa, rtol, tol)):
             continue
-        if _close(e, pe, rtol, atol_max):
+        if _close(e, pe, rtol, tol):
             continue  # the numerical vjp has the structure too: a projection explains nothing
         inside = bool(np.allclose(proj(x), x, rtol=1e-12, atol=0.0))
         point = "" if inside else f" (the primal here is not {what} itself: draw such inputs too)"
         return (
             f"{path}: the cotangent agrees with the numerical vjp once both are projected onto "
-            f"{what} matrices: f reads only part of {path}, and the rule is right for {what} "
-            f"inputs. If {path} is meant to be {what}, declare it: pass with_tangent(x, "
-            f"{space}) or register the rule with spaces= holding {space} at {path}'s "
-            f"position (rruletest.spaces), and the comparison is made on its tangent "
-            f"space{point}"
+            f"{what} matrices: {_declare(path, what, space)}, and the comparison is made on its "
+            f"tangent space{point}"
         )
     return None
 
@@ -108,16 +129,12 @@ def jvp_space_hint(
     tangent (``rule``) against the numerical jvp along it (``estimate``: value and error).
     When they agree, the note names the space. Calls the rule and the estimate at most three
     times per argument, on a failure only; None when no projection reconciles them."""
-    atol_max = float(np.max(np.asarray(atol, dtype=np.float64), initial=0.0))
+    tol = _most(atol)
     for k, (path, x, d) in enumerate(zip(paths, primals, dots, strict=True)):
         xa, da = np.asarray(x), np.asarray(unthunk(d))
-        if xa.ndim < 2 or xa.shape[-1] != xa.shape[-2] or xa.shape[-1] < 2 or da.shape != xa.shape:
+        if not _square(xa, da):
             continue
-        if xa.dtype.kind not in "fc" or da.dtype.kind not in "fc":
-            continue
-        for what, space, proj in _CANDIDATES:
-            if what == "symmetric" and xa.dtype.kind == "c":
-                what, space = "Hermitian", "Hermitian()"
+        for what, space, proj in _candidates(xa):
             pd = proj(da).astype(da.dtype, copy=False)
             if _close(da, pd, 0.0, 0.0):
                 continue  # the tangent has the structure already: nothing to learn
@@ -125,18 +142,14 @@ def jvp_space_hint(
             try:
                 value, error = estimate(moved)
                 got = np.asarray(unthunk(rule(moved)), dtype=np.result_type(value, np.float64))
-                ref = np.asarray(value)
-                allow = atol_max + float(np.max(np.asarray(error, dtype=np.float64), initial=0.0))
             except Exception:
                 return None
-            if got.shape != ref.shape or not _close(got, ref, rtol, allow):
+            ref = np.asarray(value)
+            if got.shape != ref.shape or not _close(got, ref, rtol, tol + _most(error)):
                 continue
             return (
                 f"{path}: along the input tangent projected onto {what} matrices the output "
-                f"tangent agrees with the numerical jvp: f reads only part of {path}, and the "
-                f"rule is right for {what} inputs. If {path} is meant to be {what}, declare "
-                f"it: pass with_tangent(x, {space}) or register the rule with spaces= holding "
-                f"{space} at {path}'s position (rruletest.spaces), and tangents are drawn in "
-                f"its tangent space"
+                f"tangent agrees with the numerical jvp: {_declare(path, what, space)}, and "
+                f"tangents are drawn in its tangent space"
             )
     return None
