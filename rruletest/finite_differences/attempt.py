@@ -168,10 +168,10 @@ def _stencil_pass(
     rows = [prob.at(int(g), h) for g in m.points]
     inter = None
     if not prob.elementwise and m.q > 0 and 0 not in m.points:
-        w0 = stencil(tuple(int(g) for g in m.points), 0)
+        w0, _ = _centre_weights(tuple(int(g) for g in m.points))
         inter = np.zeros(rows[0].shape, dtype=np.result_type(rows[0].dtype, np.float64))
         for w, r in zip(w0, rows, strict=True):
-            inter += float(w) * r
+            inter += w * r
     error = None
     if constants is None:
         (est, fm, _), ev = combine_rows(prob, m.points, rows, kernel, (0, 1), h)
@@ -186,6 +186,13 @@ def _stencil_pass(
     return est, fm, ev, inter, error
 
 
+@functools.cache
+def _centre_weights(points: tuple[int, ...]) -> tuple[tuple[float, ...], float]:
+    """The weights interpolating the value at ``t0`` from ``points``, and their absolute sum."""
+    w0 = stencil(points, 0)
+    return tuple(float(w) for w in w0), float(sum(abs(w) for w in w0))
+
+
 def _unresolved_centre(
     m: Stencil, prob: Problem, inter: Arr, value: Arr, error: F64, h: Arr, fmag: Arr
 ) -> F64:
@@ -197,8 +204,8 @@ def _unresolved_centre(
     points: ``inv`` of a matrix near singular along the direction), and the estimate, however
     consistent at another step of that size, is not one of the derivative.
     """
-    w0 = stencil(tuple(int(g) for g in m.points), 0)
-    noise = ulp(np.asarray(fmag), prob.out_dtype) * float(sum(abs(w) for w in w0))
+    _, total = _centre_weights(tuple(int(g) for g in m.points))
+    noise = ulp(np.asarray(fmag), prob.out_dtype) * total
     gap = np.abs(inter - prob.centre())
     # The change over the stencil of the whole output (its largest component): a component
     # with no slope of its own (the real part of z**25 along an imaginary step) still curves

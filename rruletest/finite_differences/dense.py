@@ -28,7 +28,7 @@ array([1., 2., 2.])
 
 from __future__ import annotations
 
-import bisect
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -39,6 +39,7 @@ from rruletest.finite_differences.estimation import run_rows
 from rruletest.finite_differences.methods import FiniteDifferenceMethod, default_fdm
 from rruletest.finite_differences.problem import Estimate, OutputError, Problem, eps
 from rruletest.finite_differences.to_vec import FromVec, to_vec
+from rruletest.finite_differences.working import SOLE, Mutated, Working, as_row
 from rruletest.tangents import NO_TANGENT
 
 __all__ = [
@@ -86,115 +87,6 @@ class Block(NamedTuple):
     step: F64
 
 
-#: Calls after which ``f`` is checked for changing its (working copies of the) arguments, to
-#: stop early; every block's end checks again (and a block in which ``f`` changed them is
-#: redone with fresh copies for each call), so later changes are caught there.
-WATCHED_CALLS = 2
-
-
-class _Mutated(Exception):
-    """``f`` changed an argument in place: working copies cannot be reused."""
-
-
-class _Working:
-    """The arguments as working copies; ``call(f, i, t)`` sets coordinate ``i`` to ``t``.
-
-    Float and complex arrays are changed in place (a complex array through its real view, whose
-    layout is ``to_vec``'s: real, imaginary, per element); other values are rebuilt from a
-    working flat vector. ``intact()`` says whether ``f`` left the copies as they were.
-    """
-
-    def __init__(self, xs: Sequence[Any], v: F64, back: FromVec, *, in_place: bool) -> None:
-        self.back = back
-        self.v = v.copy()
-        self.calls = 0
-        self.watch = WATCHED_CALLS
-        self.fast = in_place and all(type(x) is np.ndarray and x.dtype.kind in "fc" for x in xs)
-        self.args: list[Arr] = []
-        self.flats: list[Arr] = []
-        self.starts: list[int] = []
-        if self.fast:
-            start = 0
-            for x in xs:
-                w = np.array(x, order="C", copy=True)
-                self.args.append(w)
-                flat = w.reshape(-1)
-                self.flats.append(flat.view(flat.real.dtype) if w.dtype.kind == "c" else flat)
-                self.starts.append(start)
-                start += self.flats[-1].size
-            self.originals = [a.copy() for a in self.args]
-
-    def caller(self, f: Callable[..., Any], i: int, m: int) -> Callable[[float], F64]:
-        """``t -> `` the ``m`` output coordinates of ``f`` with coordinate ``i`` set to ``t``."""
-        if not self.fast:
-            v, back = self.v, self.back
-
-            def rebuilt(t: float) -> F64:
-                self.calls += 1
-                old = v[i]
-                v[i] = t
-                try:
-                    row = _row(f(*back(v)), m)
-                    # the output may be a view of the working vector, restored below
-                    return row.copy() if np.may_share_memory(row, v) else row
-                finally:
-                    v[i] = old
-
-            return rebuilt
-        k = bisect.bisect_right(self.starts, i) - 1
-        flat, j, args = self.flats[k], i - self.starts[k], self.args
-        old = flat[j].item()
-
-        def in_place(t: float) -> F64:
-            self.calls += 1
-            flat[j] = t
-            try:
-                y = f(*args)
-                if (
-                    type(y) is np.ndarray
-                    and y.base is None
-                    and y.dtype.kind == "f"
-                    and all(y is not a for a in args)
-                ):
-                    if y.size == m:
-                        return y.reshape(-1)  # a new float array: the common case
-                elif isinstance(y, np.ndarray):
-                    y = y.copy()  # an argument or a view of one: keep it as it is now
-                return _row(y, m)
-            finally:
-                flat[j] = old
-                if self.watch > 0:  # the first calls check that f leaves its arguments alone
-                    self.watch -= 1
-                    if not self.intact():
-                        raise _Mutated
-
-        return in_place
-
-    def intact(self) -> bool:
-        if not self.fast:
-            return True
-        # Bit for bit (NaNs where they were; much faster than ``array_equal`` on small arrays).
-        return all(
-            a.tobytes() == o.tobytes() for a, o in zip(self.args, self.originals, strict=True)
-        )
-
-
-def _row(y: Any, m: int) -> F64:
-    """The output's coordinates as float64 (a float array is only viewed, not copied)."""
-    if isinstance(y, np.ndarray) and y.dtype.kind == "f":
-        yv: F64 = y.reshape(-1)
-    elif isinstance(y, float | np.floating):
-        yv = np.array([y], dtype=np.float64)
-    else:
-        yv = to_vec(y, path="output")[0]
-    if yv.shape != (m,):
-        raise OutputError(
-            f"the function's output changed size under perturbation: {m} coordinates at the "
-            f"primal point, {yv.size} at a perturbed one"
-        )
-    return yv
-
-
 class DenseJacobian:
     """The numerical Jacobian of ``f`` at ``xs`` on real coordinates, produced in ``blocks()``.
 
@@ -214,7 +106,7 @@ class DenseJacobian:
         self.v = np.concatenate(vecs) if vecs else np.zeros(0)
         _, self.back = to_vec(tuple(xs), path="args")
         self.xs = tuple(xs)
-        self.work = _Working(self.xs, self.v, self.back, in_place=True)
+        self.work = Working(self.xs, self.v, self.back, in_place=True)
         y0 = f(*self.back(self.v))
         self.yv0, self.yback = to_vec(y0, path="output")
         self.n, self.m = self.v.size, self.yv0.size
@@ -245,18 +137,18 @@ class DenseJacobian:
         try:
             est = self._estimate(idx, dt, out_dtype, self.work)
             mutated = not self.work.intact()
-        except _Mutated:
+        except Mutated:
             mutated = True
         spent = self.work.calls - before
         if mutated:  # f changes its arguments: give it fresh copies each call
-            self.work = _Working(self.xs, self.v, self.back, in_place=False)
+            self.work = Working(self.xs, self.v, self.back, in_place=False)
             est = self._estimate(idx, dt, out_dtype, self.work)
             spent += self.work.calls
         self.calls += spent
         return Block(idx, est.value.real, est.error, est.step[:, 0])
 
     def _estimate(
-        self, idx: npt.NDArray[np.intp], dt: np.dtype[Any], out_dtype: Any, work: _Working
+        self, idx: npt.NDArray[np.intp], dt: np.dtype[Any], out_dtype: Any, work: Working
     ) -> Estimate:
         live = self.live
         if live is None:
@@ -264,7 +156,7 @@ class DenseJacobian:
         # Only the outputs finite at x: NaN values (infinite errors) for the others.
         full, m = self.f, self.m
         est = self._estimate_on(
-            idx, dt, out_dtype, work, lambda *a: _row(full(*a), m)[live], self.yv0[live]
+            idx, dt, out_dtype, work, lambda *a: as_row(full(*a), m)[live], self.yv0[live]
         )
         value = np.full((idx.size, m), np.nan, dtype=est.value.dtype)
         error = np.full((idx.size, m), np.inf)
@@ -276,7 +168,7 @@ class DenseJacobian:
         idx: npt.NDArray[np.intp],
         dt: np.dtype[Any],
         out_dtype: Any,
-        work: _Working,
+        work: Working,
         f: Callable[..., Any],
         yv0: F64,
     ) -> Estimate:
@@ -285,6 +177,7 @@ class DenseJacobian:
         callers = [work.caller(f, i, m) for i in idx.tolist()]
         centres = v[idx].tolist()
         memo: list[dict[float, F64]] = [{} for _ in callers]
+        nan_row = np.full(m, np.nan)
         budget = [MEMO_ELEMENTS // m]
 
         def problem(rows: list[int]) -> Problem:
@@ -304,13 +197,21 @@ class DenseJacobian:
                         out[r] = yv0
                         continue
                     try:
-                        out[r] = fs[r](ti)
+                        row = fs[r](ti)
                     except OutputError:
                         raise
                     except (ArithmeticError, ValueError):
-                        out[r] = np.nan
+                        row = nan_row
+                    out[r] = row
                     if budget[0] > 0:
-                        ms[r][ti] = out[r].copy()
+                        # A new array (or a view of one) that nothing else holds is
+                        # remembered as it is, without a copy.
+                        base = row.base
+                        sole = sys.getrefcount(row) <= SOLE and row is not nan_row
+                        if base is not None:
+                            sole = sole and sys.getrefcount(base) <= SOLE + 1
+                            sole = sole and getattr(base, "base", False) is None
+                        ms[r][ti] = row if sole else out[r].copy()
                         budget[0] -= 1
                 return out
 

@@ -59,7 +59,14 @@ def _unreliable(prob: Problem, res: Result) -> Arr:
     return ~np.isfinite(reduce_to(res.error, res.done.shape, np.max)) & ~prob.dead()
 
 
-def _careful(m: Stencil, prob: Problem, res: Result, mask: Arr, noisy_ok: Arr) -> Result:
+def _careful(
+    m: Stencil,
+    prob: Problem,
+    res: Result,
+    mask: Arr,
+    noisy_ok: Arr,
+    first: tuple[Result, Arr] | None = None,
+) -> Result:
     """Check the ``mask``ed elements, and retry those found unreliable.
 
     In order: without step growth where it grew; with ever smaller steps until successive
@@ -68,9 +75,13 @@ def _careful(m: Stencil, prob: Problem, res: Result, mask: Arr, noisy_ok: Arr) -
     round-off model
     scaled up by what the check saw (cancellation inside ``f``); with the stencil kept on its
     side of 0; with forward, then backward stencils. Each retry is checked in turn, and only a
-    consistent estimate replaces an unreliable one.
+    consistent estimate replaces an unreliable one. ``first`` is that first check's result and
+    ratio where the caller made it already.
     """
-    res, ratio = checked(m, prob, res._replace(retried=res.retried | noisy_ok), mask)
+    if first is None:
+        res, ratio = checked(m, prob, res._replace(retried=res.retried | noisy_ok), mask)
+    else:
+        res, ratio = first
     retry = _unreliable(prob, res) & mask & res.grown
     if retry.any():
         # The function looked flat at the default scale, but not at the larger one: aliasing.
@@ -268,19 +279,21 @@ def run_rows(
             return Estimate(res.value, res.error, res.step)
         # ``_careful`` begins with this check; the rows it leaves reliable and not vague are
         # final, the others go through the rest of ``_careful`` on their own.
-        done, _ = checked(m, prob, res._replace(retried=res.retried | noisy_ok), suspect)
+        done, ratio = checked(m, prob, res._replace(retried=res.retried | noisy_ok), suspect)
         vague = reduce_to(done.error >= np.abs(done.value), prob.t_shape, np.any)
         again = (_unreliable(prob, done) | (vague & straddles(m, prob, done))) & suspect
         if not again.any():
             return Estimate(done.value, done.error, done.step)
         index = np.flatnonzero(again)
         rows = prob.t_shape[0]
-        part = Result(*(np.asarray(a).reshape(rows, -1)[index] for a in res))
+        # The rows as checked (the check is per row): ``_careful`` goes on from there.
+        part = Result(*(np.asarray(a).reshape(rows, -1)[index] for a in done))
         part = part._replace(**{k: getattr(part, k).reshape(-1) for k in _ROW_FIELDS})
         sub = subset(index)
         whole = np.ones(sub.t_shape, dtype=bool)
         ok = noisy_ok.reshape(-1)[index].reshape(sub.t_shape)
-        fixed = _careful(m, sub, _shaped(part, sub), whole, ok)
+        first = (_shaped(part, sub), ratio.reshape(-1)[index].reshape(sub.t_shape))
+        fixed = _careful(m, sub, first[0], whole, ok, first)
         out = []
         for full, piece in zip(done[:3], fixed[:3], strict=True):
             arr = np.array(full, dtype=np.result_type(full, piece), copy=True)

@@ -387,6 +387,10 @@ def _rescale_loop(
         if not flat.any():
             break
         h2 = snap(prob, np.where(flat, target, h))
+        # A target that snaps back to the step would only repeat the points it has.
+        flat &= h2 != h
+        if not flat.any():
+            break
         ev, mag, fm = _magnitude_pass_on(b, prob, h2, flat)
         take = flat & ev.good
         df = np.where(take, mag, df)
