@@ -109,7 +109,7 @@ def test_float16_broadcast_rules_are_checked_for_real() -> None:
 # -- kinks along a direction, for any frule (not a broadcast) ---------------------------------
 
 NEAR_TIE = np.linspace(0.0, 1.0, 50)
-NEAR_TIE[20] = NEAR_TIE[21] + 3e-9  # two entries a step apart: sort has a kink within h
+NEAR_TIE[20] = NEAR_TIE[21] + 1e-13  # closer than any step resolves: a kink within h
 
 
 def _sort_frule(scale: float) -> Any:
@@ -316,3 +316,15 @@ def test_a_jump_just_off_the_point_does_not_fail_a_correct_frule(seed: int) -> N
     assert all("agree" not in n or n.endswith(": accepted") for n in report.notes)
     with pytest.raises(RuleTestFailure, match="the output tangent differs"):
         test_frule(hardshrink, x, frule_f=_hardshrink_rules(0.1).frule, rng=seed)
+
+
+def test_a_near_tie_the_steps_resolve_is_checked_exactly() -> None:
+    """Entries 3e-9 apart: sort is differentiable there, and below that scale linear; each
+    output settles at its own step, so the rule is checked on every element, not at a kink."""
+    x = np.linspace(0.0, 1.0, 50)
+    x[20] = x[21] + 3e-9
+    report = test_frule(np.sort, x, frule_f=_sort_frule(1.0), rng=0)
+    assert not [n for n in report.notes if "kink" in n]
+    with pytest.raises(RuleTestFailure) as info:
+        test_frule(np.sort, x, frule_f=_sort_frule(1.01), rng=0)
+    assert "ydot: 1 of 50 elements differ" in str(info.value)

@@ -44,7 +44,7 @@ from rruletest.finite_differences.problem import Problem, abs_spacing, reduce_to
 from rruletest.finite_differences.rows import combine_rows
 from rruletest.finite_differences.steps import choose_step
 
-__all__ = ["Result", "attempt", "check", "checked", "straddles"]
+__all__ = ["Result", "attempt", "check", "checked", "merge", "straddles"]
 
 F64 = npt.NDArray[np.float64]
 Arr = npt.NDArray[Any]
@@ -349,3 +349,18 @@ def checked(m: Stencil, prob: Problem, res: Result, mask: Arr) -> tuple[Result, 
         res, r = check(m, prob, res, coarse, 2.0)
         ratio = np.maximum(ratio, r)
     return res, ratio
+
+
+def merge(res: Result, alt: Result, take: Arr) -> Result:
+    """``res`` with ``alt``'s results where ``take`` (per element of ``t``) is true."""
+    take_y = np.broadcast_to(take, res.value.shape)
+    return Result(
+        np.where(take_y, alt.value, res.value),
+        np.where(take_y, alt.error, res.error),
+        np.where(take, alt.step, res.step),
+        res.done | take,
+        res.retried | take,
+        np.where(take, alt.coarse, res.coarse),
+        np.where(take, alt.grown, res.grown),
+        np.where(take, alt.unresolved, res.unresolved),
+    )

@@ -30,7 +30,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rruletest.finite_differences.attempt import Result, attempt, check, checked, straddles
+from rruletest.finite_differences.attempt import (
+    Result,
+    attempt,
+    check,
+    checked,
+    merge,
+    straddles,
+)
+from rruletest.finite_differences.converge import converge
 from rruletest.finite_differences.kernels import Kind, Stencil
 from rruletest.finite_differences.problem import Estimate, Problem, reduce_to
 from rruletest.finite_differences.scalar import fast_estimate
@@ -38,20 +46,6 @@ from rruletest.finite_differences.scalar import fast_estimate
 __all__ = ["estimate_function", "run", "run_rows"]
 
 Arr = npt.NDArray[Any]
-
-
-def _merge(res: Result, alt: Result, take: Arr) -> Result:
-    take_y = np.broadcast_to(take, res.value.shape)
-    return Result(
-        np.where(take_y, alt.value, res.value),
-        np.where(take_y, alt.error, res.error),
-        np.where(take, alt.step, res.step),
-        res.done | take,
-        res.retried | take,
-        np.where(take, alt.coarse, res.coarse),
-        np.where(take, alt.grown, res.grown),
-        np.where(take, alt.unresolved, res.unresolved),
-    )
 
 
 def _unreliable(prob: Problem, res: Result) -> Arr:
@@ -87,12 +81,13 @@ def _careful(
         # The function looked flat at the default scale, but not at the larger one: aliasing.
         alt = attempt(m, prob, None, grow=False)
         alt, _ = checked(m, prob, alt._replace(retried=alt.retried | retry), retry)
-        res = _merge(res, alt, retry & ~_unreliable(prob, alt))
+        res = merge(res, alt, retry & ~_unreliable(prob, alt))
     retry = _unreliable(prob, res) & mask & res.done
     if retry.any():
-        res = _converge(m, prob, res, retry)
-        # A change that shrank by chance (round-off) must also pass the half-step check.
-        converged = retry & ~_unreliable(prob, res)
+        res, alone = converge(m, prob, res, retry)
+        # A change that shrank by chance (round-off) must also pass the half-step check (the
+        # outputs that settled alone did so at three successive levels).
+        converged = retry & ~_unreliable(prob, res) & ~alone
         if converged.any():
             res, _ = check(m, prob, res, converged, 0.5)
     retry = _unreliable(prob, res) & mask & noisy_ok & np.isfinite(ratio) & (ratio > 0)
@@ -100,7 +95,7 @@ def _careful(
         scale = np.where(retry, 2.0 * ratio, 1.0)
         alt = attempt(m, prob, None, math.inf, scale)
         alt, _ = checked(m, prob, alt._replace(retried=alt.retried | retry), retry)
-        res = _merge(res, alt, retry & ~_unreliable(prob, alt))
+        res = merge(res, alt, retry & ~_unreliable(prob, alt))
     # Unreliable, or no better than its own size, with a stencil across 0: try again with the
     # stencil on its side of 0 (1/x at 1e-100), and keep whichever error is smaller.
     vague = reduce_to(res.error >= np.abs(res.value), prob.t_shape, np.any)
@@ -120,7 +115,7 @@ def _careful(
         # something singular near 0: it is not to be trusted either.
         doomed = np.broadcast_to(retry & vague & failed, res.error.shape)
         res = res._replace(error=np.where(doomed, np.inf, res.error))
-        res = _merge(res, alt, retry & ~failed & better)
+        res = merge(res, alt, retry & ~failed & better)
     retry = _unreliable(prob, res) & mask
     if m.kind == "central" and retry.any():
         res = _one_sided(m, prob, res, retry)
@@ -146,46 +141,12 @@ def _one_sided(m: Stencil, prob: Problem, res: Result, retry: Arr) -> Result:
         f_better = fwd.error <= bwd.error
     kink = ok_f & ok_b & reduce_to(apart, prob.t_shape, np.any)
     take_f = ok_f & ~kink & (~ok_b | reduce_to(f_better, prob.t_shape, np.all))
-    res = _merge(res, fwd, take_f)
-    return _merge(res, bwd, ok_b & ~kink & ~take_f)
+    res = merge(res, fwd, take_f)
+    return merge(res, bwd, ok_b & ~kink & ~take_f)
 
 
 #: One-sided estimates further apart than this many times their summed errors mark a kink.
 KINK_FACTOR = 10.0
-
-
-#: Levels of the convergence retry, and the step ratio between levels.
-CONVERGE_LEVELS = 4
-CONVERGE_RATIO = 8.0
-
-
-def _converge(m: Stencil, prob: Problem, res: Result, retry: Arr) -> Result:
-    """Estimates at steps ``h / 8, h / 64, ...`` for the ``retry`` elements; accept the first
-    whose change from the previous level is below 1/64 of the change before (the truncation
-    error is shrinking as it should, ``8**-(p-q)`` per level), with twice that change as its
-    error. Round-off-dominated and singular elements never converge and stay unreliable."""
-    h = res.step.astype(np.float64)
-    prev_value = res.value
-    prev_diff: Arr | None = None
-    pending = retry.copy()
-    for level in range(1, CONVERGE_LEVELS + 1):
-        step = np.where(pending, h / CONVERGE_RATIO**level, h)
-        alt = attempt(m, prob, step)
-        diff = np.abs(alt.value - prev_value)
-        if prev_diff is not None:
-            # Converging: the change shrank by 64, or is already within the round-off model.
-            settled = (diff * 64.0 <= prev_diff) | (diff <= alt.error)
-            ok = reduce_to(np.isfinite(diff) & settled, prob.t_shape, np.all)
-            ok &= reduce_to(np.isfinite(alt.error), prob.t_shape, np.all)
-            take = pending & ok & alt.done
-            if take.any():
-                accepted = alt._replace(error=np.maximum(alt.error, 2.0 * diff))
-                res = _merge(res, accepted, take)
-                pending &= ~take
-        if not pending.any():
-            break
-        prev_value, prev_diff = alt.value, diff
-    return res
 
 
 def _take(res: Result, index: npt.NDArray[np.intp]) -> Result:

@@ -1,0 +1,119 @@
+"""The convergence retry: estimates at ever smaller steps until successive ones agree.
+
+Where an estimate fails its check at half the step, the function may vary on a scale far
+below the step the bound estimator chose (``tanh(x / 1e-6)`` at 0, ``sort`` of values closer
+than the step): estimates at ``h / 8, h / 64, ...`` converge once the step resolves that scale,
+the truncation error shrinking by ``8**-(p-q)`` per level. Round-off-dominated and singular
+elements never converge and stay unreliable; the outputs of a problem that is not elementwise
+may settle one by one (``converge``).
+
+>>> from rruletest.finite_differences import central_fdm
+>>> from rruletest.finite_differences.attempt import attempt
+>>> prob = Problem(lambda t: np.tanh(t / 1e-6), np.array([0.0]))
+>>> first = attempt(central_fdm(5, 1), prob, None)
+>>> res, alone = converge(central_fdm(5, 1), prob, first, np.array([True]))
+>>> bool(abs(res.value[0] - 1e6) <= res.error[0]), bool(alone[0])
+(True, False)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rruletest.finite_differences.attempt import Result, attempt, merge
+from rruletest.finite_differences.kernels import Stencil
+from rruletest.finite_differences.problem import Problem, reduce_to
+
+__all__ = ["CONVERGE_LEVELS", "CONVERGE_RATIO", "OUTPUT_LEVELS", "converge"]
+
+Arr = npt.NDArray[Any]
+
+
+#: Levels of the convergence retry, and the step ratio between levels.
+CONVERGE_LEVELS = 4
+CONVERGE_RATIO = 8.0
+#: Levels the outputs of a problem that is not elementwise may go on to, output by output.
+OUTPUT_LEVELS = 8
+
+
+def converge(m: Stencil, prob: Problem, res: Result, retry: Arr) -> tuple[Result, Arr]:
+    """Estimates at steps ``h / 8, h / 64, ...`` for the ``retry`` elements; accept the first
+    whose change from the previous level is below 1/64 of the change before (the truncation
+    error is shrinking as it should, ``8**-(p-q)`` per level), with twice that change as its
+    error. Round-off-dominated and singular elements never converge and stay unreliable.
+
+    The outputs of a problem that is not elementwise (a direction's, a Jacobian row's) are
+    different functions of the same ``t``, each with its own scale: ``sort`` of 1e5 values
+    along a direction crosses some tie within every step but one far below the gaps between
+    neighbours, yet each output is linear below its own gap. So an element of ``t`` whose
+    outputs do not all settle within ``CONVERGE_LEVELS`` goes on, output by output, to
+    ``OUTPUT_LEVELS``: every output takes the first level at which it settled twice running
+    (three successive levels agree; a step across two kinks, one on each side, can pass the
+    half-step check with a wrong slope, so no checked estimate of such an element is kept),
+    and the element counts as converged once all of its outputs have. Also returns where
+    that was so (those elements' steps are the original ones, and no single step re-checks
+    them all).
+    """
+    h = res.step.astype(np.float64)
+    prev_value = res.value
+    prev_diff: Arr | None = None
+    pending = retry.copy()
+    # Per output (problems that are not elementwise): still to settle, reliable when checked,
+    # settled at the previous level, and the estimate taken where it settled twice running.
+    alone = not prob.elementwise
+    need = np.broadcast_to(pending, res.error.shape).copy() if alone else None
+    checked_ok = np.isfinite(res.error)
+    before: Arr | None = None
+    got_value, got_error = res.value, res.error
+    for level in range(1, (OUTPUT_LEVELS if alone else CONVERGE_LEVELS) + 1):
+        if level > CONVERGE_LEVELS and (need is None or not need.any()):
+            break
+        step = np.where(pending, h / CONVERGE_RATIO**level, h)
+        alt = attempt(m, prob, step)
+        diff = np.abs(alt.value - prev_value)
+        if prev_diff is not None:
+            # Converging: the change shrank by 64, or is already within the round-off model.
+            settled = (diff * 64.0 <= prev_diff) | (diff <= alt.error)
+            if level <= CONVERGE_LEVELS:
+                ok = reduce_to(np.isfinite(diff) & settled, prob.t_shape, np.all)
+                ok &= reduce_to(np.isfinite(alt.error), prob.t_shape, np.all)
+                take = pending & ok & alt.done
+                if take.any():
+                    accepted = alt._replace(error=np.maximum(alt.error, 2.0 * diff))
+                    res = merge(res, accepted, take)
+                    pending &= ~take
+            if need is not None:
+                settled &= np.isfinite(diff) & np.isfinite(alt.error)
+                settled &= np.broadcast_to(pending & alt.done, settled.shape)
+                if before is not None:
+                    # An output the check found unreliable that settles on a value no larger
+                    # than its error settled on a plateau of f's rounding (sin(x) - x * cos(x)
+                    # is exactly 0 below 1e-8), not on its derivative: it stays unreliable.
+                    error = np.maximum(alt.error, 2.0 * diff)
+                    plateau = ~checked_ok & (np.abs(alt.value) <= error)
+                    now = need & settled & before & ~plateau
+                    if now.any():
+                        got_value = np.where(now, alt.value, got_value)
+                        got_error = np.where(now, error, got_error)
+                        need = need & ~now
+                before = settled
+        if not pending.any():
+            break
+        prev_value, prev_diff = alt.value, diff
+    if need is None:
+        return res, np.zeros(prob.t_shape, dtype=bool)
+    # Elements still pending take what their outputs settled on; an output that never settled
+    # is unreliable (its checked estimate may be one of a wrong slope, above). An element all
+    # of whose outputs settled has converged.
+    if not pending.any():
+        return res, pending
+    pending_y = np.broadcast_to(pending, res.value.shape)
+    res = res._replace(
+        value=np.where(pending_y, got_value, res.value),
+        error=np.where(pending_y & need, np.inf, np.where(pending_y, got_error, res.error)),
+    )
+    fixed = pending & ~reduce_to(need, prob.t_shape, np.any)
+    return res._replace(retried=res.retried | fixed), fixed
