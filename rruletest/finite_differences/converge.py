@@ -27,7 +27,7 @@ from rruletest.finite_differences.attempt import Result, attempt, merge
 from rruletest.finite_differences.kernels import Stencil
 from rruletest.finite_differences.problem import Problem, reduce_to
 
-__all__ = ["CONVERGE_LEVELS", "CONVERGE_RATIO", "OUTPUT_LEVELS", "converge"]
+__all__ = ["CONVERGE_LEVELS", "CONVERGE_RATIO", "KINKED", "OUTPUT_LEVELS", "converge"]
 
 Arr = npt.NDArray[Any]
 
@@ -37,6 +37,10 @@ CONVERGE_LEVELS = 4
 CONVERGE_RATIO = 8.0
 #: Levels the outputs of a problem that is not elementwise may go on to, output by output.
 OUTPUT_LEVELS = 8
+#: Beyond ``CONVERGE_LEVELS``, an element goes on only while some unsettled output changes by
+#: more than this many times its round-off model between levels: a kink crossed, not round-off
+#: growing as the step shrinks (cumsum's accumulated rounding is up to ~2e3 times the model).
+KINKED = 1e5
 
 
 def converge(m: Stencil, prob: Problem, res: Result, retry: Arr) -> tuple[Result, Arr]:
@@ -50,7 +54,8 @@ def converge(m: Stencil, prob: Problem, res: Result, retry: Arr) -> tuple[Result
     along a direction crosses some tie within every step but one far below the gaps between
     neighbours, yet each output is linear below its own gap. So an element of ``t`` whose
     outputs do not all settle within ``CONVERGE_LEVELS`` goes on, output by output, to
-    ``OUTPUT_LEVELS``: every output takes the first level at which it settled twice running
+    ``OUTPUT_LEVELS`` (while its outputs change by more than round-off could): every output
+    takes the first level at which it settled twice running
     (three successive levels agree; a step across two kinks, one on each side, can pass the
     half-step check with a wrong slope, so no checked estimate of such an element is kept),
     and the element counts as converged once all of its outputs have. Also returns where
@@ -60,6 +65,7 @@ def converge(m: Stencil, prob: Problem, res: Result, retry: Arr) -> tuple[Result
     h = res.step.astype(np.float64)
     prev_value = res.value
     prev_diff: Arr | None = None
+    prev_error: Arr | None = None
     pending = retry.copy()
     # Per output (problems that are not elementwise): still to settle, reliable when checked,
     # settled at the previous level, and the estimate taken where it settled twice running.
@@ -68,10 +74,24 @@ def converge(m: Stencil, prob: Problem, res: Result, retry: Arr) -> tuple[Result
     checked_ok = np.isfinite(res.error)
     before: Arr | None = None
     got_value, got_error = res.value, res.error
+    # Elements stepping down: the pending ones, and beyond CONVERGE_LEVELS those of them with
+    # an unsettled output that crossed a kink (``jumped``); ``went``: those that went on.
+    going = pending
+    went = np.zeros(prob.t_shape, dtype=bool)
+    jumped = np.zeros(res.value.shape, dtype=bool)
     for level in range(1, (OUTPUT_LEVELS if alone else CONVERGE_LEVELS) + 1):
-        if level > CONVERGE_LEVELS and (need is None or not need.any()):
-            break
-        step = np.where(pending, h / CONVERGE_RATIO**level, h)
+        if level > CONVERGE_LEVELS:
+            assert need is not None
+            assert prev_diff is not None
+            assert prev_error is not None
+            jumped |= prev_diff > KINKED * prev_error  # (kinks, once seen, are remembered)
+            going = going & pending & reduce_to(need & jumped, prob.t_shape, np.any)
+            if not going.any():
+                break
+            went |= going
+        else:
+            going = pending
+        step = np.where(going, h / CONVERGE_RATIO**level, h)
         alt = attempt(m, prob, step)
         diff = np.abs(alt.value - prev_value)
         if prev_diff is not None:
@@ -87,7 +107,7 @@ def converge(m: Stencil, prob: Problem, res: Result, retry: Arr) -> tuple[Result
                     pending &= ~take
             if need is not None:
                 settled &= np.isfinite(diff) & np.isfinite(alt.error)
-                settled &= np.broadcast_to(pending & alt.done, settled.shape)
+                settled &= np.broadcast_to(going & pending & alt.done, settled.shape)
                 if before is not None:
                     # An output the check found unreliable that settles on a value no larger
                     # than its error settled on a plateau of f's rounding (sin(x) - x * cos(x)
@@ -102,18 +122,19 @@ def converge(m: Stencil, prob: Problem, res: Result, retry: Arr) -> tuple[Result
                 before = settled
         if not pending.any():
             break
-        prev_value, prev_diff = alt.value, diff
-    if need is None:
+        prev_value, prev_diff, prev_error = alt.value, diff, alt.error
+    if need is None or not pending.any():
         return res, np.zeros(prob.t_shape, dtype=bool)
-    # Elements still pending take what their outputs settled on; an output that never settled
-    # is unreliable (its checked estimate may be one of a wrong slope, above). An element all
-    # of whose outputs settled has converged.
-    if not pending.any():
-        return res, pending
-    pending_y = np.broadcast_to(pending, res.value.shape)
-    res = res._replace(
-        value=np.where(pending_y, got_value, res.value),
-        error=np.where(pending_y & need, np.inf, np.where(pending_y, got_error, res.error)),
-    )
+    # Elements that went on alone, or whose outputs all settled, take what their outputs
+    # settled on; an output that never settled is unreliable (its checked estimate may be
+    # one of a wrong slope, above). An element all of whose outputs settled has converged.
     fixed = pending & ~reduce_to(need, prob.t_shape, np.any)
+    apply = pending & (went | fixed)
+    if not apply.any():
+        return res, fixed
+    apply_y = np.broadcast_to(apply, res.value.shape)
+    res = res._replace(
+        value=np.where(apply_y, got_value, res.value),
+        error=np.where(apply_y & need, np.inf, np.where(apply_y, got_error, res.error)),
+    )
     return res._replace(retried=res.retried | fixed), fixed

@@ -1,0 +1,74 @@
+"""The convergence retry: elements whose estimates disagree at a step and half of it get ever
+smaller steps; the outputs of a problem that is not elementwise settle one by one, but only
+while they cross kinks (round-off growing as the step shrinks stops them where it did)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rruletest.finite_differences import central_fdm
+from rruletest.finite_differences.attempt import attempt
+from rruletest.finite_differences.converge import CONVERGE_LEVELS, converge
+from rruletest.finite_differences.problem import Problem
+
+M = central_fdm(5, 1)
+
+
+def _levels(prob: Problem, retry: Any) -> tuple[Any, Any, int]:
+    """``converge`` from a first attempt, and how many steps it estimated at."""
+    first = attempt(M, prob, None)
+    seen: set[float] = set()
+    phi = prob.phi
+
+    def counting(t: Any) -> Any:
+        seen.add(float(np.asarray(t).reshape(-1)[0]))
+        return phi(t)
+
+    prob.phi = counting
+    res, alone = converge(M, prob, first, retry)
+    return res, alone, len(seen) // 4  # four stencil points per level
+
+
+def test_outputs_crossing_kinks_settle_one_by_one() -> None:
+    # Two outputs along t: one kinked 1e-9 from 0, one smooth. At the first step both cross
+    # nothing the half-step check could miss, but the kinked one has no common step with the
+    # smooth one within the retry's own levels.
+    def f(t: Any) -> Any:
+        s = np.asarray(t, dtype=np.float64).reshape(-1)[0]
+        return np.array([abs(s - 1e-9) + 2.0 * s, np.sin(s)])
+
+    prob = Problem(f, np.zeros(1))
+    res, alone, levels = _levels(prob, np.array([True]))
+    value, error = np.asarray(res.value), np.asarray(res.error)
+    assert levels > CONVERGE_LEVELS
+    assert bool(alone[0])
+    assert abs(value[0] - 1.0) <= error[0] < 1e-3  # the left slope: 0 is left of the kink
+    assert abs(value[1] - 1.0) <= error[1] < 1e-6
+
+
+def test_round_off_growing_as_the_step_shrinks_stops_at_the_retrys_levels() -> None:
+    # An output whose rounding is 1e3 times the model's: no level settles it, and it shows no
+    # kink, so the retry stops after its own levels, as it did before outputs went on alone.
+    rng = np.random.default_rng(0)
+
+    def f(t: Any) -> Any:
+        s = np.asarray(t, dtype=np.float64).reshape(-1)[0]
+        noise = rng.standard_normal() * 1e3 * np.spacing(1.0)
+        return np.array([1.0 + s + noise, np.sin(s)])
+
+    prob = Problem(f, np.zeros(1))
+    first = attempt(M, prob, None)
+    first = first._replace(error=np.array([np.inf, first.error[1]]))  # as the check left it
+    calls = [0]
+    phi = prob.phi
+
+    def counting(t: Any) -> Any:
+        calls[0] += 1
+        return phi(t)
+
+    prob.phi = counting
+    _, alone = converge(M, prob, first, np.array([True]))
+    assert not bool(alone[0])
+    assert calls[0] <= 4 * CONVERGE_LEVELS
