@@ -28,6 +28,7 @@ SCRIPTS = {
     "interop_peers.py": ["| wrong rule |", "| no unbroadcast |"],
     "general_rules.py": ["calls/coord", "3x3 matmul test_rrule", "named"],
     "general_peers.py": ["torch gradcheck fast", "jax check_grads", "one element off 0.1%"],
+    "kinked_rules.py": ["verdicts over seeds", "test_rrule x primal", "swapped neighbours"],
 }
 
 
