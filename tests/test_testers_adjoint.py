@@ -103,3 +103,44 @@ def test_a_float32_accumulation_is_allowed_the_rounding_it_accumulates(seed: int
         test_rrule(_cumsum, x, rrule_f=_cumsum_rules(1e-2).rrule, rng=seed)
     assert "args[0]: 1 of 5000 elements differ" in str(info.value)
     assert "at [1234]" in str(info.value)
+
+
+def _sort_rules(off: float) -> RuleSet:
+    rules = RuleSet()
+
+    @rules.register_rrule(np.sort)
+    def _rrule(x: Any) -> Any:
+        perm = np.argsort(x)
+
+        def pullback(ybar: Any) -> Any:
+            xbar = np.zeros_like(x)
+            if isinstance(ybar, ZeroTangent):
+                return NoTangent(), xbar
+            xbar[perm] = unthunk(ybar)
+            xbar[perm[100]] *= 1 + off
+            return NoTangent(), xbar
+
+        return x[perm], pullback
+
+    return rules
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_tie_located_by_group_testing_is_checked_against_both_sides(dtype: Any) -> None:
+    """Two equal entries: sort has a kink there along any direction that separates them, and
+    the central difference averages the two slopes. Group testing names the two elements;
+    checked against the one-sided derivatives, the rule's values (one side each) are
+    accepted with a note, and an element 1% off elsewhere still fails."""
+    x = np.random.default_rng(0).standard_normal(5000).astype(dtype)
+    x[4398] = x[3311]
+    seen = 0
+    for seed in range(3):  # (a direction with equal signs on the pair crosses no kink)
+        report = test_rrule(np.sort, x, rrule_f=_sort_rules(0.0).rrule, rng=seed)
+        kinks = [n for n in report.notes if "is at a kink along the tangent" in n]
+        assert [k.split()[0] for k in kinks] in ([], ["args[0][3311]", "args[0][4398]"])
+        assert all(k.endswith("between them (accepted)") for k in kinks)
+        seen += bool(kinks)
+    assert seen
+    with pytest.raises(AssertionError) as info:
+        test_rrule(np.sort, x, rrule_f=_sort_rules(1e-2).rrule, rng=0)
+    assert "args[0]: 1 of 5000 elements differ" in str(info.value)
