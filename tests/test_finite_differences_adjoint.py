@@ -108,3 +108,15 @@ def test_sort_of_many_values_is_checked_output_by_output(seed: int) -> None:
     bad[order[100]], bad[order[101]] = xbar[order[101]] + 1.0, xbar[order[100]]
     chk = AdjointCheck(None, np.sort, (x,), bad, ybar, rng=np.random.default_rng(seed))
     assert not chk.run().ok
+
+
+def test_a_float32_reduction_is_evaluated_in_float64_too() -> None:
+    """A reduction's output is a numpy scalar (np.float32), not an array: it is promoted as
+    an array output is, so the rounding of 5000 float32 terms does not hide a wrong element."""
+    x = np.random.default_rng(0).uniform(-3, 3, 5000).astype(np.float32)
+    xbar = np.cos(x)
+    chk = AdjointCheck(
+        None, lambda v: np.sin(v).sum(), (x,), xbar, np.float32(1.0), rng=np.random.default_rng(0)
+    )
+    assert chk.promoted
+    assert chk.run().ok
