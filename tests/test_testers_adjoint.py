@@ -144,3 +144,18 @@ def test_a_tie_located_by_group_testing_is_checked_against_both_sides(dtype: Any
     with pytest.raises(AssertionError) as info:
         test_rrule(np.sort, x, rrule_f=_sort_rules(1e-2).rrule, rng=0)
     assert "args[0]: 1 of 5000 elements differ" in str(info.value)
+
+
+def test_a_direction_across_a_tie_is_checked_against_both_sides() -> None:
+    """Two equal float32 entries that group testing cannot separate (each half of the
+    direction keeps the tie at its centre): the direction's <xbar, v> is checked against the
+    one-sided derivatives of <ybar, f(x + t v)>, and the rule's (one side's) is accepted."""
+    x = np.random.default_rng(1).uniform(0.2, 0.9, 5000).astype(np.float32)
+    assert np.unique(x).size == 4999  # one tie
+    report = test_rrule(np.sort, x, rrule_f=_sort_rules(0.0).rrule, rng=1)
+    notes = [n for n in report.notes if "of the adjoint identity crosses a kink of f at x" in n]
+    assert len(notes) == 1
+    assert notes[0].endswith("between them (accepted)")
+    with pytest.raises(AssertionError) as info:
+        test_rrule(np.sort, x, rrule_f=_sort_rules(1e-2).rrule, rng=1)
+    assert "adjoint identity fails along random direction" in str(info.value)

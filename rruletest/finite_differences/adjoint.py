@@ -351,12 +351,13 @@ class AdjointCheck:
         """The gaps of all directions on all coordinates."""
         return self.gaps([(k, None) for k in range(self.count)])
 
-    def localise(self, found: Gaps) -> Located:
-        """Group testing along the first failing direction of ``found``."""
-        bad = np.flatnonzero(np.abs(found.gap) > found.tolerance)
-        if bad.size == 0:
-            return Located(np.zeros(0, np.intp), np.zeros(0), np.zeros(0), [])
-        k = int(bad[0])
+    def localise(self, found: Gaps, k: int | None = None) -> Located:
+        """Group testing along direction ``k`` of ``found`` (the first failing one if None)."""
+        if k is None:
+            bad = np.flatnonzero(np.abs(found.gap) > found.tolerance)
+            if bad.size == 0:
+                return Located(np.zeros(0, np.intp), np.zeros(0), np.zeros(0), [])
+            k = int(bad[0])
         active = [(np.arange(self.n), float(found.gap[k]), float(found.error[k]))]
         singles: list[tuple[int, float, float]] = []
         regions: list[Index] = []

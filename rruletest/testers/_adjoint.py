@@ -15,6 +15,8 @@ import numpy as np
 
 from rruletest.defaults import ERROR_FACTOR
 from rruletest.finite_differences.adjoint import ROUND_Z, AdjointCheck
+from rruletest.finite_differences.kink_checks import directional_kinks
+from rruletest.finite_differences.to_vec import to_vec
 from rruletest.tangents import unthunk
 from rruletest.testers._check import Check
 from rruletest.testers._checks import compare
@@ -77,22 +79,105 @@ def check_adjoint(
     record(report, "args", counts, "the adjoint identity", unit="random directions")
     if located is None:
         return
-    expected: list[Any] = []
-    tols: list[Any] = []
-    if located.coords.size:
-        vec = chk.xbar.copy()
-        vec[located.coords] = located.value
-        tol = np.full(vec.size, np.inf)
-        tol[located.coords] = atol + ERROR_FACTOR * located.error + ROUND_Z * chk.floor
-        expected, tols = list(chk.back.tangent(vec)), list(chk.back.error(tol))
-        # (at the float64 point the identity was evaluated at, if it was promoted)
-        xs = [chk.array] if chk.promoted else [a.primal for a in live]
-        expected = _kinks(s, fdm, g, ybar, out, live, xs, expected, tols, rtol)
-        if not located.regions and not any(
+    for k in np.flatnonzero(failing).tolist():
+        if located is None:
+            try:
+                located = chk.localise(found, k)
+            except Exception as exc:
+                fd_failure(report, exc, "register_rrule", g)
+                return
+        expected, tols = _located(s, chk, fdm, g, ybar, out, live, located, rtol, atol)
+        wrong = located.coords.size > 0 and any(
             _differs(out[a.index + 1], expected[i], rtol, tols[i]) for i, a in enumerate(live)
-        ):
-            return  # every located element is at a kink, and the rule's value is one side's
-    k = int(np.flatnonzero(failing)[0])
+        )
+        if not wrong and not located.regions:
+            located = None  # every element found alone is at a kink, with one side's value
+            continue
+        tol_k, lhs_k = float(found.tolerance[k]), float(found.lhs[k])
+        if not wrong and _direction_at_kink(s, chk, fdm, g, ybar, k, rtol, tol_k, lhs_k):
+            located = None  # the direction crosses a kink at x: <xbar, v> is one side's
+            continue
+        _failure(report, found, k, located, live, out, expected, tols, rtol)
+        return
+
+
+def _located(
+    s: Setup,
+    chk: AdjointCheck,
+    fdm: Any,
+    g: Any,
+    ybar: Any,
+    out: tuple[Any, ...],
+    live: list[Any],
+    located: Any,
+    rtol: float,
+    atol: float,
+) -> tuple[list[Any], list[Any]]:
+    """The numerical cotangents of the elements found alone (the others: the rule's, with an
+    infinite tolerance) and their tolerances, after the one-sided checks of those elements."""
+    if not located.coords.size:
+        return [], []
+    vec = chk.xbar.copy()
+    vec[located.coords] = located.value
+    tol = np.full(vec.size, np.inf)
+    tol[located.coords] = atol + ERROR_FACTOR * located.error + ROUND_Z * chk.floor
+    expected, tols = list(chk.back.tangent(vec)), list(chk.back.error(tol))
+    # (at the float64 point the identity was evaluated at, if it was promoted)
+    xs = [chk.array] if chk.promoted else [a.primal for a in live]
+    return _kinks(s, fdm, g, ybar, out, live, xs, expected, tols, rtol), tols
+
+
+def _direction_at_kink(
+    s: Setup,
+    chk: AdjointCheck,
+    fdm: Any,
+    g: Any,
+    ybar: Any,
+    k: int,
+    rtol: float,
+    atol: float,
+    lhs: float,
+) -> bool:
+    """Whether ``lhs = <xbar, v>`` along direction ``k`` lies between the one-sided derivatives of
+    ``<ybar, f(x + t v)>`` at 0, which differ: ``f`` has a kink at ``x`` along ``v`` (equal
+    entries of float32 ``sort``, split by ``v``), where the central difference averages the two
+    sides and group testing finds no element alone. Then a note says so. A single real array
+    argument only (the direction is over its elements)."""
+    if chk.array is None:
+        return False
+    x = chk.array
+    v = chk.direction(k).reshape(x.shape).astype(x.dtype)
+    yb, _ = to_vec(unthunk(ybar))
+
+    def h(z: Any) -> Any:
+        y, _ = to_vec(g(z))
+        return np.dot(yb, y) if y.shape == yb.shape else np.nan
+
+    try:
+        rep = directional_kinks(fdm, h, lhs, (x, v), rtol=rtol, atol=atol, root="args")
+    except Exception:
+        return False
+    if not bool(rep.accepted):
+        return False
+    s.report.note(
+        f"args: random direction {k} of the adjoint identity crosses a kink of f at x: "
+        + "; ".join(line.split(": ", 1)[-1] for line in rep.lines)
+    )
+    return True
+
+
+def _failure(
+    report: Any,
+    found: Any,
+    k: int,
+    located: Any,
+    live: list[Any],
+    out: tuple[Any, ...],
+    expected: list[Any],
+    tols: list[Any],
+    rtol: float,
+) -> None:
+    """Direction ``k``'s failure, and the elements found alone compared as a dense vjp's."""
     lhs, rhs = float(found.lhs[k]), float(found.lhs[k] + found.gap[k])
     where = (
         "the wrong elements, found by group testing, follow"
@@ -147,7 +232,8 @@ def _kinks(
     except Exception:
         return expected  # the one-sided runs failed: compare as usual
     for line in lines:
-        s.report.note(line)
+        if line not in s.report.notes:  # (another failing direction may name it too)
+            s.report.note(line)
     return values
 
 
