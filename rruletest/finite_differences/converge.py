@@ -65,7 +65,6 @@ def converge(m: Stencil, prob: Problem, res: Result, retry: Arr) -> tuple[Result
     h = res.step.astype(np.float64)
     prev_value = res.value
     prev_diff: Arr | None = None
-    prev_error: Arr | None = None
     pending = retry.copy()
     # Per output (problems that are not elementwise): still to settle, reliable when checked,
     # settled at the previous level, and the estimate taken where it settled twice running.
@@ -82,9 +81,6 @@ def converge(m: Stencil, prob: Problem, res: Result, retry: Arr) -> tuple[Result
     for level in range(1, (OUTPUT_LEVELS if alone else CONVERGE_LEVELS) + 1):
         if level > CONVERGE_LEVELS:
             assert need is not None
-            assert prev_diff is not None
-            assert prev_error is not None
-            jumped |= prev_diff > KINKED * prev_error  # (kinks, once seen, are remembered)
             going = going & pending & reduce_to(need & jumped, prob.t_shape, np.any)
             if not going.any():
                 break
@@ -94,6 +90,8 @@ def converge(m: Stencil, prob: Problem, res: Result, retry: Arr) -> tuple[Result
         step = np.where(going, h / CONVERGE_RATIO**level, h)
         alt = attempt(m, prob, step)
         diff = np.abs(alt.value - prev_value)
+        if need is not None:
+            jumped |= diff > KINKED * alt.error  # (a kink, once crossed, is remembered)
         if prev_diff is not None:
             # Converging: the change shrank by 64, or is already within the round-off model.
             settled = (diff * 64.0 <= prev_diff) | (diff <= alt.error)
@@ -122,7 +120,7 @@ def converge(m: Stencil, prob: Problem, res: Result, retry: Arr) -> tuple[Result
                 before = settled
         if not pending.any():
             break
-        prev_value, prev_diff, prev_error = alt.value, diff, alt.error
+        prev_value, prev_diff = alt.value, diff
     if need is None or not pending.any():
         return res, np.zeros(prob.t_shape, dtype=bool)
     # Elements that went on alone, or whose outputs all settled, take what their outputs
