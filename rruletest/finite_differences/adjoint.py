@@ -161,6 +161,7 @@ class AdjointCheck:
         if promote and self.array is not None and self.array.dtype.itemsize < 8:
             self._promote(y)
         self._buffer: Arr | None = None
+        self._y0: F64 | None = None  # f's kept output coordinates at x (``_vector_jvp``)
         # psi's rounding comes from every term of <ybar, f>, however much they cancel: its
         # values carry an offset of that size, so the engine's round-off model sees it.
         # Output coordinates not finite at x with a zero ybar take no part in <ybar, f>
@@ -240,7 +241,8 @@ class AdjointCheck:
         gap = np.asarray(est.value, dtype=np.float64) - lhs
         error = np.array(est.error, dtype=np.float64)
         for r in np.flatnonzero(~np.isfinite(error)).tolist():
-            gap[r], error[r] = self._vector_gap(*parts[r])
+            value, error[r] = self._vector_jvp(*parts[r])
+            gap[r] = value - lhs[r]
         scale = np.array([self._rounding(idx) for _, idx in groups])
         tol = ERROR_FACTOR * error + ROUND_Z * scale + self.atol
         return Gaps(gap, error, tol, lhs)
@@ -321,13 +323,14 @@ class AdjointCheck:
             )
         return yv, rounding
 
-    def _vector_gap(self, d: Arr, idx: Index | None) -> tuple[float, float]:
-        """The gap along ``d`` on ``idx`` from the engine's estimate of ``J d`` itself, output
-        by output, and its error (``sum |ybar_k| * error_k``): where ``psi``, a sum over every
-        output, has no step that suits them all (``sort`` of 1e5 values crosses some tie at
-        every step but one far below the gaps between neighbours), each output of ``J d``
+    def _vector_jvp(self, d: Arr, idx: Index | None) -> tuple[float, float]:
+        """``<ybar, J d>`` along ``d`` on ``idx`` from the engine's estimate of ``J d`` itself,
+        output by output, and its error (``sum |ybar_k| * error_k``): where ``psi``, a sum over
+        every output, has no step that suits them all (``sort`` of 1e5 values crosses some tie
+        at every step but one far below the gaps between neighbours), each output of ``J d``
         settles at its own (``converge.converge``). Float64 points only (the rounding of a
-        lower-precision point would differ output by output); else the gap stays unchecked."""
+        lower-precision point would differ output by output); else NaN with an infinite error
+        (the gap stays unchecked)."""
         if self.dtype != np.float64:
             return math.nan, math.inf
 
@@ -335,15 +338,15 @@ class AdjointCheck:
             yv, _ = self._output(float(t.reshape(-1)[0]), d, idx)
             return np.array(self._kept(yv), dtype=np.float64)
 
-        y0, _ = self._output(0.0, None, None)
-        centre = np.array(self._kept(y0), dtype=np.float64)
-        prob = Problem(phi, np.zeros(1), centre=centre, out_dtype=self.out_dtype)
+        if self._y0 is None:
+            y0, _ = self._output(0.0, None, None)
+            self._y0 = np.array(self._kept(y0), dtype=np.float64)
+        prob = Problem(phi, np.zeros(1), centre=self._y0, out_dtype=self.out_dtype)
         est = run(self.fdm, prob, check_all=True)
         ybar = self._kept(self.ybar)
         error = _dot(np.abs(ybar), np.asarray(est.error, dtype=np.float64))
-        sel = slice(None) if idx is None else idx
-        gap = _dot(ybar, np.asarray(est.value, dtype=np.float64)) - _dot(self.xbar[sel], d[sel])
-        return gap, (error if math.isfinite(error) else math.inf)
+        value = _dot(ybar, np.asarray(est.value, dtype=np.float64))
+        return value, (error if math.isfinite(error) else math.inf)
 
     # -- the check and the localisation -------------------------------------------------------
 

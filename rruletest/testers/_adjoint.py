@@ -22,7 +22,7 @@ from rruletest.testers._check import Check
 from rruletest.testers._checks import compare
 from rruletest.testers._evidence import record
 from rruletest.testers._fd_inputs import coordinate_count, fd_failure, of_live
-from rruletest.testers._findings import kinks_dense_vjp, out_of_tolerance
+from rruletest.testers._findings import contracted, kinks_dense_vjp, out_of_tolerance
 from rruletest.testers._setup import Setup
 
 __all__ = ["check_adjoint"]
@@ -65,8 +65,6 @@ def check_adjoint(
         found = chk.run()
         with np.errstate(invalid="ignore"):
             failing = np.isfinite(found.gap) & (np.abs(found.gap) > found.tolerance)
-        # Directions the engine could not estimate are unchecked, not failures (``record``).
-        located = chk.localise(found) if failing.any() else None
     except Exception as exc:
         fd_failure(report, exc, "register_rrule", g)
         return
@@ -81,26 +79,22 @@ def check_adjoint(
         report.measured(float(lhs), float(lhs + gap), scale=max(abs(float(lhs)), 1.0))
     counts = (int(finite.sum()), int((~finite).sum()))
     record(report, "args", counts, "the adjoint identity", unit="random directions")
-    if located is None:
-        return
+    # Directions the engine could not estimate are unchecked, not failures (``record``).
     for k in np.flatnonzero(failing).tolist():
-        if located is None:
-            try:
-                located = chk.localise(found, k)
-            except Exception as exc:
-                fd_failure(report, exc, "register_rrule", g)
-                return
+        try:
+            located = chk.localise(found, k)
+        except Exception as exc:
+            fd_failure(report, exc, "register_rrule", g)
+            return
         expected, tols = _located(s, chk, fdm, g, ybar, out, live, located, rtol, atol)
         wrong = located.coords.size > 0 and any(
             _differs(out[a.index + 1], expected[i], rtol, tols[i]) for i, a in enumerate(live)
         )
         if not wrong and not located.regions:
-            located = None  # every element found alone is at a kink, with one side's value
-            continue
+            continue  # every element found alone is at a kink, with one side's value
         tol_k, lhs_k = float(found.tolerance[k]), float(found.lhs[k])
         if not wrong and _direction_at_kink(s, chk, fdm, g, ybar, k, rtol, tol_k, lhs_k):
-            located = None  # the direction crosses a kink at x: <xbar, v> is one side's
-            continue
+            continue  # the direction crosses a kink at x: <xbar, v> is one side's
         _failure(report, found, k, located, live, out, expected, tols, rtol)
         return
 
@@ -151,12 +145,7 @@ def _direction_at_kink(
         return False
     x = chk.array
     v = chk.direction(k).reshape(x.shape).astype(x.dtype)
-    yb, _ = to_vec(unthunk(ybar))
-
-    def h(z: Any) -> Any:
-        y, _ = to_vec(g(z))
-        return np.dot(yb, y) if y.shape == yb.shape else np.nan
-
+    h = contracted(g, to_vec(unthunk(ybar))[0])
     try:
         rep = directional_kinks(fdm, h, lhs, (x, v), rtol=rtol, atol=atol, root="args")
     except Exception:

@@ -33,6 +33,7 @@ from rruletest.tangents import AbstractZero, unthunk
 from rruletest.testers._fd_inputs import widen
 
 __all__ = [
+    "contracted",
     "kinks_dense",
     "kinks_dense_vjp",
     "kinks_directional",
@@ -169,6 +170,17 @@ def kinks_directional(
     return out, (list(rep.lines) if shown else []) + notes
 
 
+def contracted(g: Callable[..., Any], yb: Any) -> Callable[..., Any]:
+    """``*args -> <yb, g(*args)>`` on ``to_vec`` coordinates (NaN if the output's size
+    changed): the scalar whose derivatives along the inputs a pullback gives."""
+
+    def h(*args: Any) -> Any:
+        y, _ = to_vec(g(*args))
+        return np.dot(yb, y) if y.shape == yb.shape else np.nan
+
+    return h
+
+
 def kinks_dense_vjp(
     fdm: Any, g: Callable[..., Any], ybar: Any, xs: Sequence[Any], xbars: Sequence[Any],
     expected: Sequence[Any], tolerances: Sequence[tuple[float, Any]], paths: Sequence[str],
@@ -196,8 +208,7 @@ def kinks_dense_vjp(
             def h(v: Any, j: int = j) -> Any:
                 args = list(xs)
                 args[j] = v
-                y, _ = to_vec(g(*args))
-                return np.dot(yb, y) if y.shape == yb.shape else np.nan
+                return contracted(g, yb)(*args)
 
             e = np.zeros(arr.shape, dtype=arr.dtype)
             e[index] = 1
