@@ -210,7 +210,7 @@ def _unresolved_centre(
     # The change over the stencil of the whole output (its largest component): a component
     # with no slope of its own (the real part of z**25 along an imaginary step) still curves
     # on the output's scale, and its interpolation error is no sign of a pole.
-    slope = np.broadcast_to(reduce_to(np.abs(value), prob.t_shape, np.max), np.shape(value))
+    slope = reduce_to(np.abs(value), prob.t_shape, np.max)  # broadcast against the gap below
     change = slope * np.asarray(h, dtype=np.float64) * float(m.max_offset)
     far = gap > CHECK_FACTOR * (change + noise)
     if not np.any(far):

@@ -104,13 +104,14 @@ class DenseJacobian:
             vecs.append(vi)
             self.backs.append(bi)
         self.v = np.concatenate(vecs) if vecs else np.zeros(0)
-        _, self.back = to_vec(tuple(xs), path="args")
         self.xs = tuple(xs)
-        self.work = Working(self.xs, self.v, self.back, in_place=True)
-        y0 = f(*self.back(self.v))
+        self.coord_dtypes = tuple(d for b in self.backs for d in b.coord_dtypes)
+        self.work = Working(self.xs, self.v, self._rebuild, in_place=True)
+        y0 = f(*(b(vi) for b, vi in zip(self.backs, vecs, strict=True)))
         self.yv0, self.yback = to_vec(y0, path="output")
         self.n, self.m = self.v.size, self.yv0.size
         self.sizes = [b.size for b in self.backs]
+        self.offsets = np.cumsum([0, *self.sizes]).tolist()
         self.calls = 1
         # Outputs not finite at x have no derivative: each block estimates the others alone
         # (one NaN output would make every coordinate's estimate void), and reads NaN for them.
@@ -123,7 +124,7 @@ class DenseJacobian:
         rows where ``only`` is true, if given)."""
         if self.m == 0:
             return
-        dtypes = self.back.coord_dtypes
+        dtypes = self.coord_dtypes
         out_dtype = working_dtype(self.yback.coord_dtypes)
         rows = max(1, BLOCK_ELEMENTS // self.m)
         for dt in sorted(set(dtypes), key=str):
@@ -141,7 +142,7 @@ class DenseJacobian:
             mutated = True
         spent = self.work.calls - before
         if mutated:  # f changes its arguments: give it fresh copies each call
-            self.work = Working(self.xs, self.v, self.back, in_place=False)
+            self.work = Working(self.xs, self.v, self._rebuild, in_place=False)
             est = self._estimate(idx, dt, out_dtype, self.work)
             spent += self.work.calls
         self.calls += spent
@@ -208,9 +209,9 @@ class DenseJacobian:
                         # remembered as it is, without a copy.
                         base = row.base
                         sole = sys.getrefcount(row) <= SOLE and row is not nan_row
-                        if base is not None:
+                        if sole and base is not None:
+                            sole = type(base) is np.ndarray and base.base is None
                             sole = sole and sys.getrefcount(base) <= SOLE + 1
-                            sole = sole and getattr(base, "base", False) is None
                         ms[r][ti] = row if sole else out[r].copy()
                         budget[0] -= 1
                 return out
@@ -226,9 +227,14 @@ class DenseJacobian:
         prob = problem(list(range(idx.size)))
         return run_rows(self.fdm, prob, lambda index: problem(index.tolist()))
 
+    def _rebuild(self, v: F64) -> tuple[Any, ...]:
+        """The arguments rebuilt from the coordinates ``v`` (fresh copies)."""
+        return tuple(b(piece) for b, piece in zip(self.backs, self.split(v), strict=True))
+
     def split(self, arr: Arr) -> list[Arr]:
         """``arr`` (over input coordinates) cut into one piece per argument."""
-        return np.split(arr, np.cumsum(self.sizes)[:-1]) if self.sizes else []
+        o = self.offsets
+        return [arr[o[k] : o[k + 1]] for k in range(len(self.sizes))]
 
 
 def dense_vjp(fdm: Any, f: Callable[..., Any], ybar: Any, *xs: Any) -> tuple[Estimate, ...]:

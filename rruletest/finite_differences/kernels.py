@@ -27,6 +27,7 @@ True
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple, Protocol
 
@@ -220,7 +221,7 @@ def upper_step(m: Stencil, prob: Problem, h_cap: Any) -> Any:
     up = np.minimum(up, m.max_range / m.max_offset)
     if prob.room is not None:
         up = np.minimum(up, prob.room / m.max_offset)
-    return up if np.all(np.isinf(h_cap)) else np.minimum(up, h_cap)
+    return up if no_cap(h_cap) else np.minimum(up, h_cap)
 
 
 def _finish_kernel(
@@ -268,8 +269,15 @@ def _finisher_for(
     )
 
 
+def no_cap(h_cap: Any) -> bool:
+    """Whether the step cap ``h_cap`` (a number or an array) is infinite everywhere."""
+    if type(h_cap) is float:  # the common case, without numpy
+        return math.isinf(h_cap)
+    return bool(np.all(np.isinf(h_cap)))
+
+
 def cap_or_none(h_cap: Any) -> Any:
-    return None if np.all(np.isinf(h_cap)) else h_cap
+    return None if no_cap(h_cap) else h_cap
 
 
 def elementwise(prob: Problem, kernel: Callable[..., Any], *args: Any) -> Any:

@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rruletest.finite_differences.problem import OutputError
-from rruletest.finite_differences.to_vec import FromVec, to_vec
+from rruletest.finite_differences.to_vec import to_vec
 
 __all__ = ["SOLE", "WATCHED_CALLS", "Mutated", "Working", "as_row"]
 
@@ -59,7 +59,9 @@ class Working:
     working flat vector. ``intact()`` says whether ``f`` left the copies as they were.
     """
 
-    def __init__(self, xs: Sequence[Any], v: F64, back: FromVec, *, in_place: bool) -> None:
+    def __init__(
+        self, xs: Sequence[Any], v: F64, back: Callable[[F64], Sequence[Any]], *, in_place: bool
+    ) -> None:
         self.back = back
         self.v = v.copy()
         self.calls = 0
@@ -112,7 +114,7 @@ class Working:
                     and id(y) not in ids
                     and y.size == m
                 ):
-                    return y if y.ndim == 1 else y.reshape(-1)  # a new float array
+                    return y if y.ndim == 1 else y.ravel()  # a new float array
                 return self.output(y, m)
             finally:
                 flat[j] = old

@@ -79,9 +79,10 @@ def of_live(
             raise
 
     if not fkwargs and where == list(range(len(fixed))):  # every argument moves
+        count = len(where)
 
         def g_all(*xs: Any) -> Any:
-            if len(xs) != len(where):
+            if len(xs) != count:
                 return g(*xs)  # the general path raises as it does
             try:
                 return f(*xs)
