@@ -76,7 +76,7 @@ def test_a_float32_point_perturbed_along_a_simplex_stays_on_it_to_rounding() -> 
 
     from hypothesis.errors import HypothesisDeprecationWarning
 
-    from rruletest._plugin.cases import _along_space
+    from rruletest._plugin.draws import along_space as _along_space
 
     x = np.array([0.2, 0.3, 0.5], dtype=np.float32)
     eps = float(np.finfo(np.float32).eps)

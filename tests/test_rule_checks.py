@@ -14,6 +14,7 @@ from rruletest import Example, NoTangent, unthunk
 from rruletest._plugin import arrays as _arrays
 from rruletest._plugin import cases as _rule_cases
 from rruletest._plugin import checks as _rule_checks
+from rruletest._plugin import draws as _rule_draws
 from rruletest._plugin.cases import Case, bound_margin, finite_output, rule_arity
 from rruletest._plugin.checks import RunRecord, check_rule
 from rruletest._plugin.options import RuleTestConfig
@@ -72,7 +73,7 @@ def test_outputs_near_overflow_are_not_drawn() -> None:
 
 def test_inputs_near_examples_keep_shapes_dtypes_and_other_arguments() -> None:
     example = (np.eye(2, dtype=np.float32), 3, "mode")
-    near = _rule_cases._perturbed(Domain(), example, 0)
+    near = _rule_draws.perturbed(Domain(), example, 0)
     moved = find(near, lambda xs: not np.array_equal(xs[0], example[0]))
     assert moved[0].dtype == np.float32
     assert moved[0].shape == (2, 2)

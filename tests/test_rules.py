@@ -14,6 +14,7 @@ import rruletest
 from rruletest import rules as rules_module
 from rruletest.domains import Domain, Interval
 from rruletest.rules import RuleInfo, RuleReplacedWarning, RuleSet, register_generic_rule
+from rruletest.rules import generic as generic_module
 from rruletest.tangents import NoTangent, Thunk, ZeroTangent
 
 HERE = __name__
@@ -163,8 +164,8 @@ def test_generic_rules_apply_to_every_ruleset(
     def generic_frule(ruleset: RuleSet, tangents: tuple[Any, ...], *args: Any) -> Any:
         return "generic-f", tangents
 
-    monkeypatch.setattr(rules_module, "_GENERIC_RRULES", {})
-    monkeypatch.setattr(rules_module, "_GENERIC_FRULES", {})
+    monkeypatch.setattr(generic_module, "GENERIC_RRULES", {})
+    monkeypatch.setattr(generic_module, "GENERIC_FRULES", {})
     register_generic_rule(head, rrule=generic_rrule, frule=generic_frule)
     assert rules.rrule(head, 1.0)[0] == "generic"  # type: ignore[index]
     assert seen == [rules]

@@ -15,16 +15,13 @@ from __future__ import annotations
 
 import inspect
 import math
-import operator
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import hypothesis.strategies as st
 import numpy as np
-from hypothesis.extra import numpy as hnp
 
-from rruletest import strategies as rst
 from rruletest._naming import function_name
 from rruletest._plugin.arrays import (
     UnusableDomain,
@@ -34,6 +31,14 @@ from rruletest._plugin.arrays import (
     probe_args,
     same_shape_args,
     usable_dtypes,
+)
+from rruletest._plugin.draws import (
+    array_args,
+    inside,
+    perturbed,
+    scalar_args,
+    space_args,
+    where_outside,
 )
 from rruletest._plugin.options import RuleTestConfig
 from rruletest.domains import Domain
@@ -54,11 +59,6 @@ __all__ = [
     "probe_cases",
     "rule_arity",
 ]
-
-#: Broadcast arguments have at least this many dimensions (0: 0-d arrays are drawn too).
-MIN_DIMS = 0
-#: Perturbations of registered examples: relative sizes hypothesis chooses from.
-PERTURBATIONS = (0.0, 1e-6, 1e-3, 1e-1)
 
 
 class CannotGenerate(Exception):
@@ -153,136 +153,6 @@ def rule_arity(info: RuleInfo, f: Any | None = None) -> int | None:
     return _positional(fn)
 
 
-# -- cases ------------------------------------------------------------------------
-def _scalar_args(domain: Domain, n: int, dtype: str) -> st.SearchStrategy[tuple[Any, ...]]:
-    one = [
-        rst.scalars(domain, dtype=dtype, arg=i, margin=bound_margin(dtype)).map(
-            (lambda v: v.item()) if dtype in ("float64", "complex128") else (lambda v: v)
-        )
-        for i in range(n)
-    ]
-    args = st.tuples(*one)
-    if domain.avoid is not None and n > 1:
-        args = args.filter(lambda xs: not np.any(rst.near_avoided(domain.avoid, *xs)))
-    return args
-
-
-def _array_args(domain: Domain, n: int, dtype: str) -> st.SearchStrategy[tuple[Any, ...]]:
-    return rst.broadcastable_args(
-        domain,
-        n,
-        dtype=dtype,
-        min_dims=MIN_DIMS,
-        max_dims=3,
-        max_side=3,
-        margin=bound_margin(dtype),
-    )
-
-
-def _perturbed(
-    domain: Domain, example: tuple[Any, ...], skip: int, spaces: tuple[Any, ...] = ()
-) -> st.SearchStrategy[Any]:
-    """Arguments near ``example``: each float or complex leaf moved by up to ``rel * max(1, |x|)``
-    per element (``rel`` from ``PERTURBATIONS``, 0 included), staying inside the domain.
-
-    Rules registered with examples often need inputs a domain cannot describe (compatible
-    shapes, a well-conditioned matrix), so generated inputs stay near the examples.
-    """
-
-    @st.composite
-    def near(draw: Any) -> tuple[Any, ...]:
-        rel = draw(st.sampled_from(PERTURBATIONS))
-        out = list(example)
-        for i in range(skip, len(example)):
-            a = example[i]
-            if isinstance(a, bool | int) or not is_differentiable(a) or rel == 0:
-                continue
-            arr = np.asarray(a)
-            unit = hnp.arrays(
-                np.float64, arr.shape, elements=st.floats(-1.0, 1.0, allow_subnormal=False)
-            )
-            space = spaces[i - skip] if i - skip < len(spaces) else None
-            if space is not None:
-                out[i] = _along_space(space, arr, rel, draw(unit))
-                continue
-            moved = arr + rel * np.maximum(1.0, np.abs(arr)) * draw(unit)
-            if arr.dtype.kind == "c":
-                moved = moved + 1j * rel * np.maximum(1.0, np.abs(arr)) * draw(unit)
-            moved = moved.astype(arr.dtype)
-            value: Any = moved if isinstance(a, np.ndarray) else moved[()]
-            out[i] = value.item() if isinstance(a, float | complex) else value
-        _assume(_inside(domain, out[skip:]))
-        return tuple(out)
-
-    return near()
-
-
-def _along_space(space: Any, x: Any, rel: float, noise: Any) -> Any:
-    """``x`` moved by up to ``rel * max(1, |x|)`` along its space, and kept in the set.
-
-    The noise is projected in float64 (complex128): projected in float32, noise nearly
-    normal to the space (``[-1, -1, -0.99999994]`` on a simplex) left a direction made of
-    rounding, which moved a float32 point 25 ulps off the set (inside ``contains``'s
-    tolerance, outside scipy's ``dirichlet``'s). A projection at that rounding level is none.
-    """
-    wide = np.complex128 if x.dtype.kind == "c" else np.float64
-    t = np.asarray(space.project(x.astype(wide), noise.astype(wide)))
-    size = float(np.max(np.abs(t))) if t.size else 0.0
-    if size <= 64 * float(np.finfo(np.float64).eps) * float(np.max(np.abs(noise), initial=0.0)):
-        return x
-    h = min(rel * max(1.0, float(np.max(np.abs(x)))), 0.5 * space.max_step(x, t / size))
-    moved = space.retract(x, ((h / size) * t).astype(x.dtype))
-    _assume(space.contains(moved))
-    return moved
-
-
-def _space_args(
-    domain: Domain, spaces: tuple[Any, ...], n: int, dtype: str
-) -> st.SearchStrategy[tuple[Any, ...]]:
-    """Arguments of a rule registered with ``spaces``: points of each space, numbers else."""
-    real = dtype if np.dtype(dtype).kind == "f" else "float64"
-    numbers = _scalar_args(domain, n, dtype)
-    parts: list[st.SearchStrategy[Any]] = []
-    for i in range(n):
-        if i < len(spaces) and spaces[i] is not None:
-            parts.append(spaces[i].points(dtype=real))
-        else:
-            parts.append(numbers.map(operator.itemgetter(i)))
-    return st.tuples(*parts)
-
-
-def _inside(domain: Domain, args: list[Any]) -> bool:
-    """Finite, inside each argument's interval (real parts), clear of ``avoid``."""
-    return _where_outside(domain, args) is None
-
-
-def _where_outside(domain: Domain, args: list[Any]) -> str | None:
-    """The first element of ``args`` that is not finite or outside its interval, as
-    ``args[i][j, k] = v is outside (a, b)``, or what ``avoid`` excludes; None when inside."""
-    n = len(domain.intervals)
-    for i, x in enumerate(args):
-        if not is_differentiable(x):
-            continue
-        arr = np.asarray(x)
-        bad = ~np.isfinite(arr)
-        why = "is not finite"
-        if not bad.any() and (n == 1 or i < n):
-            interval = domain.interval(i)
-            bad = ~np.asarray(interval.contains(arr.real), dtype=bool)
-            why = f"is outside {interval}"
-        if bad.any():
-            at = tuple(int(k) for k in np.argwhere(bad)[0]) if arr.ndim else ()
-            where = f"args[{i}]" + (f"[{', '.join(map(str, at))}]" if at else "")
-            return f"{where} = {arr[at].item()!r} {why}"
-    try:
-        avoided = bool(np.any(rst.near_avoided(domain.avoid, *args)))
-    except (TypeError, ValueError):  # avoid cannot judge these arguments (shapes, structures)
-        avoided = False
-    return (
-        "its arguments are near a point the domain's avoid predicate excludes" if avoided else None
-    )
-
-
 def finite_output(case: Case) -> bool:
     """Whether ``f`` gives a finite output at the case, with room to spare (``|y|`` at most
     ``sqrt(finfo.max)``): near overflow neither the rule nor finite differences can be exact,
@@ -315,12 +185,6 @@ def _runs_on(f: Any, prefix: tuple[Any, ...]) -> Any:
     return runs
 
 
-def _assume(condition: bool) -> None:
-    from hypothesis import assume
-
-    assume(condition)
-
-
 def generated_cases(info: RuleInfo, config: RuleTestConfig) -> st.SearchStrategy[Case]:
     """Generated cases for ``info``; raises CannotGenerate when rruletest cannot build inputs."""
     from rruletest.broadcast import broadcasted
@@ -335,32 +199,30 @@ def generated_cases(info: RuleInfo, config: RuleTestConfig) -> st.SearchStrategy
             raise CannotGenerate(f"cannot tell how many arguments {info.name} takes")
         dtypes = usable_dtypes(config, domain, info.name, n)
         scal = [
-            _scalar_args(domain, n, d).map(lambda xs: Case(testers, f, xs, domain)) for d in dtypes
+            scalar_args(domain, n, d).map(lambda xs: Case(testers, f, xs, domain)) for d in dtypes
         ]
         arrs = [
-            _array_args(domain, n, d).map(lambda xs: Case(_BOTH, broadcasted, (f, *xs), domain))
+            array_args(domain, n, d).map(lambda xs: Case(_BOTH, broadcasted, (f, *xs), domain))
             for d in dtypes
         ]
         return st.one_of(*scal, *arrs)
     if info.examples:
-        inside = [
-            e
-            for e in info.examples
-            if _inside(domain, list(_with_prefix(prefix, e))[len(prefix) :])
+        within = [
+            e for e in info.examples if inside(domain, list(_with_prefix(prefix, e))[len(prefix) :])
         ]
-        if not inside:
+        if not within:
             first = list(_with_prefix(prefix, info.examples[0]))[len(prefix) :]
             raise ExamplesOutsideDomain(
                 f"no input can be drawn for {info.name}: each of its {len(info.examples)} "
                 f"example(s) lies outside its domain {domain} (example 0: "
-                f"{_where_outside(domain, first) or 'unusable'}), and generated inputs stay near "
+                f"{where_outside(domain, first) or 'unusable'}), and generated inputs stay near "
                 "the examples"
             )
         near = [
-            _perturbed(domain, _with_prefix(prefix, e), len(prefix), info.spaces).map(
+            perturbed(domain, _with_prefix(prefix, e), len(prefix), info.spaces).map(
                 _maker(testers, info.key[0], domain, example_kwargs(e))
             )
-            for e in inside
+            for e in within
         ]
         return st.one_of(*near)
     shapes = getattr(info, "shapes", None)
@@ -368,9 +230,7 @@ def generated_cases(info: RuleInfo, config: RuleTestConfig) -> st.SearchStrategy
         n = rule_arity(info, prefix[0])
         if n is None:
             raise CannotGenerate(f"cannot tell how many arguments {fname(prefix[0])} takes")
-        strategies = [
-            _array_args(domain, n, d) for d in usable_dtypes(config, domain, info.name, n)
-        ]
+        strategies = [array_args(domain, n, d) for d in usable_dtypes(config, domain, info.name, n)]
     elif shapes is not None:
         dtypes = usable_dtypes(config, domain, info.name, len(shapes))
         strategies = [declared_args(domain, shapes, d) for d in dtypes]
@@ -383,7 +243,7 @@ def generated_cases(info: RuleInfo, config: RuleTestConfig) -> st.SearchStrategy
             )
         dtypes = usable_dtypes(config, domain, info.name, n)
         if info.spaces:  # points of the declared spaces, numbers for the other arguments
-            strategies = [_space_args(domain, info.spaces, n, d) for d in dtypes]
+            strategies = [space_args(domain, info.spaces, n, d) for d in dtypes]
         else:
             # Numbers and shapes are rruletest's guess, not the rule's: drop those f rejects (a
             # matrix product of numbers, or of two 2 x 3 arrays), so such an f is not failed.
@@ -391,9 +251,9 @@ def generated_cases(info: RuleInfo, config: RuleTestConfig) -> st.SearchStrategy
             # of its f is what the item reports.
             runs = _runs_on(info.key[0], prefix)
             if info.kind == "non_differentiable":
-                strategies = [_scalar_args(domain, n, d) for d in dtypes]
+                strategies = [scalar_args(domain, n, d) for d in dtypes]
             else:
-                strategies = [_scalar_args(domain, n, d).filter(runs) for d in dtypes]
+                strategies = [scalar_args(domain, n, d).filter(runs) for d in dtypes]
                 if accepts_arrays(info.key[0], prefix, domain, n):
                     strategies += [same_shape_args(domain, n, d).filter(runs) for d in dtypes]
     return st.one_of(*strategies).map(lambda xs: Case(testers, info.key[0], (*prefix, *xs), domain))
@@ -442,7 +302,7 @@ def probe_cases(info: RuleInfo) -> list[Case]:
         shapes = [(3,)] * n
     args = (*prefix, *probe_args(domain, shapes))
     case = Case(_tester(info), info.key[0], args, domain)
-    if not (_inside(domain, list(args[len(prefix) :])) and finite_output(case)):
+    if not (inside(domain, list(args[len(prefix) :])) and finite_output(case)):
         return []
     return [case]
 

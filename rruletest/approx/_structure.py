@@ -20,7 +20,7 @@ from rruletest.approx import _render as r
 from rruletest.approx._kinds import kind, type_hints
 from rruletest.errors import Mismatch
 from rruletest.tangents import AbstractZero, Tangent
-from rruletest.tangents.structured import declared_fields
+from rruletest.tangents.fields import declared_fields
 from rruletest.walk import Attr, Index, Key, Path, Step, children, is_registered
 
 __all__ = ["StructureMixin", "index_tol", "sub_tolerance"]

@@ -36,9 +36,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import numpy as np
-
 from rruletest.domains import DomainLike
+from rruletest.interop._autograd_support import (
+    autograd_core,
+    autograd_cotangent,
+    cotangent_out,
+    output,
+    raise_no_rule,
+    tangent_in,
+    tangent_out,
+)
 from rruletest.interop._base import (
     Adapted,
     InteropError,
@@ -50,77 +57,13 @@ from rruletest.interop._base import (
     require,
 )
 from rruletest.interop._convert import (
-    as_cotangent,
-    conj_leaf,
     differentiable_argnums,
-    leaf_out,
-    map_cotangent,
-    natural_tangent,
     partial_in,
-    rebuild,
     scatter_cotangents,
 )
 from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero
 
 __all__ = ["AutogradFunction", "AutogradPrimitive", "from_function", "from_primitive", "wrap"]
-
-
-def _core() -> Any:
-    return require("autograd.core", "autograd")
-
-
-def _output(out: Any) -> Any:
-    if isinstance(out, tuple | list):
-        return rebuild(out, (leaf_out(o) for o in out))
-    return leaf_out(out)
-
-
-def _autograd_cotangent(ybar: Any, out: Any) -> Any:
-    """ybar in rruletest's convention as autograd's (conjugated), zeros made concrete."""
-    return map_cotangent(ybar, out, _ct_leaf)
-
-
-def _ct_leaf(g: Any, out: Any) -> Any:
-    if g is None:
-        return np.zeros_like(out)
-    return conj_leaf(g)
-
-
-def dense(raw: Any) -> Any:
-    """autograd's ``SparseObject`` (the cotangent of indexing) as the dense array it stands
-    for, in the vector space it carries (its shape and dtype, not the primal's)."""
-    if type(raw).__name__ == "SparseObject" and hasattr(raw, "mut_add"):
-        return raw.mut_add(raw.vs.zeros())
-    if isinstance(raw, tuple | list):
-        return rebuild(raw, (dense(r) for r in raw))
-    if isinstance(raw, dict):
-        return {k: dense(v) for k, v in raw.items()}
-    return raw
-
-
-def _cotangent_out(raw: Any, primal: Any) -> Any:
-    raw = dense(raw)
-    return as_cotangent(None if raw is None else conj_leaf(raw), primal)
-
-
-def _tangent_out(raw: Any, out: Any) -> Any:
-    if isinstance(out, tuple | list):
-        return rebuild(out, (_tangent_out(r, o) for r, o in zip(raw, out, strict=True)))
-    if np.result_type(out).kind not in "fc":
-        return NO_TANGENT
-    if raw is None or isinstance(raw, AbstractZero):
-        raw = np.zeros_like(out)
-    return leaf_out(as_cotangent(dense(raw), None))
-
-
-def _tangent_in(xdot: Any, primal: Any) -> Any:
-    return natural_tangent(xdot, primal, np.zeros_like)
-
-
-def _raise_no_rule(f: Adapted, missing: dict[int, str]) -> None:
-    if missing:
-        i = min(missing)
-        raise NoRuleError(f"args[{i}]", f.__qualname__, missing[i])
 
 
 class AutogradPrimitive(Adapted):
@@ -134,7 +77,7 @@ class AutogradPrimitive(Adapted):
         return _derived(self, key)
 
     def __init__(self, fn: Any, **options: Any) -> None:
-        core = _core()
+        core = autograd_core()
         if not getattr(fn, "_is_autograd_primitive", False):
             raise InteropError(
                 f"from_primitive takes a function made with autograd.extend.primitive, got "
@@ -149,16 +92,16 @@ class AutogradPrimitive(Adapted):
 
     @property
     def has_frule(self) -> bool:
-        return self.wrapped in _core().primitive_jvps
+        return self.wrapped in autograd_core().primitive_jvps
 
     def _primal(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        return _output(self.wrapped(*args, **kwargs))
+        return output(self.wrapped(*args, **kwargs))
 
     def _makers(
         self, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[Any, dict[int, Callable[[Any], Any]], dict[int, str]]:
         """The output, the VJP of each differentiated argument, and the arguments without."""
-        maker = _core().primitive_vjps.get(self.wrapped)
+        maker = autograd_core().primitive_vjps.get(self.wrapped)
         if maker is None:
             raise NoRuleError(
                 "args", self.__qualname__, "autograd has no VJP for it: defvjp gives one"
@@ -176,7 +119,7 @@ class AutogradPrimitive(Adapted):
     def no_rule_argnums(
         self, args: tuple[Any, ...], kwargs: dict[str, Any], *, forward: bool = False
     ) -> dict[int, str]:
-        core = _core()
+        core = autograd_core()
         if not forward:
             return self._makers(args, kwargs)[2] if self.wrapped in core.primitive_vjps else {}
         maker = core.primitive_jvps.get(self.wrapped)
@@ -186,7 +129,7 @@ class AutogradPrimitive(Adapted):
         missing: dict[int, str] = {}
         for i in differentiable_argnums(args, self.nondiff_argnums, structured=True):
             try:
-                maker((i,), (_tangent_in(None, args[i]),), ans, args, kwargs)
+                maker((i,), (tangent_in(None, args[i]),), ans, args, kwargs)
             except (KeyError, NotImplementedError) as exc:
                 missing[i] = f"autograd has no JVP for it ({type(exc).__name__}: {exc})"
         return missing
@@ -195,20 +138,20 @@ class AutogradPrimitive(Adapted):
         ans, vjps, missing = self._makers(args, kwargs)
 
         def pullback(ybar: Any) -> tuple[Any, ...]:
-            _raise_no_rule(self, missing)
-            g = _autograd_cotangent(ybar, ans)
+            raise_no_rule(self, missing)
+            g = autograd_cotangent(ybar, ans)
             xbars: list[Any] = [NO_TANGENT] * len(args)
             for i, vjp in vjps.items():
                 (raw,) = tuple(vjp(g))
-                xbars[i] = _cotangent_out(raw, args[i])
+                xbars[i] = cotangent_out(raw, args[i])
             return (NO_TANGENT, *xbars)
 
-        return _output(ans), pullback
+        return output(ans), pullback
 
     def _frule(
         self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[Any, Any]:
-        maker = _core().primitive_jvps.get(self.wrapped)
+        maker = autograd_core().primitive_jvps.get(self.wrapped)
         if maker is None:
             raise MissingRuleError(
                 f"{self.__qualname__} has no JVP, so autograd's forward mode cannot "
@@ -221,14 +164,14 @@ class AutogradPrimitive(Adapted):
             if xdots[i] is not None and not isinstance(xdots[i], AbstractZero)
         ]
         if not diff:
-            return _output(ans), _tangent_out(None, ans)
+            return output(ans), tangent_out(None, ans)
         try:
             raw = maker(tuple(diff), tuple(xdots[i] for i in diff), ans, args, kwargs)
         except KeyError as exc:
             raise NoRuleError(
                 f"args[{exc.args[0]}]", self.__qualname__, "autograd has no JVP for it (KeyError)"
             ) from None
-        return _output(ans), _tangent_out(raw, ans)
+        return output(ans), tangent_out(raw, ans)
 
 
 def _derived(adapter: Adapted, key: Any) -> Adapted:
@@ -270,7 +213,7 @@ class AutogradFunction(Adapted):
         return _derived(self, key)
 
     def _primal(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        return _output(self.wrapped(*args, **kwargs))
+        return output(self.wrapped(*args, **kwargs))
 
     def _vjps(
         self, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -297,7 +240,7 @@ class AutogradFunction(Adapted):
         if forward:
             return self._jvp_missing(args, kwargs)
         ans, vjps, missing = self._vjps(args, kwargs)
-        g = _autograd_cotangent(ZERO_TANGENT, ans) if vjps else None
+        g = autograd_cotangent(ZERO_TANGENT, ans) if vjps else None
         for i, vjp in vjps.items():
             try:
                 vjp(g)
@@ -311,17 +254,17 @@ class AutogradFunction(Adapted):
         ans, vjps, missing = self._vjps(args, kwargs)
 
         def pullback(ybar: Any) -> tuple[Any, ...]:
-            _raise_no_rule(self, missing)
-            g = _autograd_cotangent(ybar, ans)
+            raise_no_rule(self, missing)
+            g = autograd_cotangent(ybar, ans)
             raws = []
             for i, vjp in vjps.items():
                 try:
                     raws.append(vjp(g))
                 except NotImplementedError as exc:
                     raise NoRuleError(f"args[{i}]", self.__qualname__, str(exc)) from exc
-            return scatter_cotangents(args, list(vjps), raws, _cotangent_out)
+            return scatter_cotangents(args, list(vjps), raws, cotangent_out)
 
-        return _output(ans), pullback
+        return output(ans), pullback
 
     def _frule(
         self, xdots: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -330,18 +273,18 @@ class AutogradFunction(Adapted):
         diff = differentiable_argnums(args, self.nondiff_argnums, structured=True)
         if not diff:
             ans = self.wrapped(*args, **kwargs)
-            return _output(ans), _tangent_out(None, ans)
+            return output(ans), tangent_out(None, ans)
         fn_diff = partial_in(self.wrapped, args, diff, kwargs)
         jvp = autograd.make_jvp(fn_diff, argnum=tuple(range(len(diff))))(*(args[i] for i in diff))
         try:
-            ans, raw = jvp(tuple(_tangent_in(xdots[i], args[i]) for i in diff))
+            ans, raw = jvp(tuple(tangent_in(xdots[i], args[i]) for i in diff))
         except (KeyError, NotImplementedError) as exc:
             missing = self._jvp_missing(args, kwargs)
             if not missing:
                 raise
             i = min(missing)
             raise NoRuleError(f"args[{i}]", self.__qualname__, missing[i]) from exc
-        return _output(ans), _tangent_out(raw, ans)
+        return output(ans), tangent_out(raw, ans)
 
     def _jvp_missing(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[int, str]:
         """The arguments autograd's forward mode has no rule for, one at a time (it raises
@@ -351,7 +294,7 @@ class AutogradFunction(Adapted):
         for i in differentiable_argnums(args, self.nondiff_argnums, structured=True):
             jvp = autograd.make_jvp(partial_in(self.wrapped, args, [i], kwargs))(args[i])
             try:
-                jvp(_tangent_in(None, args[i]))
+                jvp(tangent_in(None, args[i]))
             except (KeyError, NotImplementedError) as exc:
                 missing[i] = f"autograd's forward mode: {type(exc).__name__}: {exc}"
         return missing
@@ -423,7 +366,7 @@ def from_function(
 def wrap(f: Any, **options: Any) -> AutogradPrimitive | AutogradFunction:
     """``from_primitive`` for a primitive with registered rules, ``from_function`` otherwise
     (``options`` as theirs)."""
-    core = _core()
+    core = autograd_core()
     if getattr(f, "_is_autograd_primitive", False) and (
         f in core.primitive_vjps or f in core.primitive_jvps
     ):

@@ -20,7 +20,8 @@ import dataclasses
 from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
-from rruletest.tangents.structured import Tangent, _is_namedtuple_type, register_primal_addition
+from rruletest.tangents.fields import is_namedtuple_type
+from rruletest.tangents.structured import Tangent, register_primal_addition
 from rruletest.tangents.zeros import ZERO_TANGENT, AbstractZero, unthunk
 
 __all__ = ["add_to_primal", "use_walk"]
@@ -155,7 +156,7 @@ def _add_builtin(primal: Any, tangent: Any) -> Any:
 
 def _rebuild_sequence(primal: tuple[Any, ...] | list[Any], items: list[Any]) -> Any:
     ptype = type(primal)
-    if _is_namedtuple_type(ptype):
+    if is_namedtuple_type(ptype):
         return ptype._make(items)  # type: ignore[union-attr]
     if ptype is tuple:
         return tuple(items)
@@ -186,7 +187,7 @@ def _add_structured(primal: Any, tangent: Tangent) -> Any:
         raise TypeError(
             f"cannot add Tangent({ttype.__name__}, ...) to a primal of type {ptype.__name__}"
         )
-    if _is_namedtuple_type(ptype):
+    if is_namedtuple_type(ptype):
         fields = [_add_builtin(v, tangent[i]) for i, v in enumerate(primal)]
         return ptype._make(fields)
     if isinstance(primal, tuple | list):

@@ -9,80 +9,22 @@ Point(x=1.0, y=2.5)
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import inspect
 import numbers
-import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
+from rruletest.tangents.fields import (
+    declared_fields,
+    init_params,
+    is_mapping_type,
+    is_namedtuple_type,
+    is_sequence_type,
+)
 from rruletest.tangents.zeros import ZERO_TANGENT, AbstractZero, conj, unthunk
 
 __all__ = ["Tangent", "register_primal_addition"]
-
-
-# --------------------------------------------------------------------------------------------
-# What a primal type declares
-# --------------------------------------------------------------------------------------------
-
-_FIELDS: weakref.WeakKeyDictionary[type, tuple[str, ...] | None] = weakref.WeakKeyDictionary()
-_INIT_PARAMS: weakref.WeakKeyDictionary[type, tuple[str, ...]] = weakref.WeakKeyDictionary()
-
-
-def _is_namedtuple_type(t: type) -> bool:
-    return issubclass(t, tuple) and hasattr(t, "_fields")
-
-
-def _is_mapping_type(t: type) -> bool:
-    return issubclass(t, Mapping)
-
-
-def _is_sequence_type(t: type) -> bool:
-    return issubclass(t, tuple | list) and not _is_namedtuple_type(t)
-
-
-def declared_fields(t: type) -> tuple[str, ...] | None:
-    """The field names a structured type declares (namedtuple fields, dataclass fields,
-    ``__slots__``, class annotations), or None when it declares none."""
-    try:
-        return _FIELDS[t]
-    except (KeyError, TypeError):
-        pass
-    names: tuple[str, ...] | None
-    if _is_namedtuple_type(t):
-        names = tuple(t._fields)  # type: ignore[attr-defined]
-    elif dataclasses.is_dataclass(t):
-        names = tuple(f.name for f in dataclasses.fields(t))
-    else:
-        found: list[str] = []
-        for klass in reversed(t.__mro__):
-            slots = klass.__dict__.get("__slots__", ())
-            found.extend([slots] if isinstance(slots, str) else slots)
-            found.extend(inspect.get_annotations(klass))
-        names = tuple(n for n in dict.fromkeys(found) if not n.startswith("__")) or None
-    with contextlib.suppress(TypeError):  # types that refuse weak references are not cached
-        _FIELDS[t] = names
-    return names
-
-
-def _init_params(t: type) -> tuple[str, ...]:
-    """Parameter names of ``t.__init__``: the likely attributes of a plain class."""
-    try:
-        return _INIT_PARAMS[t]
-    except (KeyError, TypeError):
-        pass
-    try:
-        params = inspect.signature(t.__init__).parameters.values()  # type: ignore[misc]
-        kinds = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-        names = tuple(p.name for p in params if p.kind not in kinds)[1:]  # drop self
-    except (TypeError, ValueError):
-        names = ()
-    with contextlib.suppress(TypeError):
-        _INIT_PARAMS[t] = names
-    return names
 
 
 def _is_scalar(x: Any) -> bool:
@@ -150,7 +92,7 @@ class Tangent:
             )
         self._primal_type = primal_type
         self._backing: tuple[Any, ...] | dict[Any, Any]
-        if _is_mapping_type(primal_type):
+        if is_mapping_type(primal_type):
             if len(args) > 1 or (args and not isinstance(args[0], Mapping)):
                 raise TypeError(
                     f"Tangent({name}, ...) takes one mapping of keys to tangents (or keyword "
@@ -160,7 +102,7 @@ class Tangent:
             backing.update(kwargs)
             self._backing = backing
             return
-        if _is_sequence_type(primal_type):
+        if is_sequence_type(primal_type):
             if kwargs:
                 raise TypeError(
                     f"Tangent({name}, ...) takes positional fields, got named field(s) "
@@ -227,14 +169,14 @@ class Tangent:
 
     def _fields_for_reading(self) -> tuple[str, ...] | None:
         fields = declared_fields(self._primal_type)
-        return fields if fields is not None else _init_params(self._primal_type)
+        return fields if fields is not None else init_params(self._primal_type)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name in Tangent.__slots__:
             raise AttributeError(name)
         backing = self._backing
         tname = self._primal_type.__name__
-        if isinstance(backing, tuple) or _is_mapping_type(self._primal_type):
+        if isinstance(backing, tuple) or is_mapping_type(self._primal_type):
             hint = "t[i]" if isinstance(backing, tuple) else "t[key]"
             raise AttributeError(
                 f"Tangent({tname}, ...) has no attribute {name!r}; read its fields as {hint}"
@@ -256,9 +198,9 @@ class Tangent:
             if not isinstance(key, int | np.integer) or isinstance(key, bool):
                 raise TypeError(f"Tangent({tname}, ...) index must be an int, got {key!r}")
             return unthunk(backing[key]) if -len(backing) <= key < len(backing) else ZERO_TANGENT
-        if _is_mapping_type(self._primal_type):
+        if is_mapping_type(self._primal_type):
             return unthunk(backing.get(key, ZERO_TANGENT))
-        if isinstance(key, int | np.integer) and _is_namedtuple_type(self._primal_type):
+        if isinstance(key, int | np.integer) and is_namedtuple_type(self._primal_type):
             fields = self._primal_type._fields  # type: ignore[attr-defined]
             if not -len(fields) <= key < len(fields):
                 raise IndexError(
@@ -275,7 +217,7 @@ class Tangent:
     def __iter__(self) -> Iterator[Any]:
         if isinstance(self._backing, tuple):
             return iter(self._backing)
-        if _is_namedtuple_type(self._primal_type):
+        if is_namedtuple_type(self._primal_type):
             fields = self._primal_type._fields  # type: ignore[attr-defined]
             return (self._backing.get(f, ZERO_TANGENT) for f in fields)
         raise TypeError(
@@ -293,7 +235,7 @@ class Tangent:
         return key in self._backing
 
     def __len__(self) -> int:
-        if _is_namedtuple_type(self._primal_type):
+        if is_namedtuple_type(self._primal_type):
             return len(self._primal_type._fields)  # type: ignore[attr-defined]
         return len(self._backing)
 
@@ -306,7 +248,7 @@ class Tangent:
         backing = self._backing
         if isinstance(backing, tuple):
             inner = ", ".join(repr(v) for v in backing)
-        elif _is_mapping_type(self._primal_type):
+        elif is_mapping_type(self._primal_type):
             inner = repr(backing) if backing else ""
         else:
             inner = ", ".join(f"{k}={v!r}" for k, v in backing.items())
@@ -431,10 +373,3 @@ def _equal(a: Any, b: Any) -> bool:
         return bool(a == b)
     except (TypeError, ValueError):
         return False
-
-
-def declare_fields(t: type, names: tuple[str, ...]) -> None:
-    """Record the field names of a type registered with ``rruletest.walk.register_structure``,
-    so ``Tangent(t, name=...)`` accepts exactly those fields."""
-    with contextlib.suppress(TypeError):
-        _FIELDS[t] = names

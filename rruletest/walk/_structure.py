@@ -11,7 +11,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from rruletest.tangents.structured import Tangent, declare_fields, declared_fields
+from rruletest.tangents.fields import declare_fields, declared_fields
+from rruletest.tangents.structured import Tangent
 from rruletest.tangents.zeros import AbstractZero, Thunk, unthunk
 from rruletest.walk._steps import Attr, Element, Index, Key, Step
 
