@@ -133,6 +133,11 @@ class DenseJacobian:
             for start in range(0, group.size, rows):
                 yield self._block(group[start : start + rows], dt, out_dtype)
 
+    def fits_one_block(self, only: npt.NDArray[np.bool_]) -> bool:
+        """Whether ``blocks(only)`` gives one block per dtype of the coordinates."""
+        rows = max(1, BLOCK_ELEMENTS // max(self.m, 1))
+        return int(np.count_nonzero(only)) <= rows
+
     def _block(self, idx: npt.NDArray[np.intp], dt: np.dtype[Any], out_dtype: Any) -> Block:
         before = self.work.calls
         try:
@@ -288,9 +293,15 @@ def jvp_of(jac: DenseJacobian, dot: F64) -> Estimate:
     """
     total, error = np.zeros(jac.m), np.zeros(jac.m)
     owner = np.repeat(np.arange(len(jac.sizes)), jac.sizes)
+    needed = dot != 0
+    # Rows are estimated independently of the others in their block: where every needed row
+    # of a dtype fits in one block, one pass estimates all the arguments' rows (one engine
+    # run, not one per argument) and each argument's rows are summed as their own block was.
+    shared = list(jac.blocks(needed)) if jac.fits_one_block(needed) else None
     for k in range(len(jac.sizes)):
         part, part_err = np.zeros(jac.m), np.zeros(jac.m)
-        for b in jac.blocks((dot != 0) & (owner == k)):
+        mine = needed & (owner == k)
+        for b in jac.blocks(mine) if shared is None else _rows_of(shared, mine):
             dv = dot[b.rows]
             with np.errstate(all="ignore"):
                 part += np.ascontiguousarray((b.value * dv[:, None]).T).sum(axis=1)
@@ -298,3 +309,13 @@ def jvp_of(jac: DenseJacobian, dot: F64) -> Estimate:
         total += part
         error += part_err
     return Estimate(jac.yback.tangent(total), jac.yback.error(error), None)
+
+
+def _rows_of(blocks: list[Block], mask: npt.NDArray[np.bool_]) -> Iterator[Block]:
+    """The rows of ``blocks`` where ``mask`` (over input coordinates) is true, block by block."""
+    for b in blocks:
+        sel = mask[b.rows]
+        if sel.all():
+            yield b
+        elif sel.any():
+            yield Block(b.rows[sel], b.value[sel], b.error[sel], b.step[sel])
