@@ -55,12 +55,14 @@ TOLERANCES: Mapping[str, tuple[float, float]] = MappingProxyType(
 
 #: Input coordinates up to which ``test_rrule`` builds the dense numerical vjp (one finite
 #: difference per coordinate); beyond it the adjoint identity is checked instead, which costs
-#: ``ADJOINT_DIRECTIONS`` jvps whatever the size.
+#: a few jvps whatever the size (``finite_differences.adjoint.directions``: 2 random sign
+#: directions at a million coordinates, more below, up to 8).
 DENSE_LIMIT = 2000
 
 #: Random directions ``v`` along which the adjoint identity ``<xbar, v> == <ybar, J v>`` is
-#: checked beyond ``DENSE_LIMIT``: three independent directions make a wrong cotangent that
-#: passes by chance vanishingly unlikely.
+#: checked for arguments in spaces (``with_tangent``, ``spaces=``), beyond ``DENSE_LIMIT``:
+#: three independent directions make a wrong cotangent that passes by chance vanishingly
+#: unlikely.
 ADJOINT_DIRECTIONS = 3
 
 #: Input coordinates up to which ``test_frule`` multiplies the numerical Jacobian by the input

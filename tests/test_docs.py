@@ -306,11 +306,13 @@ def test_ci_guide_declares_the_entry_point_group_the_cli_reads() -> None:
 
 def test_guides_state_the_testers_constants() -> None:
     from rruletest import defaults as ref
+    from rruletest.finite_differences.adjoint import directions
     from rruletest.tolerances import default_tolerances
 
     fd = (DOCS / "guides" / "finite-differences.md").read_text(encoding="utf-8")
     assert f"up to {ref.DENSE_LIMIT} coordinates" in fd
-    assert f"along {ref.ADJOINT_DIRECTIONS} random directions" in fd
+    many, few = directions(10**6), directions(1)
+    assert f"along random sign directions `v` ({many} at a million coordinates, up to {few}" in fd
     assert f"widened by {ref.ERROR_FACTOR:g} times" in fd
     assert f"within {ref.ROOM_FRACTION:.0%} of the distance" in fd
     for page in ("coming-from/chainrulestestutils.md", "coming-from/gradcheck.md"):

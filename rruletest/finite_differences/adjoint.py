@@ -15,10 +15,9 @@ rounding, a cumulative sum, the same amplification of it measured on ``f``'s out
 Directions are random signs (``|v_i| = 1``: no element hides behind a small weight); their
 number grows as the size falls (``directions``).
 
-When a gap fails, ``localise`` finds the wrong coordinates by group testing: the direction is
-restricted to halves of its support, recursively, the gap of one half giving the other's by
-difference, which costs ``O(k log n)`` gap estimates for ``k`` wrong coordinates. A coordinate
-found alone gets its numerical value ``(J^T ybar)_i`` and error, as the dense vjp would give.
+When a gap fails, ``finite_differences.localise`` finds the wrong coordinates by group testing
+(the direction restricted to halves of its support, recursively: ``O(k log n)`` gap estimates
+for ``k`` wrong coordinates); ``gaps`` gives it the gaps of such restricted directions.
 
 >>> x = np.linspace(-1.0, 1.0, 1000)
 >>> ybar = np.ones(1000)
@@ -28,10 +27,8 @@ found alone gets its numerical value ``(J^T ybar)_i`` and error, as the dense vj
 True
 >>> bad = good.copy(); bad[700] *= 1.001
 >>> chk = AdjointCheck(None, np.sin, (x,), bad, ybar, rng=np.random.default_rng(0))
->>> res = chk.run(); bool(res.ok)
+>>> bool(chk.run().ok)
 False
->>> [int(i) for i in chk.localise(res).coords]
-[700]
 """
 
 from __future__ import annotations
@@ -145,12 +142,15 @@ class AdjointCheck:
         self.ybar = _coords(ybar, yv.size, lambda t: yback.tangent_vec(t, "ybar"))
         dt = working_dtype(self.back.coord_dtypes)
         self.dtype = dt
+        self.back_dtype = dt  # the inputs' own (``dtype`` becomes float64 when promoted)
         self.out_dtype = working_dtype(yback.coord_dtypes)
         self.rel = ROUND_ULPS * eps(dt) if rel is None else rel
         self.default_rel = rel is None
         #: Absolute rounding per element of a correct ``xbar`` beyond ``rel * |xbar_i|`` (the
         #: rounding a low-precision ``f`` accumulates, ``noise.amplification``); 0 for most.
         self.floor = 0.0
+        #: Per coordinate, rounding measured on the rule's own arithmetic (``allow_rounding``).
+        self.spread: F64 | None = None
         self.atol = atol
         self.count = directions(self.n) if count is None else count
         self.signs = rng.integers(0, 2, size=(self.count, self.n), dtype=np.int8) * 2 - 1
@@ -265,7 +265,29 @@ class AdjointCheck:
         correct ``xbar``: ``rel * |xbar_i|`` and ``floor`` per element, independent of the
         random signs whatever their correlation along ``xbar``."""
         xb = self.xbar if idx is None else self.xbar[idx]
-        return math.sqrt((self.rel * _norm(xb)) ** 2 + xb.size * self.floor**2)
+        var = (self.rel * _norm(xb)) ** 2 + xb.size * self.floor**2
+        if self.spread is not None:
+            var += _norm(self.spread if idx is None else self.spread[idx]) ** 2
+        return math.sqrt(var)
+
+    def allow_rounding(self, xbar_wide: Any, cap: float) -> float:
+        """Allow each coordinate the rounding the rule's own arithmetic showed: ``|xbar -
+        xbar_wide|``, where ``xbar_wide`` is the rule's cotangent computed in float64 (see
+        ``rruletest.testers._rule_rounding``), at most ``cap * |xbar_i|`` (what a dense
+        comparison at relative tolerance ``cap`` would accept of it). Returns the largest
+        allowance in ulps of ``|xbar_i|`` (0 if none)."""
+        wide = _coords(xbar_wide, self.n, lambda t: self.back.tangent_vec(t, "xbar"))
+        with np.errstate(invalid="ignore"):
+            diff = np.abs(self.xbar - wide)
+            spread = np.where(np.isfinite(diff), np.minimum(diff, cap * np.abs(self.xbar)), 0.0)
+        self.spread = spread
+        ulps = spread / np.maximum(np.abs(self.xbar) * eps(self.back_dtype), np.finfo(float).tiny)
+        return float(ulps.max(initial=0.0))
+
+    def retolerate(self, found: Gaps) -> Gaps:
+        """``found`` (the gaps of ``run``) with tolerances for the allowances as they are now."""
+        scale = self._rounding(None)
+        return found._replace(tolerance=ERROR_FACTOR * found.error + ROUND_Z * scale + self.atol)
 
     def _psi(self, t: float, d: Arr | None, idx: Index | None) -> float:
         """``<ybar, f(z)>`` at ``z = x + t * d`` on ``idx`` (rounded to x's dtype), less
@@ -353,46 +375,6 @@ class AdjointCheck:
     def run(self) -> Gaps:
         """The gaps of all directions on all coordinates."""
         return self.gaps([(k, None) for k in range(self.count)])
-
-    def localise(self, found: Gaps, k: int | None = None) -> Located:
-        """Group testing along direction ``k`` of ``found`` (the first failing one if None)."""
-        if k is None:
-            bad = np.flatnonzero(np.abs(found.gap) > found.tolerance)
-            if bad.size == 0:
-                return Located(np.zeros(0, np.intp), np.zeros(0), np.zeros(0), [])
-            k = int(bad[0])
-        active = [(np.arange(self.n), float(found.gap[k]), float(found.error[k]))]
-        singles: list[tuple[int, float, float]] = []
-        regions: list[Index] = []
-        while active:
-            halves = [(idx[: idx.size // 2], idx[idx.size // 2 :]) for idx, _, _ in active]
-            left = self.gaps([(k, lo) for lo, _ in halves])
-            nxt = []
-            for (lo, hi), (_, g, e), gl, el, tl in zip(
-                halves, active, left.gap, left.error, left.tolerance, strict=True
-            ):
-                gh, eh = g - gl, e + el
-                th = ERROR_FACTOR * eh + ROUND_Z * self._rounding(hi) + self.atol
-                kids = [(lo, gl, el, tl), (hi, gh, eh, th)]
-                failing = [(i, gg, ee) for i, gg, ee, tt in kids if abs(gg) > tt]
-                if not failing:
-                    regions.append(np.concatenate([lo, hi]))
-                for i, gg, ee in failing:
-                    if i.size == 1:
-                        singles.append((int(i[0]), gg, ee))
-                    else:
-                        nxt.append((i, gg, ee))
-            if len(nxt) > MAX_GROUPS:
-                regions.extend(i for i, _, _ in nxt[MAX_GROUPS:])
-                nxt = nxt[:MAX_GROUPS]
-            active = nxt
-        singles.sort()
-        index = np.array([i for i, _, _ in singles], dtype=np.intp)
-        sign = self.signs[k][index].astype(np.float64)
-        gaps = np.array([g for _, g, _ in singles])
-        value = self.xbar[index] + gaps * sign if index.size else np.zeros(0)
-        error = np.array([e for _, _, e in singles])
-        return Located(index, value, error, regions)
 
 
 def _dot(a: Arr, b: Arr) -> float:

@@ -9,7 +9,8 @@ vjp (``test_rrule``) and the jvp (``test_frule``) alike:
   ``DENSE_LIMIT`` coordinates for a vjp (always with ``vjp_mode="full"``) and
   ``JVP_DENSE_LIMIT`` for a jvp (beyond it, one jvp along ``x + t * xdot``);
 - ``adjoint``: beyond ``DENSE_LIMIT``, the adjoint identity ``<xbar, v> == <ybar, J v>`` along
-  ``ADJOINT_DIRECTIONS`` random directions ``v`` (one jvp each).
+  random sign directions ``v`` (``finite_differences.adjoint.directions``: 2 at a million
+  coordinates, up to 8 below; ``ADJOINT_DIRECTIONS`` for arguments in spaces), one jvp each.
 
 Each element's tolerance is the default (or given) one, widened by ``ERROR_FACTOR`` times the
 engine's own error estimate (``_fd_inputs.widen``). The limits live in ``rruletest.defaults``.
@@ -158,7 +159,7 @@ def check_vjp(
                     if vjp_mode == "adjoint"
                     else f"{ncoord} input coordinates > {DENSE_LIMIT}; vjp_mode='full' forces dense"
                 )
-                check_adjoint(s, out, good, ybar, fdm, rtol, atol, why)
+                check_adjoint(s, out, good, ybar, fdm, rtol, atol, why, rrule_f)
                 return
             g = closed_over(s.f, s.fkwargs, s.primals, [a.index for a in live])
             ests = dense_vjp(fdm, g, [a.primal for a in live], ybar, y_ref, s.cache)
