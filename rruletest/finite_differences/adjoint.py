@@ -273,7 +273,7 @@ class AdjointCheck:
     def allow_rounding(self, xbar_wide: Any, cap: float) -> float:
         """Allow each coordinate the rounding the rule's own arithmetic showed: ``|xbar -
         xbar_wide|``, where ``xbar_wide`` is the rule's cotangent computed in float64 (see
-        ``rruletest.testers._rule_rounding``), at most ``cap * |xbar_i|`` (what a dense
+        ``rruletest.testers._float64``), at most ``cap * |xbar_i|`` (what a dense
         comparison at relative tolerance ``cap`` would accept of it). Returns the largest
         allowance in ulps of ``|xbar_i|`` (0 if none)."""
         wide = _coords(xbar_wide, self.n, lambda t: self.back.tangent_vec(t, "xbar"))

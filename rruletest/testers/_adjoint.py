@@ -5,7 +5,7 @@ Beyond ``DENSE_LIMIT`` input coordinates a dense vjp is too slow; the identity
 checks every cotangent at once. When it fails, group testing finds the wrong elements, and the
 report reads like a dense mismatch (``1 of 1000000 elements differ ... at [500000]``). A
 low-precision rule whose gaps fail is first allowed the rounding its own arithmetic shows
-against a run of the rule in float64 (``_rule_rounding``): a float32 pullback summing thousands
+against a run of the rule in float64 (``_float64``): a float32 pullback summing thousands
 of cotangents into one element is right, though it rounds by tens of ulps.
 """
 
@@ -27,7 +27,7 @@ from rruletest.testers._checks import compare
 from rruletest.testers._evidence import record
 from rruletest.testers._fd_inputs import coordinate_count, fd_failure, of_live
 from rruletest.testers._findings import contracted, kinks_dense_vjp, out_of_tolerance
-from rruletest.testers._rule_rounding import wide_cotangents
+from rruletest.testers._float64 import wide_cotangents
 from rruletest.testers._setup import Setup
 
 __all__ = ["check_adjoint"]
@@ -72,7 +72,7 @@ def check_adjoint(
         with np.errstate(invalid="ignore"):
             failing = np.isfinite(found.gap) & (np.abs(found.gap) > found.tolerance)
         if failing.any() and rrule_f is not None:
-            found, failing = _with_rule_rounding(s, chk, found, failing, rrule_f, ybar, live, rtol)
+            found, failing = _with_float64(s, chk, found, failing, rrule_f, ybar, live, rtol)
     except Exception as exc:
         fd_failure(report, exc, "register_rrule", g)
         return
@@ -107,12 +107,12 @@ def check_adjoint(
         return
 
 
-def _with_rule_rounding(
+def _with_float64(
     s: Setup, chk: AdjointCheck, found: Any, failing: Any, rrule_f: Any, ybar: Any,
     live: list[Any], rtol: float,
 ) -> tuple[Any, Any]:  # fmt: skip
     """The gaps again, each coordinate allowed the rounding the rule's low-precision
-    arithmetic showed against its float64 run (``_rule_rounding``), when that run is there;
+    arithmetic showed against its float64 run (``_float64``), when that run is there;
     a note says how much was allowed where that changes the verdict of a direction."""
     wide = wide_cotangents(rrule_f, s.f, s.primals, s.kwargs(), ybar, [a.index for a in live])
     if wide is None:

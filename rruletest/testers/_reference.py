@@ -50,6 +50,7 @@ from rruletest.testers._fd_inputs import (
     widen,
 )
 from rruletest.testers._findings import kinks_directional, kinks_jvp, kinks_vjp, noise_note
+from rruletest.testers._float64 import wide_point
 from rruletest.testers._report import Check
 from rruletest.testers._setup import Setup, domain_for, ruleset_of
 from rruletest.testers._snapshot import nonzero, short
@@ -271,25 +272,26 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
                 est = dense_jvp(fdm, g, [a.primal for a in live], dots, y_ref, s.cache)
                 mode = "finite-difference Jacobian times the input tangents"
             else:
-                est = jvp_estimate(fdm, g, *zip((a.primal for a in live), dots, strict=True))
-                mode = "finite-difference jvp"
+                points: tuple[list[Any], list[Any]] = ([a.primal for a in live], list(dots))
+                wide = wide_point(g, *points, y_ref)
+                est = jvp_estimate(fdm, g, *zip(*(wide or points), strict=True))
+                mode = "finite-difference jvp" + (" (evaluated in float64)" if wide else "")
+                pairs = list(zip(*(wide or points), strict=True))
     except Exception as exc:
         fd_failure(report, exc, "register_frule", g)
         return
     report.reference(mode, fdm)
     expected = est.value
     broadcast = _is_broadcast(s)
-    general = mode in (
-        "finite-difference Jacobian times the input tangents",
-        "finite-difference jvp",
-    )
+    general = mode.startswith(("finite-difference Jacobian", "finite-difference jvp"))
     if g is not None and (broadcast or general):
         try:
             if broadcast:
                 expected, lines = kinks_jvp(fdm, g, ydot, pairs, est.value, rtol,
                                             widen(atol, est.error))  # fmt: skip
             else:
-                pairs = list(zip((a.primal for a in live), dots, strict=True))
+                if not mode.startswith("finite-difference jvp"):
+                    pairs = list(zip((a.primal for a in live), dots, strict=True))
                 expected, lines = kinks_directional(fdm, g, ydot, pairs, est.value, rtol,
                                                     widen(atol, est.error))  # fmt: skip
         except Exception:

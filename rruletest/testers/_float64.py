@@ -1,4 +1,7 @@
-"""The rounding a low-precision rule's own arithmetic puts into its cotangents, measured.
+"""Low-precision values made float64: a rule's own rounding, and exact points for ``f``.
+
+**The rule's rounding** (``wide_cotangents``): what a low-precision rule's own arithmetic puts
+into its cotangents, measured.
 
 The adjoint identity allows each element of a correct ``xbar`` a few ulps of rounding, which
 keeps it sharp enough to see one wrong element among a million. A float32 pullback that sums
@@ -8,6 +11,12 @@ indexing) rounds far more than that, though it is right: its gap then fails by a
 rule itself: it is called again at float64 copies of its low-precision arguments, with a
 float64 ``ybar``, and ``|xbar - xbar_64|`` per element is what its float32 arithmetic lost. A
 rule wrong in both precisions is as wrong in ``xbar_64``: the difference stays its rounding.
+
+**Points for the numerical jvp** (``wide_point``): a float32 ``f`` differentiated along
+``x + t * xdot`` rounds every coordinate of the point, and where ``f`` has kinks (``median``,
+``sort``: entries that cross) the steps that rounding forces reach across them. Where ``f``
+accepts float64 copies of its arguments and gives float64 values within ``CLOSE_ULPS`` of its
+own, the jvp is taken at those copies, as the adjoint identity evaluates such an ``f``.
 
 >>> import numpy as np
 >>> from rruletest import NoTangent
@@ -30,7 +39,10 @@ import numpy as np
 from rruletest.tangents import unthunk
 from rruletest.walk import map_leaves
 
-__all__ = ["wide_cotangents"]
+__all__ = ["CLOSE_ULPS", "wide_cotangents", "wide_point"]
+
+#: How close (in ulps of its own dtype) ``f``'s float64 values must be to its own.
+CLOSE_ULPS = 1000.0
 
 
 def _widened(value: Any, changed: list[bool]) -> Any:
@@ -73,4 +85,32 @@ def wide_cotangents(
             return None
         return tuple(unthunk(out[i + 1]) for i in positions)
     except Exception:  # a measurement only: the checks already made stand as they are
+        return None
+
+
+def wide_point(
+    g: Any, primals: Sequence[Any], dots: Sequence[Any], y: Any
+) -> tuple[list[Any], list[Any]] | None:
+    """float64 copies of low-precision ``primals`` and their tangents ``dots`` when ``g``
+    takes them and returns float64 values within ``CLOSE_ULPS`` of ``y`` (its value at
+    ``primals``); None otherwise (nothing is low precision, ``g`` raises, or differs)."""
+    changed: list[bool] = []
+    try:
+        wide = [_widened(p, changed) for p in primals]
+        if not changed:
+            return None
+        low = np.asarray(y)
+        if low.dtype.kind != "f" or low.dtype.itemsize >= 8:
+            return None
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            high = g(*wide)
+        if not isinstance(high, np.ndarray | np.generic) or np.asarray(high).dtype != np.float64:
+            return None
+        high = np.asarray(high)
+        tol = CLOSE_ULPS * float(np.finfo(low.dtype).eps)
+        if high.shape != low.shape or not np.allclose(high, low, rtol=tol, atol=tol):
+            return None
+        return wide, [_widened(unthunk(d), []) for d in dots]
+    except Exception:  # the float32 point stays the reference
         return None
