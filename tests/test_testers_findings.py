@@ -246,7 +246,9 @@ def test_a_wrong_frule_where_f_prime_has_a_corner_still_fails() -> None:
 
 # -- kinks of a general pullback (a dense vjp), coordinate by coordinate ----------------------
 
-NEAR_ZERO = np.array([[1.8, 0.1, 1e-6], [0.1, 1.35, 0.2], [1e-6, 0.2, 1.62]], np.float32)
+# Entries of 1e-15: within every step the engine can take at this matrix, even at the float64
+# copies a float32 f is differentiated at (an entry of 1e-6 is resolved there: see below).
+NEAR_ZERO = np.array([[1.8, 0.1, 1e-15], [0.1, 1.35, 0.2], [1e-15, 0.2, 1.62]], np.float32)
 
 
 def norm1(a: Any) -> Any:
@@ -273,12 +275,25 @@ def _norm1_rules(at_kink: float) -> RuleSet:
 
 @pytest.mark.parametrize("seed", range(3))
 def test_a_general_rrule_next_to_a_kink_is_checked_against_both_sides(seed: int) -> None:
-    # |a[2, 0]| = 1e-6 is well inside the float32 step: the central difference averaged the
-    # slopes of |x| (about 0) and failed the correct sign(1e-6) = 1.
+    # |a[2, 0]| = 1e-15 is well inside the step: the central difference averaged the slopes
+    # of |x| (about 0) and failed the correct sign(1e-15) = 1.
     report = test_rrule(norm1, NEAR_ZERO, rrule_f=_norm1_rules(1.0).rrule, rng=seed)
     [line] = [n for n in report.notes if "kink" in n]
     assert line.startswith("args[0][2, 0] is at a kink along the tangent: left derivative ")
     assert line.endswith("between them (accepted)")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_float32_kink_the_float64_steps_resolve_needs_no_one_sided_check(seed: int) -> None:
+    # An entry of 1e-6 was inside the float32 step; at float64 copies the steps shrink below
+    # it, and the dense vjp is right without the one-sided values. A wrong value still fails.
+    a = NEAR_ZERO.copy()
+    a[0, 2] = a[2, 0] = 1e-6
+    report = test_rrule(norm1, a, rrule_f=_norm1_rules(1.0).rrule, rng=seed)
+    assert report.numerical == "dense finite-difference vjp (9 coordinates, evaluated in float64)"
+    assert not [n for n in report.notes if "kink" in n]
+    with pytest.raises(RuleTestFailure, match=r"args\[0\]: the cotangent differs"):
+        test_rrule(norm1, a, rrule_f=_norm1_rules(3.0).rrule, rng=seed)
 
 
 def test_a_general_rrule_outside_both_sides_of_a_kink_fails() -> None:

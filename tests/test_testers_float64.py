@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rruletest import NoTangent, RuleSet, Tangent, test_frule, unthunk
+from rruletest import NoTangent, RuleSet, Tangent, ZeroTangent, test_frule, test_rrule, unthunk
 from rruletest.testers._float64 import wide_cotangents, wide_point
 
 
@@ -117,3 +117,42 @@ def test_a_float32_frule_of_crossing_entries_is_checked_at_float64_points() -> N
     for f in (_median, _sort):
         with pytest.raises(AssertionError, match="differs from the numerical jvp"):
             test_frule(f, x, frule_f=_order_rules(1e-2).frule, rng=1)
+
+
+def _sort_rrules(off: float) -> RuleSet:
+    rules = RuleSet()
+
+    @rules.register_rrule(_sort)
+    def _sort_rrule(x: Any) -> Any:
+        order = np.argsort(x, kind="stable")
+
+        def pullback(ybar: Any) -> Any:
+            xbar = np.zeros_like(x)
+            if isinstance(ybar, ZeroTangent):
+                return NoTangent(), xbar
+            xbar[order] = unthunk(ybar)
+            xbar[order[x.size // 2]] *= 1 + off
+            return NoTangent(), xbar
+
+        return x[order], pullback
+
+    return rules
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_float32_dense_vjp_across_crossing_entries_is_taken_at_float64_points(
+    seed: int,
+) -> None:
+    """A dense vjp of the sort of 1000 float32 draws at float32 points took a rule whose
+    middle element is 1% off for right (5 seeds of 5): the steps float32 forces cross
+    neighbouring entries, and the error estimates widened the tolerance past the error."""
+    x = np.random.default_rng(seed).standard_normal(1000).astype(np.float32)
+    report = test_rrule(_sort, x, rrule_f=_sort_rrules(0.0).rrule, rng=seed)
+    assert report.numerical == (
+        "dense finite-difference vjp (1000 coordinates, evaluated in float64)"
+    )
+    with pytest.raises(AssertionError) as info:
+        test_rrule(_sort, x, rrule_f=_sort_rrules(1e-2).rrule, rng=seed)
+    order = np.argsort(x, kind="stable")
+    assert "args[0]: 1 of 1000 elements differ" in str(info.value)
+    assert f"at [{order[500]}]" in str(info.value)

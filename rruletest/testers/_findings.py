@@ -233,11 +233,13 @@ def kinks_dense_vjp(
 
 def kinks_dense(report: Any, fdm: Any, g: Any, ybar: Any, out: tuple[Any, ...], live: Any,
                 est_of: dict[int, Any], expected: dict[int, Any], rtol: float,
-                atol: float) -> dict[int, Any]:  # fmt: skip
-    """A general pullback's mismatched coordinates checked against one-sided differences."""
+                atol: float, points: Any = None) -> dict[int, Any]:  # fmt: skip
+    """A general pullback's mismatched coordinates checked against one-sided differences
+    (at ``points``, the arguments the dense vjp was taken at, if not the primals)."""
+    xs = [a.primal for a in live] if points is None else list(points)
     try:
         values, lines = kinks_dense_vjp(
-            fdm, g, ybar, [a.primal for a in live], [out[a.index + 1] for a in live],
+            fdm, g, ybar, xs, [out[a.index + 1] for a in live],
             [expected[a.index] for a in live],
             [(rtol, widen(atol, est_of[a.index].error)) for a in live], [a.path for a in live],
         )  # fmt: skip

@@ -127,6 +127,7 @@ def check_vjp(
         _constrained.check_vjp(s, out, good, ybar, y_ref, fdm, vjp_mode, rtol, atol, fd_failure)
         return
     g: Any = None
+    points: Any = None  # the arguments of a dense vjp, if not the primals
     try:
         if _is_broadcast(s):
             fdm = fdm_for_domain(s.fdm, domain, dom_primals)
@@ -163,9 +164,12 @@ def check_vjp(
                 check_adjoint(s, out, good, ybar, fdm, rtol, atol, why, rrule_f)
                 return
             g = closed_over(s.f, s.fkwargs, s.primals, [a.index for a in live])
-            ests = dense_vjp(fdm, g, [a.primal for a in live], ybar, y_ref, s.cache)
+            wide = wide_point(g, [a.primal for a in live], [], y_ref)
+            points = wide[0] if wide else [a.primal for a in live]
+            ests = dense_vjp(fdm, g, points, ybar, y_ref, s.cache)
             est_of = {a.index: e for a, e in zip(live, ests, strict=True)}
-            mode = f"dense finite-difference vjp ({ncoord} coordinates)"
+            promoted = ", evaluated in float64" if wide else ""
+            mode = f"dense finite-difference vjp ({ncoord} coordinates{promoted})"
     except Exception as exc:
         fd_failure(report, exc, "register_rrule", g)
         return
@@ -175,7 +179,7 @@ def check_vjp(
         expected = _kinks_vjp(s, fdm, g, ybar, out, est_of, expected, rtol, atol)
     elif mode.startswith("dense") and g is not None:
         expected = _findings.kinks_dense(s.report, fdm, g, ybar, out, live, est_of, expected,
-                                         rtol, atol)  # fmt: skip
+                                         rtol, atol, points)  # fmt: skip
     for a in live:
         if a.index + 1 not in good:
             continue
@@ -268,15 +272,17 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
         else:
             fdm = fdm_for_domain(s.fdm, domain, s.primals)
             g = closed_over(s.f, s.fkwargs, s.primals, [a.index for a in live])
+            given: tuple[list[Any], list[Any]] = ([a.primal for a in live], list(dots))
+            wide = wide_point(g, *given, y_ref)
+            xs, ds = wide or given
+            promoted = " (evaluated in float64)" if wide else ""
             if coordinate_count(live) <= JVP_DENSE_LIMIT:
-                est = dense_jvp(fdm, g, [a.primal for a in live], dots, y_ref, s.cache)
-                mode = "finite-difference Jacobian times the input tangents"
+                est = dense_jvp(fdm, g, xs, ds, y_ref, s.cache)
+                mode = "finite-difference Jacobian times the input tangents" + promoted
             else:
-                points: tuple[list[Any], list[Any]] = ([a.primal for a in live], list(dots))
-                wide = wide_point(g, *points, y_ref)
-                est = jvp_estimate(fdm, g, *zip(*(wide or points), strict=True))
-                mode = "finite-difference jvp" + (" (evaluated in float64)" if wide else "")
-                pairs = list(zip(*(wide or points), strict=True))
+                est = jvp_estimate(fdm, g, *zip(xs, ds, strict=True))
+                mode = "finite-difference jvp" + promoted
+            pairs = list(zip(xs, ds, strict=True))
     except Exception as exc:
         fd_failure(report, exc, "register_frule", g)
         return
@@ -290,8 +296,6 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
                 expected, lines = kinks_jvp(fdm, g, ydot, pairs, est.value, rtol,
                                             widen(atol, est.error))  # fmt: skip
             else:
-                if not mode.startswith("finite-difference jvp"):
-                    pairs = list(zip((a.primal for a in live), dots, strict=True))
                 expected, lines = kinks_directional(fdm, g, ydot, pairs, est.value, rtol,
                                                     widen(atol, est.error))  # fmt: skip
         except Exception:
