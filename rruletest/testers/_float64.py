@@ -40,10 +40,12 @@ import numpy as np
 from rruletest.tangents import unthunk
 from rruletest.walk import map_leaves
 
-__all__ = ["CLOSE_ULPS", "wide_cotangents", "wide_point"]
+__all__ = ["CLOSE_AT_MOST", "CLOSE_ULPS", "wide_cotangents", "wide_point"]
 
-#: How close (in ulps of its own dtype) ``f``'s float64 values must be to its own.
+#: How close (in ulps of its own dtype) ``f``'s float64 values must be to its own, and at
+#: most (relative and absolute): 1000 ulps of float16 would be most of the value.
 CLOSE_ULPS = 1000.0
+CLOSE_AT_MOST = 1e-2
 
 
 def _widened(value: Any, changed: list[bool], numbers: bool = True) -> Any:
@@ -111,7 +113,7 @@ def wide_point(
         if not isinstance(high, np.ndarray | np.generic) or np.asarray(high).dtype != np.float64:
             return None
         high = np.asarray(high)
-        tol = CLOSE_ULPS * float(np.finfo(low.dtype).eps)
+        tol = min(CLOSE_ULPS * float(np.finfo(low.dtype).eps), CLOSE_AT_MOST)
         if high.shape != low.shape or not np.allclose(high, low, rtol=tol, atol=tol):
             return None
         return wide, [_widened(unthunk(d), [], numbers=False) for d in dots]
