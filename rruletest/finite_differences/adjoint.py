@@ -284,6 +284,17 @@ class AdjointCheck:
         ulps = spread / np.maximum(np.abs(self.xbar) * eps(self.back_dtype), np.finfo(float).tiny)
         return float(ulps.max(initial=0.0))
 
+    def by_outputs(self, k: int) -> tuple[float, float, float]:
+        """Direction ``k``'s gap, its error and tolerance, with ``J v`` estimated output by
+        output (``_vector_jvp``): where every step of ``psi`` (a sum over all outputs) crosses
+        kinks of some output (``sort`` of many close values), a central difference of the sum
+        converges to a slope of the wider neighbourhood, not to the one at ``x``. NaN and an
+        infinite error where it cannot be estimated so (a point below float64)."""
+        value, error = self._vector_jvp(self.direction(k), None)
+        gap = value - self._lhs(k, None)
+        tol = ERROR_FACTOR * error + ROUND_Z * self._rounding(None) + self.atol
+        return gap, error, tol
+
     def retolerate(self, found: Gaps) -> Gaps:
         """``found`` (the gaps of ``run``) with tolerances for the allowances as they are now."""
         scale = self._rounding(None)

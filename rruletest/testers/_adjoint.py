@@ -89,6 +89,8 @@ def check_adjoint(
     record(report, "args", counts, "the adjoint identity", unit="random directions")
     # Directions the engine could not estimate are unchecked, not failures (``record``).
     for k in np.flatnonzero(failing).tolist():
+        if _holds_by_outputs(s, chk, k, float(found.gap[k])):
+            continue
         try:
             located = localise(chk, found, k)
         except Exception as exc:
@@ -154,6 +156,25 @@ def _located(
     # (at the float64 point the identity was evaluated at, if it was promoted)
     xs = [chk.array] if chk.promoted else [a.primal for a in live]
     return _kinks(s, fdm, g, ybar, out, live, xs, expected, tols, rtol), tols
+
+
+def _holds_by_outputs(s: Setup, chk: AdjointCheck, k: int, gap: float) -> bool:
+    """Whether direction ``k``'s identity holds with ``J v`` estimated output by output
+    (``AdjointCheck.by_outputs``), which a note then says: ``sort`` of 5000 close values has
+    kinks at every step of the sum over its outputs, whose central difference then reads a
+    slope of the neighbourhood (14.6 for 582)."""
+    try:
+        again, error, tol = chk.by_outputs(k)
+    except Exception:
+        return False
+    if not (math.isfinite(again) and math.isfinite(error)) or abs(again) > tol:
+        return False
+    s.report.note(
+        f"args: random direction {k} of the adjoint identity: the sum over the outputs has "
+        f"kinks within its steps (gap {gap:.3g}); estimated output by output, the gap is "
+        f"{again:.3g} (tolerance {tol:.3g})"
+    )
+    return True
 
 
 def _direction_at_kink(

@@ -17,7 +17,10 @@ rule wrong in both precisions is as wrong in ``xbar_64``: the difference stays i
 that cross) the steps that rounding forces reach across them: a dense vjp of a float32 sort
 of 1000 draws took a rule 1% off for right. Where ``f`` accepts float64 copies of its array
 arguments and gives float64 values within ``CLOSE_ULPS`` of its own, the dense vjp and the
-jvp are taken at those copies, as the adjoint identity evaluates such an ``f``.
+jvp are taken at those copies, as the adjoint identity evaluates such an ``f``. Elements the
+engine cannot estimate there (an infinite error: at float64 precision its error model sees
+the poles of ``inv`` of a matrix of condition 1e3 that float32's round-off hides) take the
+estimate at the low-precision point instead (``void_from``).
 
 >>> import numpy as np
 >>> from rruletest import NoTangent
@@ -32,7 +35,7 @@ jvp are taken at those copies, as the adjoint identity evaluates such an ``f``.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,7 +43,7 @@ import numpy as np
 from rruletest.tangents import unthunk
 from rruletest.walk import map_leaves
 
-__all__ = ["CLOSE_AT_MOST", "CLOSE_ULPS", "wide_cotangents", "wide_point"]
+__all__ = ["CLOSE_AT_MOST", "CLOSE_ULPS", "void_from", "wide_cotangents", "wide_point"]
 
 #: How close (in ulps of its own dtype) ``f``'s float64 values must be to its own, and at
 #: most (relative and absolute): 1000 ulps of float16 would be most of the value.
@@ -119,3 +122,30 @@ def wide_point(
         return wide, [_widened(unthunk(d), [], numbers=False) for d in dots]
     except Exception:  # the float32 point stays the reference
         return None
+
+
+def void_from(wide: Any, low: Callable[[], Any]) -> Any:
+    """The estimate ``wide`` (at float64 copies), with ``low()``'s value and error (at the
+    low-precision point, computed only if needed) where ``wide``'s error is not finite; for
+    array and number estimates (other structures are left as they are).
+
+    >>> from rruletest.finite_differences import Estimate
+    >>> wide = Estimate(np.array([1.0, 2.0]), np.array([1e-9, np.inf]), None)
+    >>> out = void_from(wide, lambda: Estimate(np.array([1.1, 2.1]), np.array([0.1, 0.2]), None))
+    >>> out.value.tolist(), out.error.tolist()
+    ([1.0, 2.1], [1e-09, 0.2])
+    """
+    err = wide.error
+    if not isinstance(err, np.ndarray | np.generic | float):
+        return wide
+    void = ~np.isfinite(np.asarray(err, dtype=np.float64))
+    if not void.any():
+        return wide
+    other = low()
+    if np.shape(other.error) != void.shape or np.shape(other.value) != np.shape(wide.value):
+        return wide
+    value = np.where(void, np.asarray(other.value), np.asarray(wide.value))
+    error = np.where(void, np.asarray(other.error, dtype=np.float64), np.asarray(err))
+    if not isinstance(wide.value, np.ndarray):
+        return wide._replace(value=value[()], error=error[()])
+    return wide._replace(value=value, error=error)

@@ -50,7 +50,7 @@ from rruletest.testers._fd_inputs import (
     widen,
 )
 from rruletest.testers._findings import kinks_directional, kinks_jvp, kinks_vjp, noise_note
-from rruletest.testers._float64 import wide_point
+from rruletest.testers._float64 import void_from, wide_point
 from rruletest.testers._report import Check
 from rruletest.testers._setup import Setup, domain_for, ruleset_of
 from rruletest.testers._snapshot import nonzero, short
@@ -167,6 +167,9 @@ def check_vjp(
             wide = wide_point(g, [a.primal for a in live], [], y_ref)
             points = wide[0] if wide else [a.primal for a in live]
             ests = dense_vjp(fdm, g, points, ybar, y_ref, s.cache)
+            if wide:  # what float64 points cannot estimate, the point itself may
+                low = _at_primals(fdm, g, live, ybar, y_ref, s.cache)
+                ests = [void_from(e, functools.partial(low, i)) for i, e in enumerate(ests)]
             est_of = {a.index: e for a, e in zip(live, ests, strict=True)}
             promoted = ", evaluated in float64" if wide else ""
             mode = f"dense finite-difference vjp ({ncoord} coordinates{promoted})"
@@ -235,6 +238,18 @@ def _noise(s: Setup, g: Any, xs: list[Any], actual: Any, est: Any, fdm: Any) -> 
         s.report.note(note)
 
 
+def _at_primals(fdm: Any, g: Any, live: list[Any], ybar: Any, y_ref: Any, cache: Any) -> Any:
+    """``i -> `` the dense vjp of argument ``i`` at the primals themselves (computed once)."""
+    found: list[Any] = []
+
+    def one(i: int) -> Any:
+        if not found:
+            found.extend(dense_vjp(fdm, g, [a.primal for a in live], ybar, y_ref, cache))
+        return found[i]
+
+    return one
+
+
 def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) -> None:
     """Check: ``ydot`` matches the numerical jvp chosen for ``f`` along the input tangents
     ``dots`` of the numerically checked arguments (see the module's docstring)."""
@@ -279,9 +294,13 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
             if coordinate_count(live) <= JVP_DENSE_LIMIT:
                 est = dense_jvp(fdm, g, xs, ds, y_ref, s.cache)
                 mode = "finite-difference Jacobian times the input tangents" + promoted
+                if wide:  # what float64 points cannot estimate, the point itself may
+                    est = void_from(est, lambda: dense_jvp(fdm, g, *given, y_ref, s.cache))
             else:
                 est = jvp_estimate(fdm, g, *zip(xs, ds, strict=True))
                 mode = "finite-difference jvp" + promoted
+                if wide:
+                    est = void_from(est, lambda: jvp_estimate(fdm, g, *zip(*given, strict=True)))
             pairs = list(zip(xs, ds, strict=True))
     except Exception as exc:
         fd_failure(report, exc, "register_frule", g)
