@@ -95,6 +95,13 @@ def wide_cotangents(
         return None
 
 
+def _wide_already(p: Any) -> bool:
+    """Whether ``p`` is a number or an array that ``wide_point`` leaves as it is."""
+    if type(p) is np.ndarray:
+        return p.dtype.kind not in "f" or p.dtype.itemsize >= 8
+    return isinstance(p, int | float | complex | np.generic)
+
+
 def wide_point(
     g: Any, primals: Sequence[Any], dots: Sequence[Any], y: Any
 ) -> tuple[list[Any], list[Any]] | None:
@@ -102,6 +109,8 @@ def wide_point(
     when ``g`` takes them and returns float64 values within ``CLOSE_ULPS`` of ``y`` (its value
     at ``primals``); None otherwise (no low-precision array, ``g`` raises, or differs).
     Numbers stay as they are: their scalar finite differences need no such help."""
+    if all(_wide_already(p) for p in primals):  # the common case, without a walk
+        return None
     changed: list[bool] = []
     try:
         wide = [_widened(p, changed, numbers=False) for p in primals]
