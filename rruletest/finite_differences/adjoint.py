@@ -173,6 +173,10 @@ class AdjointCheck:
         self.offset = 0.0
         self.offset = OFFSET * _norm(self._kept(self.ybar) * self._kept(yv))
         self._directions: dict[int, Arr] = {}
+        #: After ``move_ties_together``: coordinates ordered with equal values adjacent, and
+        #: each coordinate's group of equal values (``localise`` keeps groups whole).
+        self.tie_order: Index | None = None
+        self.tie_group: Index | None = None
 
     def _kept(self, yv: Arr) -> Arr:
         return yv if self.keep is None else yv[self.keep]

@@ -39,11 +39,17 @@ def localise(chk: AdjointCheck, found: Gaps, k: int | None = None) -> Located:
         if bad.size == 0:
             return Located(np.zeros(0, np.intp), np.zeros(0), np.zeros(0), [])
         k = int(bad[0])
-    active = [(np.arange(chk.n), float(found.gap[k]), float(found.error[k]))]
+    start = np.arange(chk.n) if chk.tie_order is None else chk.tie_order
+    active = [(start, float(found.gap[k]), float(found.error[k]))]
     singles: list[tuple[int, float, float]] = []
     regions: list[Index] = []
     while active:
-        halves = [(idx[: idx.size // 2], idx[idx.size // 2 :]) for idx, _, _ in active]
+        cut = [(a, _halves(chk, a[0])) for a in active]
+        regions.extend(a[0] for a, (_, hi) in cut if hi.size == 0)  # one tie: not split
+        active = [a for a, (_, hi) in cut if hi.size > 0]
+        halves = [h for _, h in cut if h[1].size > 0]
+        if not halves:
+            break
         left = chk.gaps([(k, lo) for lo, _ in halves])
         nxt = []
         for (lo, hi), (_, g, e), gl, el, tl in zip(
@@ -71,3 +77,18 @@ def localise(chk: AdjointCheck, found: Gaps, k: int | None = None) -> Located:
     value = chk.xbar[index] + gaps * sign if index.size else np.zeros(0)
     error = np.array([e for _, _, e in singles])
     return Located(index, value, error, regions)
+
+
+def _halves(chk: AdjointCheck, idx: Index) -> tuple[Index, Index]:
+    """``idx`` cut in two near its middle, between groups of equal input values (their
+    coordinates are adjacent in ``chk.tie_order``): a half holding one member of a tie would
+    make its direction split the tie, where ``f`` has a kink."""
+    mid = idx.size // 2
+    group = chk.tie_group
+    if group is not None:
+        g = group[idx]
+        cuts = np.flatnonzero(g[1:] != g[:-1]) + 1  # positions where a new group starts
+        if cuts.size == 0:
+            return idx, idx[:0]
+        mid = int(cuts[np.argmin(np.abs(cuts - mid))])
+    return idx[:mid], idx[mid:]
