@@ -70,20 +70,18 @@ def check_adjoint(
             atol=0.0 if s.atol is None else s.atol * math.sqrt(max(1, coordinate_count(live))),
         )
         found = chk.run()
-        with np.errstate(invalid="ignore"):
-            failing = np.isfinite(found.gap) & (np.abs(found.gap) > found.tolerance)
-        if failing.any() and rrule_f is not None:
-            found, failing = _with_float64(s, chk, found, failing, rrule_f, ybar, live, rtol)
+        failing = _failing(found)
         unchecked = ~(np.isfinite(found.gap) & np.isfinite(found.tolerance))
         if (failing.any() or unchecked.any()) and (tied := move_ties_together(chk)):
-            found = chk.retolerate(chk.run()) if chk.spread is not None else chk.run()
-            with np.errstate(invalid="ignore"):
-                failing = np.isfinite(found.gap) & (np.abs(found.gap) > found.tolerance)
+            found = chk.run()
+            failing = _failing(found)
             report.note(
                 f"args: {tied} elements of x are exactly equal to others (f may have kinks "
                 "there): every random direction of the adjoint identity moves each such group "
                 "together"
             )
+        if failing.any() and rrule_f is not None:
+            found, failing = _with_float64(s, chk, found, failing, rrule_f, ybar, live, rtol)
     except Exception as exc:
         fd_failure(report, exc, "register_rrule", g)
         return
@@ -120,6 +118,12 @@ def check_adjoint(
         return
 
 
+def _failing(found: Any) -> Any:
+    """The directions whose gap is estimated and exceeds its tolerance."""
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(found.gap) & (np.abs(found.gap) > found.tolerance)
+
+
 def _with_float64(
     s: Setup, chk: AdjointCheck, found: Any, failing: Any, rrule_f: Any, ybar: Any,
     live: list[Any], rtol: float,
@@ -132,8 +136,7 @@ def _with_float64(
         return found, failing
     ulps = chk.allow_rounding(wide, rtol)
     again = chk.retolerate(found)
-    with np.errstate(invalid="ignore"):
-        still = np.isfinite(again.gap) & (np.abs(again.gap) > again.tolerance)
+    still = _failing(again)
     if int(still.sum()) < int(failing.sum()):
         s.report.note(
             f"the rule's own {np.dtype(chk.back_dtype).name} arithmetic rounds its cotangent by "
