@@ -10,7 +10,6 @@ import pytest
 
 from rruletest.finite_differences.adjoint import AdjointCheck, directions
 from rruletest.finite_differences.localise import localise
-from rruletest.finite_differences.ties import move_ties_together
 
 N = 20_000
 
@@ -127,12 +126,12 @@ def test_a_float32_reduction_is_evaluated_in_float64_too() -> None:
 def test_move_ties_together_gives_equal_elements_one_sign() -> None:
     x = np.array([0.5, 0.25, 0.5, 1.0, 0.25, 0.5, 2.0])
     chk = AdjointCheck(None, np.sort, (x,), np.ones(7), np.ones(7), rng=np.random.default_rng(3))
-    assert move_ties_together(chk) == 5  # three 0.5s and two 0.25s
+    assert chk.move_ties_together() == 5  # three 0.5s and two 0.25s
     for signs in chk.signs:
         assert signs[0] == signs[2] == signs[5]
         assert signs[1] == signs[4]
     plain = AdjointCheck(None, np.sort, (np.arange(7.0),), np.ones(7), np.ones(7),
                          rng=np.random.default_rng(3))  # fmt: skip
     before = plain.signs.copy()
-    assert move_ties_together(plain) == 0
+    assert plain.move_ties_together() == 0
     assert (plain.signs == before).all()

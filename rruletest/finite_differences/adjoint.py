@@ -42,8 +42,9 @@ import numpy.typing as npt
 
 from rruletest.finite_differences.dense import check_fdm, working_dtype
 from rruletest.finite_differences.estimation import run
-from rruletest.finite_differences.noise import amplification
+from rruletest.finite_differences.noise import agrees, amplification
 from rruletest.finite_differences.problem import Problem, eps
+from rruletest.finite_differences.ties import tie_groups
 from rruletest.finite_differences.to_vec import to_vec
 
 __all__ = [
@@ -193,21 +194,11 @@ class AdjointCheck:
             return
         self.calls += 1
         # (a reduction's output is a numpy scalar: np.median of float32 values is np.float32)
-        ok = (
-            isinstance(y64, np.ndarray | np.generic)
-            and y64.dtype == np.float64
-            and isinstance(y, np.ndarray | np.generic)
-            and y64.shape == y.shape
-        )
-        if not ok:
-            return
-        y, y64 = np.asarray(y), np.asarray(y64)
-        lo = working_dtype([np.dtype(y.dtype)]) if y.dtype.kind == "f" else np.dtype(np.float64)
-        close = np.allclose(y64, y, rtol=1e3 * eps(lo), atol=1e3 * eps(lo), equal_nan=True)
-        if close:
+        if agrees(y, y64):
+            y, y64 = np.asarray(y), np.asarray(y64)
             self.array, self.dtype, self.out_dtype = x64, np.dtype(np.float64), y64.dtype
             self.promoted = True
-            amp = amplification(y, y64, eps(lo)) if self.default_rel else 1.0
+            amp = amplification(y, y64, eps(y.dtype)) if self.default_rel else 1.0
             if amp > 1.0:
                 self.floor = self.rel * amp * _norm(self.xbar) / math.sqrt(max(self.n, 1))
 
@@ -247,8 +238,7 @@ class AdjointCheck:
         for r in np.flatnonzero(~np.isfinite(error)).tolist():
             value, error[r] = self._vector_jvp(*parts[r])
             gap[r] = value - lhs[r]
-        scale = np.array([self._rounding(idx) for _, idx in groups])
-        tol = ERROR_FACTOR * error + ROUND_Z * scale + self.atol
+        tol = np.array([self.tolerance(e, idx) for e, (_, idx) in zip(error, groups, strict=True)])
         return Gaps(gap, error, tol, lhs)
 
     def direction(self, k: int) -> Arr:
@@ -264,15 +254,27 @@ class AdjointCheck:
         sel = slice(None) if idx is None else idx
         return _dot(self.xbar[sel], self.direction(k)[sel])
 
+    def tolerance(self, error: float, idx: Index | None) -> float:
+        """The gap allowed on ``idx`` (all coordinates for None) whose estimate has the error
+        ``error``: ``ERROR_FACTOR`` errors, ``ROUND_Z`` standard deviations of the rounding a
+        correct ``xbar`` carries there, and ``atol``."""
+        return float(ERROR_FACTOR * error + ROUND_Z * self._rounding(idx) + self.atol)
+
     def _rounding(self, idx: Index | None) -> float:
         """The standard deviation of ``<err, v>`` on ``idx`` for the rounding ``err`` of a
-        correct ``xbar``: ``rel * |xbar_i|`` and ``floor`` per element, independent of the
-        random signs whatever their correlation along ``xbar``."""
+        correct ``xbar``: ``rel * |xbar_i|`` and ``element_rounding`` per element,
+        independent of the random signs whatever their correlation along ``xbar``."""
         xb = self.xbar if idx is None else self.xbar[idx]
         var = (self.rel * _norm(xb)) ** 2 + xb.size * self.floor**2
         if self.spread is not None:
             var += _norm(self.spread if idx is None else self.spread[idx]) ** 2
         return math.sqrt(var)
+
+    def element_rounding(self, idx: Index) -> F64:
+        """The rounding allowed each coordinate at ``idx`` beyond ``rel * |xbar_i|``: the
+        amplification ``floor`` and what the rule's own arithmetic showed (``spread``)."""
+        out: F64 = np.hypot(self.floor, 0.0 if self.spread is None else self.spread[idx])
+        return out
 
     def allow_rounding(self, xbar_wide: Any, cap: float) -> float:
         """Allow each coordinate the rounding the rule's own arithmetic showed: ``|xbar -
@@ -295,14 +297,23 @@ class AdjointCheck:
         converges to a slope of the wider neighbourhood, not to the one at ``x``. NaN and an
         infinite error where it cannot be estimated so (a point below float64)."""
         value, error = self._vector_jvp(self.direction(k), None)
-        gap = value - self._lhs(k, None)
-        tol = ERROR_FACTOR * error + ROUND_Z * self._rounding(None) + self.atol
-        return gap, error, tol
+        return value - self._lhs(k, None), error, self.tolerance(error, None)
 
     def retolerate(self, found: Gaps) -> Gaps:
         """``found`` (the gaps of ``run``) with tolerances for the allowances as they are now."""
-        scale = self._rounding(None)
-        return found._replace(tolerance=ERROR_FACTOR * found.error + ROUND_Z * scale + self.atol)
+        return found._replace(tolerance=np.array([self.tolerance(e, None) for e in found.error]))
+
+    def move_ties_together(self) -> int:
+        """Make every direction move each group of exactly equal elements of the input array
+        together (``ties``); returns how many elements are tied (0: nothing changed), and
+        ``tie_order``/``tie_group`` then keep groups whole in ``localise``."""
+        found = None if self.array is None else tie_groups(self.array.reshape(-1))
+        if found is None:
+            return 0
+        self.tie_order, self.tie_group, lead, tied = found
+        self.signs[:, self.tie_order] = self.signs[:, lead]
+        self._directions.clear()
+        return tied
 
     def _psi(self, t: float, d: Arr | None, idx: Index | None) -> float:
         """``<ybar, f(z)>`` at ``z = x + t * d`` on ``idx`` (rounded to x's dtype), less

@@ -20,9 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from rruletest.finite_differences.adjoint import (
-    ERROR_FACTOR,
     MAX_GROUPS,
-    ROUND_Z,
     AdjointCheck,
     Gaps,
     Index,
@@ -56,7 +54,7 @@ def localise(chk: AdjointCheck, found: Gaps, k: int | None = None) -> Located:
             halves, active, left.gap, left.error, left.tolerance, strict=True
         ):
             gh, eh = g - gl, e + el
-            th = ERROR_FACTOR * eh + ROUND_Z * chk._rounding(hi) + chk.atol
+            th = chk.tolerance(eh, hi)
             kids = [(lo, gl, el, tl), (hi, gh, eh, th)]
             failing = [(i, gg, ee) for i, gg, ee, tt in kids if abs(gg) > tt]
             if not failing:

@@ -212,6 +212,31 @@ def measure_noise(
     return worst
 
 
+#: How close (in ulps of its own dtype) a low-precision ``f``'s float64 values must be to its
+#: own for the float64 ones to stand in, and at most (relative and absolute): 1000 ulps of
+#: float16 would be most of the value.
+CLOSE_ULPS = 1000.0
+CLOSE_AT_MOST = 1e-2
+
+
+def agrees(y: Any, y64: Any) -> bool:
+    """Whether ``y64``, ``f`` at float64 copies of its low-precision inputs (a float64 array
+    or numpy scalar), is ``f``'s value ``y`` within ``CLOSE_ULPS`` of ``y``'s dtype: then the
+    float64 copies may stand in for the point (no other function is computed there).
+
+    >>> x = np.float32([0.5, 2.0])
+    >>> agrees(np.sin(x), np.sin(x.astype(np.float64))), agrees(x, x.astype(np.float64) + 1e-3)
+    (True, False)
+    """
+    if not isinstance(y, np.ndarray | np.generic) or not isinstance(y64, np.ndarray | np.generic):
+        return False
+    low, high = np.asarray(y), np.asarray(y64)
+    if high.dtype != np.float64 or high.shape != low.shape or low.dtype.kind != "f":
+        return False
+    tol = min(CLOSE_ULPS * float(np.finfo(low.dtype).eps), CLOSE_AT_MOST)
+    return bool(np.allclose(high, low, rtol=tol, atol=tol, equal_nan=True))
+
+
 def amplification(y: Arr, y64: Arr, epsilon: float) -> float:
     """How many times its dtype's rounding a low-precision ``f`` accumulates, measured on its
     output against the float64 one (at least 1): ``||y - y64|| / (eps ||y64||)``.

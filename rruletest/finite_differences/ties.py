@@ -4,47 +4,40 @@ A direction of the adjoint identity that splits a group of exactly equal input v
 such a kink at ``x``: the rule's choice for each tied pair is one side's, so ``<xbar, v>``
 mixes the one-sided values pair by pair and matches neither of the direction's. Directions that
 move each group together keep ``f`` differentiable along them, and any such choice gives the
-same ``<xbar, v>``; ``localise`` then keeps each group in one half.
+same ``<xbar, v>`` (``AdjointCheck.move_ties_together``); ``localise`` then keeps each group
+in one half.
 
->>> from rruletest.finite_differences.adjoint import AdjointCheck
->>> x = np.array([0.5, 0.25, 0.5, 1.0])
->>> chk = AdjointCheck(None, np.sort, (x,), np.ones(4), np.ones(4), rng=np.random.default_rng(0))
->>> move_ties_together(chk), bool((chk.signs[:, 0] == chk.signs[:, 2]).all())
-(2, True)
+>>> order, group, lead, tied = tie_groups(np.array([0.5, 0.25, 0.5, 1.0]))
+>>> group[order].tolist(), lead.tolist(), tied
+([0, 1, 1, 2], [1, 0, 0, 3], 2)
 """
 
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
-from rruletest.finite_differences.adjoint import AdjointCheck
+__all__ = ["tie_groups"]
 
-__all__ = ["move_ties_together"]
+Index = npt.NDArray[np.intp]
 
 
-def move_ties_together(chk: AdjointCheck) -> int:
-    """Make every direction move equal elements of the input array together (each group
-    of exactly equal values takes its first member's sign); returns how many elements
-    were tied (0: nothing changed). At equal entries ``sort``, ``max`` or ``median`` are
-    not differentiable, and a direction that splits a tie has one-sided derivatives that
-    differ there: the rule's choice for each tied pair is one side's, so ``<xbar, v>``
-    mixes the sides pair by pair. Along directions that keep ties together the function
-    is differentiable and any such choice gives the same ``<xbar, v>``."""
-    if chk.array is None or chk.n < 2:
-        return 0
-    flat = chk.array.reshape(-1)
-    order = np.argsort(flat, kind="stable")
-    ranked = flat[order]
+def tie_groups(values: npt.NDArray[np.floating]) -> tuple[Index, Index, Index, int] | None:
+    """Groups of exactly equal ``values`` (a flat array), or None when all differ: the order
+    that sorts them (each group's members adjacent), each element's group (by position), the
+    first member of each element's group (in ``order``'s layout: ``lead[j]`` for
+    ``order[j]``), and how many elements are in groups of two or more."""
+    if values.size < 2:
+        return None
+    order = np.argsort(values, kind="stable")
+    ranked = values[order]
     same = ranked[1:] == ranked[:-1]
     if not same.any():
-        return 0
-    starts = np.flatnonzero(np.concatenate([[True], ~same]))
-    group = np.cumsum(np.concatenate([[True], ~same])) - 1
-    lead = order[starts[group]]  # each element's group's first member
-    chk.signs[:, order] = chk.signs[:, lead]
-    chk._directions.clear()
-    chk.tie_order = order
-    chk.tie_group = np.empty(chk.n, dtype=np.intp)
-    chk.tie_group[order] = group
-    sizes = np.diff(np.append(starts, chk.n))
-    return int(sizes[sizes > 1].sum())
+        return None
+    new = np.concatenate([[True], ~same])
+    starts = np.flatnonzero(new)
+    rank = np.cumsum(new) - 1  # the group of order[j]
+    group = np.empty(values.size, dtype=np.intp)
+    group[order] = rank
+    sizes = np.diff(np.append(starts, values.size))
+    return order, group, order[starts[rank]], int(sizes[sizes > 1].sum())

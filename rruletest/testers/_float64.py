@@ -16,7 +16,7 @@ rule wrong in both precisions is as wrong in ``xbar_64``: the difference stays i
 ``f`` round every perturbed point, and where ``f`` has kinks (``median``, ``sort``: entries
 that cross) the steps that rounding forces reach across them: a dense vjp of a float32 sort
 of 1000 draws took a rule 1% off for right. Where ``f`` accepts float64 copies of its array
-arguments and gives float64 values within ``CLOSE_ULPS`` of its own, the dense vjp and the
+arguments and gives float64 values close to its own (``noise.agrees``), the dense vjp and the
 jvp are taken at those copies, as the adjoint identity evaluates such an ``f``. Elements the
 engine cannot estimate there (an infinite error: at float64 precision its error model sees
 the poles of ``inv`` of a matrix of condition 1e3 that float32's round-off hides) take the
@@ -40,23 +40,20 @@ from typing import Any
 
 import numpy as np
 
+from rruletest.finite_differences.noise import agrees
 from rruletest.tangents import unthunk
 from rruletest.walk import map_leaves
 
-__all__ = ["CLOSE_AT_MOST", "CLOSE_ULPS", "void_from", "wide_cotangents", "wide_point"]
-
-#: How close (in ulps of its own dtype) ``f``'s float64 values must be to its own, and at
-#: most (relative and absolute): 1000 ulps of float16 would be most of the value.
-CLOSE_ULPS = 1000.0
-CLOSE_AT_MOST = 1e-2
+__all__ = ["void_from", "wide_cotangents", "wide_point"]
 
 
 def _widened(value: Any, changed: list[bool], numbers: bool = True) -> Any:
     """``value`` with its float16/float32 arrays (and numbers, unless ``numbers`` is false) as
     float64 (``changed`` records whether any was)."""
 
+    kinds = np.ndarray | np.floating if numbers else np.ndarray
+
     def leaf(_path: Any, v: Any) -> Any:
-        kinds = np.ndarray | np.floating if numbers else np.ndarray
         if isinstance(v, kinds) and v.dtype in (np.float16, np.float32):
             changed.append(True)
             return v.astype(np.float64) if isinstance(v, np.ndarray) else np.float64(v)
@@ -106,7 +103,7 @@ def wide_point(
     g: Any, primals: Sequence[Any], dots: Sequence[Any], y: Any
 ) -> tuple[list[Any], list[Any]] | None:
     """float64 copies of the low-precision arrays in ``primals`` and their tangents ``dots``
-    when ``g`` takes them and returns float64 values within ``CLOSE_ULPS`` of ``y`` (its value
+    when ``g`` takes them and returns float64 values that ``noise.agrees`` with ``y`` (its value
     at ``primals``); None otherwise (no low-precision array, ``g`` raises, or differs).
     Numbers stay as they are: their scalar finite differences need no such help."""
     if all(_wide_already(p) for p in primals):  # the common case, without a walk
@@ -116,17 +113,12 @@ def wide_point(
         wide = [_widened(p, changed, numbers=False) for p in primals]
         if not changed:
             return None
-        low = np.asarray(y)
-        if low.dtype.kind != "f" or low.dtype.itemsize >= 8:
+        if np.asarray(y).dtype.itemsize >= 8:
             return None
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             high = g(*wide)
-        if not isinstance(high, np.ndarray | np.generic) or np.asarray(high).dtype != np.float64:
-            return None
-        high = np.asarray(high)
-        tol = min(CLOSE_ULPS * float(np.finfo(low.dtype).eps), CLOSE_AT_MOST)
-        if high.shape != low.shape or not np.allclose(high, low, rtol=tol, atol=tol):
+        if not agrees(y, high):
             return None
         return wide, [_widened(unthunk(d), [], numbers=False) for d in dots]
     except Exception:  # the float32 point stays the reference
