@@ -7,8 +7,9 @@ scale), or at the input's resolution; ``run(..., check_all=True)`` checks every 
 also catches round-off that cancellation inside ``f`` hides from the model. Where two estimates
 disagree beyond their error, the element retries: without step growth; with ever smaller steps
 until the estimates converge; with the round-off model scaled by what the check saw; with its
-stencil kept on its side of 0; with one-sided stencils. If nothing works its value is NaN and
-its error infinite, never a silently wrong number.
+stencil kept on its side of 0; with one-sided stencils; last, unless it was found to have no
+derivative (a kink, a singularity at 0), on a ladder of steps (``ladder``). If nothing works
+its value is NaN and its error infinite, never a silently wrong number.
 
 Only suspect elements are re-worked, on a subset when the problem allows it, so the common case
 costs one centre, ``p + 1`` bound points and the non-zero stencil points (11 evaluations for
@@ -40,6 +41,7 @@ from rruletest.finite_differences.attempt import (
 )
 from rruletest.finite_differences.converge import converge
 from rruletest.finite_differences.kernels import Kind, Stencil
+from rruletest.finite_differences.ladder import ladder
 from rruletest.finite_differences.problem import Estimate, Problem, reduce_to
 from rruletest.finite_differences.scalar import fast_estimate
 
@@ -68,7 +70,8 @@ def _careful(
     ``tanh(x / 1e-6)`` at 0); where nothing points at a domain edge (``noisy_ok``), with the
     round-off model
     scaled up by what the check saw (cancellation inside ``f``); with the stencil kept on its
-    side of 0; with forward, then backward stencils. Each retry is checked in turn, and only a
+    side of 0; with forward, then backward stencils; on a ladder of steps around its own,
+    unless a kink or a singularity at 0 was found. Each retry is checked in turn, and only a
     consistent estimate replaces an unreliable one. ``first`` is that first check's result and
     ratio where the caller made it already.
     """
@@ -100,6 +103,8 @@ def _careful(
     # stencil on its side of 0 (1/x at 1e-100), and keep whichever error is smaller.
     vague = reduce_to(res.error >= np.abs(res.value), prob.t_shape, np.any)
     vague &= straddles(m, prob, res)
+    # Elements found to have no derivative (a kink, a singularity at 0).
+    settled = np.zeros(prob.t_shape, dtype=bool)
     retry = (_unreliable(prob, res) | vague) & mask & (prob.abs_t0 > 0)
     if retry.any():
         cap = np.where(retry, prob.abs_t0 / (2.0 * m.max_offset), math.inf)
@@ -113,20 +118,29 @@ def _careful(
         )
         # A vague estimate whose retry at the scale of t0 is inconsistent too sampled
         # something singular near 0: it is not to be trusted either.
-        doomed = np.broadcast_to(retry & vague & failed, res.error.shape)
-        res = res._replace(error=np.where(doomed, np.inf, res.error))
+        doomed = retry & vague & failed
+        doomed_y = np.broadcast_to(doomed, res.error.shape)
+        res = res._replace(error=np.where(doomed_y, np.inf, res.error))
         res = merge(res, alt, retry & ~failed & better)
+        settled |= doomed
     retry = _unreliable(prob, res) & mask
     if m.kind == "central" and retry.any():
-        res = _one_sided(m, prob, res, retry)
+        res, kink = _one_sided(m, prob, res, retry)
+        settled |= kink
+    # Nothing gave these an estimate and nothing says they have none: the ladder's.
+    retry = _unreliable(prob, res) & mask & res.done & ~settled
+    if retry.any():
+        alt = ladder(m, prob, res, retry)
+        res = merge(res, alt, retry & alt.done)
     return res
 
 
-def _one_sided(m: Stencil, prob: Problem, res: Result, retry: Arr) -> Result:
+def _one_sided(m: Stencil, prob: Problem, res: Result, retry: Arr) -> tuple[Result, Arr]:
     """The last fallback of a central method: forward and backward stencils. Where only one
     side gives a reliable estimate (a domain edge), it is taken; where both do and they differ
     beyond their errors, ``f`` has a kink there: no derivative, so the element stays
-    unreliable rather than taking one side's value as if it were the derivative."""
+    unreliable rather than taking one side's value as if it were the derivative (also
+    returned: where that was so)."""
     sides: tuple[Kind, ...] = ("forward", "backward")
     alts: list[Result] = []
     for kind in sides:
@@ -142,7 +156,7 @@ def _one_sided(m: Stencil, prob: Problem, res: Result, retry: Arr) -> Result:
     kink = ok_f & ok_b & reduce_to(apart, prob.t_shape, np.any)
     take_f = ok_f & ~kink & (~ok_b | reduce_to(f_better, prob.t_shape, np.all))
     res = merge(res, fwd, take_f)
-    return merge(res, bwd, ok_b & ~kink & ~take_f)
+    return merge(res, bwd, ok_b & ~kink & ~take_f), kink
 
 
 #: One-sided estimates further apart than this many times their summed errors mark a kink.
