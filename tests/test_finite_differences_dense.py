@@ -175,6 +175,31 @@ def test_an_output_not_finite_at_x_leaves_the_others_estimated() -> None:
     assert np.isinf(block.error[:, 2]).all()
 
 
+def _abs_then_sin(x: Any) -> Any:
+    return np.concatenate([np.abs(x[:1]), np.sin(x[1:])])
+
+
+@pytest.mark.parametrize(
+    ("f", "why"), [(np.sqrt, "a domain edge"), (_abs_then_sin, "a kink")], ids=["edge", "kink"]
+)
+def test_a_coordinate_without_a_derivative_leaves_only_its_own_outputs_unestimated(
+    f: Any, why: str
+) -> None:
+    # At x[0] = 0 the first output has no derivative (sqrt's domain edge, abs's kink); the
+    # others do not change along x[0] at all: their entries of that row are 0, exactly, so
+    # J xdot still compares them.
+    x = np.array([0.0, 0.3, 0.5, 0.7])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        (block,) = DenseJacobian(None, f, [x]).blocks()
+    assert np.isinf(block.error[0, 0]), why
+    assert np.all(block.value[0, 1:] == 0.0)
+    assert np.all(np.isfinite(block.error[0, 1:]))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        est = dense_jvp(None, f, [x], [np.array([0.3, -0.5, 0.8, 1.1])])
+    assert np.isinf(est.error[0])
+    assert np.all(np.isfinite(est.error[1:]))
+
+
 def _row_problem(f: Any, x: Any, rows: list[int], counter: list[int]) -> Any:
     """The Jacobian rows ``rows`` of ``f`` at ``x`` as an engine problem (no memo)."""
     from rruletest.finite_differences.problem import Problem

@@ -343,3 +343,32 @@ def test_a_near_tie_the_steps_resolve_is_checked_exactly() -> None:
     with pytest.raises(RuleTestFailure) as info:
         test_frule(np.sort, x, frule_f=_sort_frule(1.01), rng=0)
     assert "ydot: 1 of 50 elements differ" in str(info.value)
+
+
+def _abs_then_sin(x: Any) -> Any:
+    return np.concatenate([np.abs(x[:1]), np.sin(x[1:])])
+
+
+def _one_kink_frule(first: float, off: float) -> RuleSet:
+    """An frule of ``_abs_then_sin`` with ``first`` as the slope at ``x[0]`` and ``ydot[2]``
+    scaled by ``off``."""
+    rules = RuleSet("k")
+
+    @rules.register_frule(_abs_then_sin)
+    def _frule(dots: Any, x: Any) -> Any:
+        ydot = np.concatenate([first * dots[1][:1], np.cos(x[1:]) * dots[1][1:]])
+        ydot[2] *= off
+        return _abs_then_sin(x), ydot
+
+    return rules
+
+
+@pytest.mark.parametrize("first", [0.0, 1.0, -1.0])
+def test_an_frule_with_one_coordinate_at_a_kink_compares_the_other_outputs(first: float) -> None:
+    # The Jacobian's row at the kink has no estimate for its first output only (the others do
+    # not depend on x[0]), and that element's infinite tolerance widens no other element's.
+    x = np.array([0.0, 0.3, 0.5, 0.7])
+    test_frule(_abs_then_sin, x, frule_f=_one_kink_frule(first, 1.0).frule, rng=0)
+    wrong = _one_kink_frule(first, 1.01)
+    with pytest.raises(RuleTestFailure, match=r"(?s)ydot: 1 of 4 elements differ.*at \[2\]"):
+        test_frule(_abs_then_sin, x, frule_f=wrong.frule, rng=0)

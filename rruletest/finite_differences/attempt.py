@@ -215,8 +215,9 @@ def _unresolved_centre(
     far = gap > CHECK_FACTOR * (change + noise)
     if not np.any(far):
         return error
-    bad = np.broadcast_to(reduce_to(far, prob.t_shape, np.any), error.shape)
-    return np.where(bad, np.inf, error)
+    # Only the outputs that show it: one that does not vary along ``t`` (a Jacobian row's
+    # output that does not depend on the coordinate) keeps its estimate, 0.
+    return np.where(far, np.inf, error)
 
 
 def _stencil_pass_on(

@@ -28,6 +28,7 @@ array([1., 2., 2.])
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
@@ -230,7 +231,8 @@ class DenseJacobian:
 
         # The checks run on every row; fallbacks on the rows that need them alone.
         prob = problem(list(range(idx.size)))
-        return run_rows(self.fdm, prob, lambda index: problem(index.tolist()))
+        est = run_rows(self.fdm, prob, lambda index: problem(index.tolist()))
+        return _unchanged_outputs(est, memo, yv0, centres)
 
     def _rebuild(self, v: F64) -> tuple[Any, ...]:
         """The arguments rebuilt from the coordinates ``v`` (fresh copies)."""
@@ -240,6 +242,40 @@ class DenseJacobian:
         """``arr`` (over input coordinates) cut into one piece per argument."""
         o = self.offsets
         return [arr[o[k] : o[k + 1]] for k in range(len(self.sizes))]
+
+
+def _unchanged_outputs(
+    est: Estimate, memo: list[dict[float, F64]], yv0: F64, centres: list[float]
+) -> Estimate:
+    """``est`` with a derivative of 0, known exactly, for the outputs of a row left without
+    an estimate whose values at every point the engine evaluated along that row's coordinate
+    were those at ``x``: they do not depend on it there (``f``'s other outputs at a
+    coordinate where ``sqrt`` meets its domain edge, or where ``abs`` has its kink). Otherwise
+    one such coordinate would leave every output of ``J xdot`` unchecked. A coordinate that is
+    not finite (NaN, which ``nanstd`` skips) has no derivative, whatever ``f`` does."""
+    void = ~np.isfinite(est.error)
+    rows = np.flatnonzero(void.any(axis=1))
+    if rows.size == 0:
+        return est
+    value, error = est.value, est.error
+    for r in rows.tolist():
+        seen = memo[r]
+        if len(seen) < UNCHANGED_POINTS or not math.isfinite(centres[r]):
+            continue  # (too few points remembered to say, or no derivative at all)
+        if not all(math.isfinite(t) for t in seen):
+            continue
+        same = np.logical_and.reduce([v == yv0 for v in seen.values()])
+        fixed = void[r] & same
+        if fixed.any():
+            if value is est.value:
+                value, error = value.copy(), error.copy()
+            value[r, fixed], error[r, fixed] = 0.0, 0.0
+    return Estimate(value, error, est.step)
+
+
+#: Points along a coordinate at which an output must keep its value at ``x`` to count as not
+#: depending on it (the stencil's, and the check's at half the step).
+UNCHANGED_POINTS = 6
 
 
 def dense_vjp(fdm: Any, f: Callable[..., Any], ybar: Any, *xs: Any) -> tuple[Estimate, ...]:

@@ -313,13 +313,14 @@ def directional_kinks(
     value: Any,
     *pairs: Any,
     rtol: float = 0.0,
-    atol: float = 0.0,
+    atol: Any = 0.0,
     root: str = "output",
     central: Any = None,
 ) -> KinkReport:
     """Kink checks of a directional derivative ``value`` of any ``f`` along ``pairs``'
     tangents (an frule's ``ydot`` flattened as ``to_vec`` does, or for a pullback the scalar
-    ``<xbar, xdot>`` against ``f = lambda *a: <ybar, f(*a)>``)."""
+    ``<xbar, xdot>`` against ``f = lambda *a: <ybar, f(*a)>``). ``atol`` is a number or, per
+    element, an array of ``value``'s size."""
     sides = one_sided(fdm, f, *pairs)
     v = np.asarray(value, dtype=np.float64)
     if v.ndim > 1 and v.size == np.size(sides.left):  # findings indexed like the output
@@ -327,11 +328,12 @@ def directional_kinks(
     else:
         v = v.reshape(np.shape(sides.left))
     c = None if central is None else np.reshape(np.asarray(central, np.float64), v.shape)
-    return _along(sides, v, rtol, atol, root, c)
+    allow = np.asarray(atol, dtype=np.float64)
+    return _along(sides, v, rtol, allow.reshape(v.shape) if allow.ndim else allow, root, c)
 
 
 def _along(
-    sides: Sides, value: F64, rtol: float, atol: float, root: str, central: Any = None
+    sides: Sides, value: F64, rtol: float, atol: Any, root: str, central: Any = None
 ) -> KinkReport:
     """The report of a directional derivative ``value`` against its one-sided ``sides``."""
     kinds = classify(value, sides, rtol=rtol, atol=atol)

@@ -288,7 +288,7 @@ def _bounds(sides: Sides) -> tuple[F64, F64, F64, F64]:
 
 
 def classify(
-    rule: Any, sides: Sides, *, rtol: float = 0.0, atol: float = 0.0, factor: float = KINK_FACTOR
+    rule: Any, sides: Sides, *, rtol: float = 0.0, atol: Any = 0.0, factor: float = KINK_FACTOR
 ) -> Any:
     """Per element, the ``Kind`` of the point and of the rule's value ``rule`` there.
 
@@ -326,7 +326,7 @@ def classify(
 
 
 def supported(
-    rule: Any, sides: Sides, *, rtol: float = 0.0, atol: float = 0.0, central: Any = None
+    rule: Any, sides: Sides, *, rtol: float = 0.0, atol: Any = 0.0, central: Any = None
 ) -> Any:
     """Per element, whether both one-sided values support ``rule`` where ``f`` does not jump.
 

@@ -159,7 +159,9 @@ def kinks_directional(
     if mask is None or not mask.any() or not isinstance(unthunk(ydot), np.ndarray | np.floating):
         return expected, []
     value = np.asarray(unthunk(ydot), dtype=np.float64)
-    allow = float(np.max(np.asarray(atol, dtype=np.float64), initial=0.0))
+    # Each element's own tolerance: one element the engine could not estimate (an infinite
+    # tolerance) must not widen the others'.
+    allow = np.broadcast_to(np.asarray(atol, dtype=np.float64), value.shape)
     rep = directional_kinks(
         fdm, g, value, *pairs, rtol=rtol, atol=allow, root="ydot", central=expected
     )
