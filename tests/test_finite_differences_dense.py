@@ -33,6 +33,17 @@ def _ulps(actual: Any, expected: Any) -> float:
 KINK = {"abs_kink": 0}
 
 
+def test_importing_the_script_that_saved_the_references_saves_nothing() -> None:
+    # pytest's doctest collection imports every module under tests/: the references must stay
+    # the ones saved at 7b5913d, not be rewritten by the code they are to check.
+    import runpy
+
+    path = pathlib.Path(__file__).parent / "data" / "dense_reference.npz"
+    before = path.read_bytes()
+    runpy.run_path(str(path.with_name("save_dense_reference.py")), run_name="imported")
+    assert path.read_bytes() == before
+
+
 def test_at_a_kink_the_element_is_unchecked() -> None:
     f, xs, ybar, _ = CASES["abs_kink"]
     (est,) = dense_vjp(None, f, ybar, *xs)

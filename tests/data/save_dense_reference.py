@@ -1,4 +1,8 @@
-"""Save dense-path references computed at main (7b5913d)."""
+"""Save dense-path references computed at main (7b5913d).
+
+Run by hand (``python tests/data/save_dense_reference.py`` from the project root) only to make
+new references on purpose; importing it (pytest's doctest collection does) saves nothing.
+"""
 
 import sys
 
@@ -10,19 +14,25 @@ from rruletest.testers import _reference as ref
 sys.path.insert(0, "tests")
 from dense_cases import CASES
 
-out = {}
-for name, (f, xs, ybar, dots) in CASES.items():
-    ests = vjp_estimate(None, f, ybar, *xs)
-    for k, e in enumerate(ests):
-        out[f"{name}/vjp{k}/value"] = np.asarray(e.value)
-        out[f"{name}/vjp{k}/error"] = np.asarray(e.error)
-    y = f(*xs)
-    est = ref.dense_jvp(central_fdm(5, 1), f, xs, dots, y)
-    out[f"{name}/jvp/value"] = np.asarray(est.value)
-    out[f"{name}/jvp/error"] = np.asarray(est.error)
-    for k, e in enumerate(jacobian_estimate(None, f, *xs)):
-        out[f"{name}/jac{k}/value"] = e.value
-        out[f"{name}/jac{k}/error"] = e.error
-        out[f"{name}/jac{k}/step"] = e.step
-np.savez_compressed("tests/data/dense_reference.npz", **out)
-print(len(out))
+
+def main() -> None:
+    out = {}
+    for name, (f, xs, ybar, dots) in CASES.items():
+        ests = vjp_estimate(None, f, ybar, *xs)
+        for k, e in enumerate(ests):
+            out[f"{name}/vjp{k}/value"] = np.asarray(e.value)
+            out[f"{name}/vjp{k}/error"] = np.asarray(e.error)
+        y = f(*xs)
+        est = ref.dense_jvp(central_fdm(5, 1), f, xs, dots, y)
+        out[f"{name}/jvp/value"] = np.asarray(est.value)
+        out[f"{name}/jvp/error"] = np.asarray(est.error)
+        for k, e in enumerate(jacobian_estimate(None, f, *xs)):
+            out[f"{name}/jac{k}/value"] = e.value
+            out[f"{name}/jac{k}/error"] = e.error
+            out[f"{name}/jac{k}/step"] = e.step
+    np.savez_compressed("tests/data/dense_reference.npz", **out)
+    print(len(out))
+
+
+if __name__ == "__main__":
+    main()
