@@ -363,7 +363,7 @@ def _one_kink_frule(first: float, off: float) -> RuleSet:
     return rules
 
 
-@pytest.mark.parametrize("first", [0.0, 1.0, -1.0])
+@pytest.mark.parametrize("first", [0.0, 1.0, -1.0, 0.5])
 def test_an_frule_with_one_coordinate_at_a_kink_compares_the_other_outputs(first: float) -> None:
     # The Jacobian's row at the kink has no estimate for its first output only (the others do
     # not depend on x[0]), and that element's infinite tolerance widens no other element's.
@@ -372,3 +372,53 @@ def test_an_frule_with_one_coordinate_at_a_kink_compares_the_other_outputs(first
     wrong = _one_kink_frule(first, 1.01)
     with pytest.raises(RuleTestFailure, match=r"(?s)ydot: 1 of 4 elements differ.*at \[2\]"):
         test_frule(_abs_then_sin, x, frule_f=wrong.frule, rng=0)
+
+
+def test_a_general_frule_at_an_exact_kink_is_checked_against_both_sides() -> None:
+    # The central difference has no estimate at abs's kink; the one-sided derivatives along
+    # the tangent stand in, as for a broadcast rule: a subgradient is accepted with a note,
+    # a value outside them fails and says so.
+    x = np.array([0.0, 0.3, 0.5, 0.7])
+    report = test_frule(_abs_then_sin, x, frule_f=_one_kink_frule(0.5, 1.0).frule, rng=0)
+    [line] = [n for n in report.notes if "kink" in n]
+    assert line.startswith("ydot[0] is at a kink along the tangent: left derivative -")
+    assert line.endswith("between them (accepted)")
+    assert "ydot: 4 of 4 elements compared numerically" in report.notes
+    with pytest.raises(RuleTestFailure) as info:
+        test_frule(_abs_then_sin, x, frule_f=_one_kink_frule(5.0, 1.0).frule, rng=0)
+    text = str(info.value)
+    assert "ydot[0] is at a kink along the tangent" in text
+    assert "outside them: no one-sided derivative supports it (fails)" in text
+    assert "ydot: 1 of 4 elements differ" in text
+
+
+def _one_kink_rrule(first: float) -> RuleSet:
+    rules = RuleSet("k")
+
+    @rules.register_rrule(_abs_then_sin)
+    def _rrule(x: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            if isinstance(ybar, AbstractZero):
+                return NoTangent(), np.zeros_like(x)
+            return NoTangent(), np.concatenate([first * ybar[:1], np.cos(x[1:]) * ybar[1:]])
+
+        return _abs_then_sin(x), pullback
+
+    return rules
+
+
+@pytest.mark.parametrize(("first", "passes"), [(0.0, True), (1.0, True), (5.0, False)])
+def test_a_general_rrule_at_an_exact_kink_is_checked_against_both_sides(
+    first: float, passes: bool
+) -> None:
+    x = np.array([0.0, 0.3, 0.5, 0.7])
+    if passes:
+        report = test_rrule(_abs_then_sin, x, rrule_f=_one_kink_rrule(first).rrule, rng=0)
+        assert any(n.startswith("args[0][0] is at a kink") for n in report.notes)
+        assert "args[0]: 4 of 4 elements compared numerically" in report.notes
+        return
+    with pytest.raises(RuleTestFailure) as info:
+        test_rrule(_abs_then_sin, x, rrule_f=_one_kink_rrule(first).rrule, rng=0)
+    assert "outside them: no one-sided derivative supports it (fails)" in str(info.value)
+    assert "args[0]: 1 of 4 elements differ" in str(info.value)

@@ -64,6 +64,8 @@ class KinkReport(NamedTuple):
     #: Elements that are no kink and whose value agrees with both one-sided derivatives (a
     #: tester accepts them where the central estimate disagreed: ``kinks.supported``).
     sides_agree: Any = False
+    #: The one-sided derivatives themselves, shaped like the value (directional checks).
+    sides: Sides | None = None
 
     @property
     def accepted(self) -> Any:
@@ -341,4 +343,4 @@ def _along(
         np.asarray(kinds) == Kind.SMOOTH
     )
     lines = describe(root, None, sides, value, kinds=kinds, along=True)
-    return KinkReport(kinds, lines, agree)
+    return KinkReport(kinds, lines, agree, sides)

@@ -285,7 +285,7 @@ def _kinks(
     float32 ``sort``, where a central difference averages the two sides' slopes) and whose
     rule value is one side's replaced by it, as for a dense vjp; their notes are reported."""
     try:
-        values, lines = kinks_dense_vjp(
+        values, _, lines = kinks_dense_vjp(
             fdm, g, ybar, xs, [out[a.index + 1] for a in live],
             expected, [(rtol, t) for t in tols], [a.path for a in live],
         )  # fmt: skip

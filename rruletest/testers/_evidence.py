@@ -122,7 +122,7 @@ def record(
         report.note(
             f"{path}: {compared} of {total} {unit} compared numerically, {unchecked} "
             "unchecked (the engine could not estimate them: their stencils left f's domain, "
-            "or f gave NaN there)"
+            "f gave NaN there, or f's rounding or a singularity hides the derivative)"
         )
     else:
         report.note(f"{path}: {compared} of {total} {unit} compared numerically", on_failure=False)

@@ -27,6 +27,7 @@ from rruletest.finite_differences.kink_checks import (
     broadcast_vjp_kinks,
     directional_kinks,
 )
+from rruletest.finite_differences.kinks import Kind
 from rruletest.finite_differences.noise import measure_noise
 from rruletest.finite_differences.to_vec import to_vec
 from rruletest.tangents import AbstractZero, unthunk
@@ -40,6 +41,7 @@ __all__ = [
     "kinks_jvp",
     "kinks_vjp",
     "noise_note",
+    "one_sided_evidence",
     "out_of_tolerance",
 ]
 
@@ -147,29 +149,87 @@ def kinks_jvp(
 
 def kinks_directional(
     fdm: Any, g: Callable[..., Any], ydot: Any, pairs: Sequence[Any], expected: Any,
-    rtol: float, atol: Any,
-) -> tuple[Any, list[str]]:  # fmt: skip
+    error: Any, rtol: float, atol: Any,
+) -> tuple[Any, Any, list[str]]:  # fmt: skip
     """For any frule (not a broadcast): ``expected`` with accepted one-sided values put in,
-    and the finding lines. Runs only where some element is out of tolerance, and only for a
-    real array or numpy float ``ydot``: a ``sort`` along a direction that makes two entries
-    cross near the point has one-sided derivatives that differ there, and a central
-    difference averages them; the rule's value is then checked against the two sides
-    instead."""
-    mask = out_of_tolerance(ydot, expected, rtol, atol)
-    if mask is None or not mask.any() or not isinstance(unthunk(ydot), np.ndarray | np.floating):
-        return expected, []
+    its ``error`` where the one-sided derivatives stand in, and the finding lines. Runs only
+    where some element is out of tolerance or has no central estimate, and only for a real
+    array or numpy float ``ydot``: a ``sort`` along a direction that makes two entries cross
+    near the point has one-sided derivatives that differ there, and a central difference
+    averages them; the rule's value is then checked against the two sides instead. An element
+    the central difference could not estimate (``abs`` of an entry at its kink, 0) is checked
+    against the two sides too (``one_sided_evidence``)."""
+    tol = widen(atol, error)
+    mask = out_of_tolerance(ydot, expected, rtol, tol)
+    if mask is None or not isinstance(unthunk(ydot), np.ndarray | np.floating):
+        return expected, error, []
     value = np.asarray(unthunk(ydot), dtype=np.float64)
+    void = _void(value, error)
+    if not mask.any() and not void.any():
+        return expected, error, []
     # Each element's own tolerance: one element the engine could not estimate (an infinite
-    # tolerance) must not widen the others'.
-    allow = np.broadcast_to(np.asarray(atol, dtype=np.float64), value.shape)
+    # tolerance) must not widen the others'; those are held to the plain ``atol``.
+    allow = np.where(void, np.asarray(atol, np.float64), np.asarray(tol, np.float64))
     rep = directional_kinks(
-        fdm, g, value, *pairs, rtol=rtol, atol=allow, root="ydot", central=expected
-    )
+        fdm, g, value, *pairs, rtol=rtol, atol=np.broadcast_to(allow, value.shape),
+        root="ydot", central=expected,
+    )  # fmt: skip
     agree, notes = _agreed("ydot", rep, mask, value.shape)
     accepted = (np.asarray(rep.accepted).reshape(value.shape) & mask) | agree
     out = _accept(expected, ydot, accepted) if accepted.any() else expected
-    shown = (np.asarray(rep.accepted | rep.failed).reshape(value.shape) & mask).any()
-    return out, (list(rep.lines) if shown else []) + notes
+    out, err = one_sided_evidence(rep, value, out, error, void)
+    looked = mask | void
+    shown = (np.asarray(rep.accepted | rep.failed).reshape(value.shape) & looked).any()
+    return out, err, (list(rep.lines) if shown else []) + notes
+
+
+def _void(value: Any, error: Any) -> np.ndarray:
+    """Where the rule's value is finite and the central estimate has none (infinite error)."""
+    v = np.asarray(value, dtype=np.float64)
+    e = np.asarray(error, dtype=np.float64) if _real(error) is not None else None
+    if e is None or np.broadcast_shapes(e.shape, v.shape) != v.shape:
+        return np.zeros(v.shape, dtype=bool)
+    return np.isfinite(v) & ~np.isfinite(np.broadcast_to(e, v.shape))
+
+
+def one_sided_evidence(rep: Any, value: Any, expected: Any, error: Any, void: Any) -> Any:
+    """``(expected, error)`` with the one-sided derivatives of ``rep`` standing in where the
+    central estimate is ``void``: at a kink the rule's value, with the larger side's error,
+    if it lies between the sides (a subgradient), else the nearer side (it then fails); where
+    the sides agree, their mean, with their spread and errors as its error. Elements whose
+    sides are unknown or across a jump stay without an estimate."""
+    sides = rep.sides
+    v = np.asarray(value, dtype=np.float64)
+    if sides is None or not np.any(void):
+        return expected, error
+    left, lerr, right, rerr = (
+        np.broadcast_to(np.asarray(a, np.float64), v.shape)
+        for a in (sides.left, sides.left_error, sides.right, sides.right_error)
+    )
+    kinds = np.broadcast_to(np.asarray(rep.kinds), v.shape)
+    known = void & np.isfinite(left) & np.isfinite(right) & np.isfinite(lerr) & np.isfinite(rerr)
+    inside = known & (kinds == Kind.INSIDE)
+    outside = known & (kinds == Kind.OUTSIDE)
+    smooth = known & (kinds == Kind.SMOOTH)
+    if not (inside | outside | smooth).any():
+        return expected, error
+    nearer_left = np.abs(v - left) <= np.abs(v - right)
+    stand_in = np.where(
+        inside, v, np.where(outside, np.where(nearer_left, left, right), (left + right) / 2)
+    )
+    stand_err = np.where(
+        inside,
+        np.maximum(lerr, rerr),
+        np.where(
+            outside,
+            np.where(nearer_left, lerr, rerr),
+            np.maximum(lerr, rerr) + np.abs(right - left) / 2,
+        ),
+    )
+    take = inside | outside | smooth
+    exp = np.where(take, stand_in, np.asarray(expected, dtype=np.float64))
+    err = np.where(take, stand_err, np.broadcast_to(np.asarray(error, np.float64), v.shape))
+    return exp, err
 
 
 def contracted(g: Callable[..., Any], yb: Any) -> Callable[..., Any]:
@@ -186,25 +246,33 @@ def contracted(g: Callable[..., Any], yb: Any) -> Callable[..., Any]:
 def kinks_dense_vjp(
     fdm: Any, g: Callable[..., Any], ybar: Any, xs: Sequence[Any], xbars: Sequence[Any],
     expected: Sequence[Any], tolerances: Sequence[tuple[float, Any]], paths: Sequence[str],
-) -> tuple[list[Any], list[str]]:  # fmt: skip
+    errors: Sequence[Any] | None = None, atol: float = 0.0,
+) -> tuple[list[Any], list[Any] | None, list[str]]:  # fmt: skip
     """For any pullback (not a broadcast), checked against a dense vjp: each mismatched
     coordinate ``i`` of a real argument (at most ``DENSE_KINK_COORDINATES`` in all) is the
     partial derivative of ``<ybar, g(x)>`` along ``e_i``, and is checked against its one-sided
     values as ``kinks_directional`` does for an frule: a matrix 1-norm at an entry of 1e-6 has
-    ``|x|``'s kink within the step, and a central difference averages its two slopes."""
+    ``|x|``'s kink within the step, and a central difference averages its two slopes. Given
+    the dense vjp's ``errors``, a coordinate it could not estimate (an entry at ``abs``'s
+    kink) is checked against its one-sided values too (held to the plain ``atol``), and the
+    errors are returned with the one-sided ones standing in (``one_sided_evidence``)."""
     out, lines = list(expected), []
+    errs = None if errors is None else list(errors)
     yb, _ = to_vec(unthunk(ybar))
     budget = DENSE_KINK_COORDINATES
     rows = zip(xs, xbars, expected, tolerances, strict=True)
-    for j, (x, xbar, exp, (rtol, atol)) in enumerate(rows):
-        mask = out_of_tolerance(xbar, exp, rtol, atol)
+    for j, (x, xbar, exp, (rtol, tol)) in enumerate(rows):
+        mask = out_of_tolerance(xbar, exp, rtol, tol)
         arr = np.asarray(x)
-        if mask is None or not mask.any() or arr.dtype.kind != "f" or mask.shape != arr.shape:
+        if mask is None or arr.dtype.kind != "f" or mask.shape != arr.shape:
             continue
         value = np.asarray(unthunk(xbar), dtype=np.float64)
-        allow = np.broadcast_to(np.asarray(atol, dtype=np.float64), mask.shape)
+        void = np.zeros(mask.shape, dtype=bool) if errs is None else _void(value, errs[j])
+        if not (mask | void).any():
+            continue
+        allow = np.where(void, atol, np.broadcast_to(np.asarray(tol, np.float64), mask.shape))
         accepted = np.zeros(mask.shape, dtype=bool)
-        for index in (tuple(int(i) for i in idx) for idx in np.argwhere(mask)[:budget]):
+        for index in (tuple(int(i) for i in idx) for idx in np.argwhere(mask | void)[:budget]):
             budget -= 1
 
             def h(v: Any, j: int = j) -> Any:
@@ -220,35 +288,53 @@ def kinks_dense_vjp(
                 rtol=rtol, atol=float(allow[index]), root=root,
                 central=np.asarray(exp, dtype=np.float64)[index],
             )  # fmt: skip
-            agree, notes = _agreed(root, rep, np.ones((), dtype=bool), ())
-            if bool(rep.accepted) or bool(agree):
-                accepted[index] = True
+            if void[index] and errs is not None:
+                stand, err = one_sided_evidence(rep, value[index], out[j][index], np.inf, True)
+                if np.isfinite(err):
+                    out[j] = _put(out[j], index, stand)
+                    errs[j] = _put(errs[j], index, err)
+            else:
+                agree, notes = _agreed(root, rep, np.ones((), dtype=bool), ())
+                if bool(rep.accepted) or bool(agree):
+                    accepted[index] = True
+                lines += notes
             if bool(rep.accepted) or bool(rep.failed):
                 lines += list(rep.lines)
-            lines += notes
         if accepted.any():
-            out[j] = _accept(exp, xbar, accepted)
+            out[j] = _accept(out[j], xbar, accepted)
         if budget <= 0:
             break
-    return out, lines
+    return out, errs, lines
+
+
+def _put(arr: Any, index: tuple[int, ...], v: Any) -> Any:
+    """A float64 copy of ``arr`` with ``v`` at ``index``."""
+    out = np.array(arr, dtype=np.float64, copy=True)
+    out[index] = v
+    return out
 
 
 def kinks_dense(report: Any, fdm: Any, g: Any, ybar: Any, out: tuple[Any, ...], live: Any,
                 est_of: dict[int, Any], expected: dict[int, Any], rtol: float,
                 atol: float, points: Any = None) -> dict[int, Any]:  # fmt: skip
-    """A general pullback's mismatched coordinates checked against one-sided differences
-    (at ``points``, the arguments the dense vjp was taken at, if not the primals)."""
+    """A general pullback's mismatched coordinates, and those the dense vjp could not
+    estimate, checked against one-sided differences (at ``points``, the arguments the dense
+    vjp was taken at, if not the primals); ``est_of``'s errors are updated where the one-sided
+    derivatives stand in."""
     xs = [a.primal for a in live] if points is None else list(points)
     try:
-        values, lines = kinks_dense_vjp(
+        values, errors, lines = kinks_dense_vjp(
             fdm, g, ybar, xs, [out[a.index + 1] for a in live],
             [expected[a.index] for a in live],
             [(rtol, widen(atol, est_of[a.index].error)) for a in live], [a.path for a in live],
+            [est_of[a.index].error for a in live], atol,
         )  # fmt: skip
     except Exception:
         return expected  # the one-sided runs failed: compare as usual
     for line in lines:
         report.note(line)
+    for a, err in zip(live, errors or (), strict=False):
+        est_of[a.index] = est_of[a.index]._replace(error=err)
     return {**expected, **{a.index: v for a, v in zip(live, values, strict=True)}}
 
 

@@ -315,8 +315,10 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
                 expected, lines = kinks_jvp(fdm, g, ydot, pairs, est.value, rtol,
                                             widen(atol, est.error))  # fmt: skip
             else:
-                expected, lines = kinks_directional(fdm, g, ydot, pairs, est.value, rtol,
-                                                    widen(atol, est.error))  # fmt: skip
+                expected, error, lines = kinks_directional(
+                    fdm, g, ydot, pairs, est.value, est.error, rtol, atol
+                )
+                est = est._replace(error=error)
         except Exception:
             lines = []  # the one-sided runs failed: compare as usual
         for line in lines:
