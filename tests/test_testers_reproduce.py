@@ -67,6 +67,8 @@ def user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     (tmp_path / f"{name}.py").write_text(USER_RULES)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
+    # The nearest .pytest_cache is the project's (a parent's, such as /tmp's, is not).
+    (tmp_path / ".pytest_cache").mkdir()
     return importlib.import_module(name)
 
 
