@@ -37,6 +37,8 @@ import numpy as np
 
 from rruletest.defaults import ADJOINT_DIRECTIONS, DENSE_LIMIT, ERROR_FACTOR, ROOM_FRACTION
 from rruletest.finite_differences import FiniteDifferenceMethod, jacobian_estimate, to_vec
+from rruletest.finite_differences.calculus import path_derivative
+from rruletest.finite_differences.dense import working_dtype
 from rruletest.projection import project
 from rruletest.spaces import NotInSpaceError
 from rruletest.tangents import AbstractZero, unthunk
@@ -223,7 +225,8 @@ def derivative_at_zero(
     """``scale`` times ``d/dt path(t)`` at 0 (one finite difference stepped for ``dtype``'s
     precision), as ``(value, error)`` shaped like ``y``."""
     y0v, yback = to_vec(y, path="output")
-    est = fdm.estimate(lambda t: to_vec(path(float(t)))[0], np.dtype(dtype).type(0.0))
+    out = working_dtype(yback.coord_dtypes)
+    est = path_derivative(fdm, lambda t: to_vec(path(t))[0], np.dtype(dtype), out)
     value = np.broadcast_to(scale * np.asarray(est.value, dtype=np.float64), y0v.shape)
     error = np.broadcast_to(scale * np.asarray(est.error, dtype=np.float64), y0v.shape)
     return yback.tangent(np.array(value)), yback.error(np.array(error))
