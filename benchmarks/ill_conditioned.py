@@ -11,9 +11,11 @@ grows with the condition number far beyond the engine's round-off model, and the
 estimator's step reaches towards the pole: the verdicts say whether the engine still gives
 every element an estimate ("nothing compared" is a failure that means the reference gave up).
 
-A second table: ``[|x[0]|, sin(x[1:])]`` through a plain (non-broadcast) rule at ``x[0] = 0``,
-with the rule's slope at the kink 0, 1 (subgradients) or 5 (outside), and with ``ydot[2]``
-(``xbar[2]``) 1% off. Results: ``benchmarks/results/ill_conditioned.json``.
+A second table: ``cholesky`` of symmetric positive definite 4x4 matrices of condition 1e3 and
+1e5 declared in their space (``with_tangent(a, SymmetricPositiveDefinite())``), correct and one
+element 1% off, 6 seeds. A third: ``[|x[0]|, sin(x[1:])]`` through a plain (non-broadcast)
+rule at ``x[0] = 0``, with the rule's slope at the kink 0, 1 (subgradients) or 5 (outside),
+and with ``ydot[2]`` (``xbar[2]``) 1% off. Results: ``benchmarks/results/ill_conditioned.json``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from typing import Any
 import numpy as np
 from _timing import header, parser, save_json, table
 
-from rruletest import AbstractZero, NoTangent, RuleSet, RuleTestFailure, unthunk
+from rruletest import AbstractZero, NoTangent, RuleSet, RuleTestFailure, unthunk, with_tangent
+from rruletest.spaces import SymmetricPositiveDefinite
 from rruletest.testers import test_frule, test_rrule
 
 
@@ -130,6 +133,61 @@ def linalg_rows(conds: list[float], seeds: int) -> list[dict[str, Any]]:
     return rows
 
 
+def _lower_half(m: Any) -> Any:
+    out = np.tril(m)
+    out[np.diag_indices_from(out)] *= 0.5
+    return out
+
+
+def _cholesky_rules(off: float) -> RuleSet:
+    rules = RuleSet("cholesky")
+
+    @rules.register_frule(np.linalg.cholesky)
+    def _frule(dots: Any, a: Any) -> Any:
+        low = np.linalg.cholesky(a)
+        linv = np.linalg.inv(low)
+        out = low @ _lower_half(linv @ dots[1] @ linv.T)
+        out[2, 1] *= 1 + off
+        return low, out
+
+    @rules.register_rrule(np.linalg.cholesky)
+    def _rrule(a: Any) -> Any:
+        low = np.linalg.cholesky(a)
+
+        def pb(g: Any) -> Any:
+            g = unthunk(g)
+            if isinstance(g, AbstractZero):
+                return NoTangent(), np.zeros_like(a)
+            inner = _lower_half(low.T @ np.tril(g))
+            s = np.linalg.solve(low.T, np.linalg.solve(low.T, inner.T).T)
+            abar = 0.5 * (s + s.T)
+            abar[2, 1] *= 1 + off
+            abar[1, 2] *= 1 + off
+            return NoTangent(), abar
+
+        return low, pb
+
+    return rules
+
+
+def cholesky_rows(conds: list[float], seeds: int) -> list[dict[str, Any]]:
+    rows = []
+    for cond in conds:
+        for rule, off in (("correct", 0.0), ("1% off", 1e-2)):
+            rules = _cholesky_rules(off)
+            for tester in ("test_rrule", "test_frule"):
+                got = []
+                for seed in range(seeds):
+                    u, _ = np.linalg.qr(np.random.default_rng(seed).standard_normal((4, 4)))
+                    a = (u * np.geomspace(1.0, 1.0 / cond, 4)) @ u.T
+                    point = with_tangent(a, SymmetricPositiveDefinite())
+                    got.append(_verdict(_run(tester, np.linalg.cholesky, point, rules, seed)))
+                rows.append(
+                    {"cond": cond, "rule": rule, "tester": tester, "verdicts": _summary(got)}
+                )
+    return rows
+
+
 def abs_then_sin(x: Any) -> Any:
     return np.concatenate([np.abs(x[:1]), np.sin(x[1:])])
 
@@ -194,6 +252,14 @@ def main() -> None:
             ],
         )
     )
+    chol = cholesky_rows([1e3] if args.quick else [1e3, 1e5], 2 if args.quick else 6)
+    print()
+    print(
+        table(
+            ["cholesky in its SPD space, cond", "rule", "tester", "verdicts over seeds"],
+            [[f"{r['cond']:.0e}", r["rule"], r["tester"], r["verdicts"]] for r in chol],
+        )
+    )
     kinks = kink_rows()
     print()
     print(
@@ -202,7 +268,7 @@ def main() -> None:
             [[r["rule"], r["test_rrule"], r["test_frule"]] for r in kinks],
         )
     )
-    save_json("ill_conditioned", {"linalg": rows, "kink": kinks}, args.quick)
+    save_json("ill_conditioned", {"linalg": rows, "cholesky": chol, "kink": kinks}, args.quick)
 
 
 if __name__ == "__main__":
