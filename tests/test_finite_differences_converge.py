@@ -27,7 +27,7 @@ def _levels(prob: Problem, retry: Any) -> tuple[Any, Any, int]:
         return phi(t)
 
     prob.phi = counting
-    res, alone = converge(M, prob, first, retry)
+    res, alone, _ = converge(M, prob, first, retry)
     return res, alone, len(seen) // 4  # four stencil points per level
 
 
@@ -69,6 +69,6 @@ def test_round_off_growing_as_the_step_shrinks_stops_at_the_retrys_levels() -> N
         return phi(t)
 
     prob.phi = counting
-    _, alone = converge(M, prob, first, np.array([True]))
+    _, alone, _ = converge(M, prob, first, np.array([True]))
     assert not bool(alone[0])
     assert calls[0] <= 4 * CONVERGE_LEVELS

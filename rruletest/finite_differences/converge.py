@@ -11,7 +11,7 @@ may settle one by one (``converge``).
 >>> from rruletest.finite_differences.attempt import attempt
 >>> prob = Problem(lambda t: np.tanh(t / 1e-6), np.array([0.0]))
 >>> first = attempt(central_fdm(5, 1), prob, None)
->>> res, alone = converge(central_fdm(5, 1), prob, first, np.array([True]))
+>>> res, alone, _ = converge(central_fdm(5, 1), prob, first, np.array([True]))
 >>> bool(abs(res.value[0] - 1e6) <= res.error[0]), bool(alone[0])
 (True, False)
 """
@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rruletest.finite_differences.attempt import Result, attempt, merge
-from rruletest.finite_differences.kernels import Stencil
+from rruletest.finite_differences.kernels import CHECK_FACTOR, Stencil
 from rruletest.finite_differences.problem import Problem, reduce_to
 
 __all__ = ["CONVERGE_LEVELS", "CONVERGE_RATIO", "KINKED", "OUTPUT_LEVELS", "converge"]
@@ -43,7 +43,7 @@ OUTPUT_LEVELS = 8
 KINKED = 1e5
 
 
-def converge(m: Stencil, prob: Problem, res: Result, retry: Arr) -> tuple[Result, Arr]:
+def converge(m: Stencil, prob: Problem, res: Result, retry: Arr) -> tuple[Result, Arr, Arr]:
     """Estimates at steps ``h / 8, h / 64, ...`` for the ``retry`` elements; accept the first
     whose change from the previous level is below 1/64 of the change before (the truncation
     error is shrinking as it should, ``8**-(p-q)`` per level), with twice that change as its
@@ -60,7 +60,9 @@ def converge(m: Stencil, prob: Problem, res: Result, retry: Arr) -> tuple[Result
     half-step check with a wrong slope, so no checked estimate of such an element is kept),
     and the element counts as converged once all of its outputs have. Also returns where
     that was so (those elements' steps are the original ones, and no single step re-checks
-    them all).
+    them all), and where some output settled far (beyond ``CHECK_FACTOR`` errors) from its
+    estimate at the original step: the function varies there on a scale below that step, and
+    a retry at a larger one would cross it too.
     """
     h = res.step.astype(np.float64)
     prev_value = res.value
@@ -122,17 +124,23 @@ def converge(m: Stencil, prob: Problem, res: Result, retry: Arr) -> tuple[Result
             break
         prev_value, prev_diff = alt.value, diff
     if need is None or not pending.any():
-        return res, np.zeros(prob.t_shape, dtype=bool)
+        none = np.zeros(prob.t_shape, dtype=bool)
+        return res, none, none
     # Elements that went on alone, or whose outputs all settled, take what their outputs
     # settled on; an output that never settled is unreliable (its checked estimate may be
     # one of a wrong slope, above). An element all of whose outputs settled has converged.
     fixed = pending & ~reduce_to(need, prob.t_shape, np.any)
     apply = pending & (went | fixed)
     if not apply.any():
-        return res, fixed
+        return res, fixed, apply  # (nothing applied: no output crossed anything either)
     apply_y = np.broadcast_to(apply, res.value.shape)
+    # Outputs that settled far from the estimate at the original step: that step crossed
+    # something (a tie of sort, eigenvalues about to cross), and so would a larger one.
+    with np.errstate(invalid="ignore"):
+        moved = ~need & (np.abs(got_value - res.value) > CHECK_FACTOR * got_error)
+    crossed = apply & reduce_to(apply_y & moved, prob.t_shape, np.any)
     res = res._replace(
         value=np.where(apply_y, got_value, res.value),
         error=np.where(apply_y & need, np.inf, np.where(apply_y, got_error, res.error)),
     )
-    return res._replace(retried=res.retried | fixed), fixed
+    return res._replace(retried=res.retried | fixed), fixed, crossed

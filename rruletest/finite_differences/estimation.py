@@ -85,15 +85,19 @@ def _careful(
         alt = attempt(m, prob, None, grow=False)
         alt, _ = checked(m, prob, alt._replace(retried=alt.retried | retry), retry)
         res = merge(res, alt, retry & ~_unreliable(prob, alt))
+    # Elements whose outputs settled, all or some, at steps below the original one: the
+    # function varies there on a smaller scale (entries of sort, eigenvalues about to cross),
+    # and no retry at a larger step (scaled round-off, one-sided, the ladder) replaces them.
+    small = np.zeros(prob.t_shape, dtype=bool)
     retry = _unreliable(prob, res) & mask & res.done
     if retry.any():
-        res, alone = converge(m, prob, res, retry)
+        res, alone, small = converge(m, prob, res, retry)
         # A change that shrank by chance (round-off) must also pass the half-step check (the
         # outputs that settled alone did so at three successive levels).
         converged = retry & ~_unreliable(prob, res) & ~alone
         if converged.any():
             res, _ = check(m, prob, res, converged, 0.5)
-    retry = _unreliable(prob, res) & mask & noisy_ok & np.isfinite(ratio) & (ratio > 0)
+    retry = _unreliable(prob, res) & mask & noisy_ok & np.isfinite(ratio) & (ratio > 0) & ~small
     if retry.any():
         scale = np.where(retry, 2.0 * ratio, 1.0)
         alt = attempt(m, prob, None, math.inf, scale)
@@ -123,12 +127,12 @@ def _careful(
         res = res._replace(error=np.where(doomed_y, np.inf, res.error))
         res = merge(res, alt, retry & ~failed & better)
         settled |= doomed
-    retry = _unreliable(prob, res) & mask
+    retry = _unreliable(prob, res) & mask & ~small
     if m.kind == "central" and retry.any():
         res, kink = _one_sided(m, prob, res, retry)
         settled |= kink
     # Nothing gave these an estimate and nothing says they have none: the ladder's.
-    retry = _unreliable(prob, res) & mask & res.done & ~settled
+    retry = _unreliable(prob, res) & mask & res.done & ~settled & ~small
     if retry.any():
         alt = ladder(m, prob, res, retry)
         res = merge(res, alt, retry & alt.done)
