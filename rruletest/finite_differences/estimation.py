@@ -85,7 +85,7 @@ def _careful(
         alt = attempt(m, prob, None, grow=False)
         alt, _ = checked(m, prob, alt._replace(retried=alt.retried | retry), retry)
         res = merge(res, alt, retry & ~_unreliable(prob, alt))
-    # Elements whose outputs settled, all or some, at steps below the original one: the
+    # Elements with an output that settled at smaller steps far from its first estimate: the
     # function varies there on a smaller scale (entries of sort, eigenvalues about to cross),
     # and no retry at a larger step (scaled round-off, one-sided, the ladder) replaces them.
     small = np.zeros(prob.t_shape, dtype=bool)
