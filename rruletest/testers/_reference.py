@@ -318,7 +318,8 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
                 expected, error, lines = kinks_directional(
                     fdm, g, ydot, pairs, est.value, est.error, rtol, atol
                 )
-                est = est._replace(error=error)
+                if error is not est.error:  # (one-sided derivatives stand in somewhere)
+                    est = est._replace(error=error)
         except Exception:
             lines = []  # the one-sided runs failed: compare as usual
         for line in lines:
