@@ -43,6 +43,18 @@ def matrix(seed: int, cond: float, dtype: Any, n: int = 4, unit_det: bool = Fals
     return ((u * s) @ v.T).astype(dtype)
 
 
+def _pullback(x: Any, cotangent: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A pullback of one argument ``x``: ``cotangent(ybar)``, zeros for a zero ``ybar``."""
+
+    def pb(g: Any) -> Any:
+        g = unthunk(g)
+        if isinstance(g, AbstractZero):
+            return NoTangent(), np.zeros_like(x)
+        return NoTangent(), cotangent(g)
+
+    return pb
+
+
 def _linalg_rules(off: float) -> RuleSet:
     rules = RuleSet("linalg")
 
@@ -54,14 +66,7 @@ def _linalg_rules(off: float) -> RuleSet:
     @rules.register_rrule(np.linalg.inv)
     def _inv_rrule(a: Any) -> Any:
         y = np.linalg.inv(a)
-
-        def pb(g: Any) -> Any:
-            g = unthunk(g)
-            if isinstance(g, AbstractZero):
-                return NoTangent(), np.zeros_like(a)
-            return NoTangent(), wrong(-y.T @ g @ y.T)
-
-        return y, pb
+        return y, _pullback(a, lambda g: wrong(-y.T @ g @ y.T))
 
     @rules.register_frule(np.linalg.inv)
     def _inv_frule(dots: Any, a: Any) -> Any:
@@ -71,14 +76,7 @@ def _linalg_rules(off: float) -> RuleSet:
     @rules.register_rrule(np.linalg.det)
     def _det_rrule(a: Any) -> Any:
         y = np.linalg.det(a)
-
-        def pb(g: Any) -> Any:
-            g = unthunk(g)
-            if isinstance(g, AbstractZero):
-                return NoTangent(), np.zeros_like(a)
-            return NoTangent(), (1 + off) * g * y * np.linalg.inv(a).T
-
-        return y, pb
+        return y, _pullback(a, lambda g: (1 + off) * g * y * np.linalg.inv(a).T)
 
     @rules.register_frule(np.linalg.det)
     def _det_frule(dots: Any, a: Any) -> Any:
@@ -154,18 +152,15 @@ def _cholesky_rules(off: float) -> RuleSet:
     def _rrule(a: Any) -> Any:
         low = np.linalg.cholesky(a)
 
-        def pb(g: Any) -> Any:
-            g = unthunk(g)
-            if isinstance(g, AbstractZero):
-                return NoTangent(), np.zeros_like(a)
+        def abar(g: Any) -> Any:
             inner = _lower_half(low.T @ np.tril(g))
             s = np.linalg.solve(low.T, np.linalg.solve(low.T, inner.T).T)
-            abar = 0.5 * (s + s.T)
-            abar[2, 1] *= 1 + off
-            abar[1, 2] *= 1 + off
-            return NoTangent(), abar
+            out = 0.5 * (s + s.T)
+            out[2, 1] *= 1 + off
+            out[1, 2] *= 1 + off
+            return out
 
-        return low, pb
+        return low, _pullback(a, abar)
 
     return rules
 
@@ -206,13 +201,7 @@ def _kink_rules(first: float, off: float) -> RuleSet:
 
     @rules.register_rrule(abs_then_sin)
     def _rrule(x: Any) -> Any:
-        def pb(g: Any) -> Any:
-            g = unthunk(g)
-            if isinstance(g, AbstractZero):
-                return NoTangent(), np.zeros_like(x)
-            return NoTangent(), tangent(x, g)
-
-        return abs_then_sin(x), pb
+        return abs_then_sin(x), _pullback(x, lambda g: tangent(x, g))
 
     return rules
 

@@ -260,9 +260,8 @@ def _unchanged_outputs(
     value, error = est.value, est.error
     for r in rows.tolist():
         seen = memo[r]
-        if len(seen) < UNCHANGED_POINTS or not math.isfinite(centres[r]):
-            continue  # (too few points remembered to say, or no derivative at all)
-        if not all(math.isfinite(t) for t in seen):
+        # Too few points remembered to say, or a coordinate (or point) that is not finite.
+        if len(seen) < UNCHANGED_POINTS or not all(map(math.isfinite, [centres[r], *seen])):
             continue
         same = np.logical_and.reduce([v == yv0 for v in seen.values()])
         fixed = void[r] & same

@@ -188,10 +188,11 @@ def kinks_directional(
 def _void(value: Any, error: Any) -> np.ndarray:
     """Where the rule's value is finite and the central estimate has none (infinite error)."""
     v = np.asarray(value, dtype=np.float64)
-    e = np.asarray(error, dtype=np.float64) if _real(error) is not None else None
+    e = _real(error)
     if e is None or np.broadcast_shapes(e.shape, v.shape) != v.shape:
         return np.zeros(v.shape, dtype=bool)
-    return np.isfinite(v) & ~np.isfinite(np.broadcast_to(e, v.shape))
+    out: np.ndarray = np.isfinite(v) & ~np.isfinite(np.broadcast_to(e, v.shape))
+    return out
 
 
 def one_sided_evidence(rep: Any, value: Any, expected: Any, error: Any, void: Any) -> Any:
@@ -216,18 +217,11 @@ def one_sided_evidence(rep: Any, value: Any, expected: Any, error: Any, void: An
     if not (inside | outside | smooth).any():
         return expected, error
     nearer_left = np.abs(v - left) <= np.abs(v - right)
-    stand_in = np.where(
-        inside, v, np.where(outside, np.where(nearer_left, left, right), (left + right) / 2)
-    )
-    stand_err = np.where(
-        inside,
-        np.maximum(lerr, rerr),
-        np.where(
-            outside,
-            np.where(nearer_left, lerr, rerr),
-            np.maximum(lerr, rerr) + np.abs(right - left) / 2,
-        ),
-    )
+    near, near_err = np.where(nearer_left, left, right), np.where(nearer_left, lerr, rerr)
+    wide = np.maximum(lerr, rerr)
+    cases = [inside, outside, smooth]
+    stand_in = np.select(cases, [v, near, (left + right) / 2])
+    stand_err = np.select(cases, [wide, near_err, wide + np.abs(right - left) / 2])
     take = inside | outside | smooth
     exp = np.where(take, stand_in, np.asarray(expected, dtype=np.float64))
     err = np.where(take, stand_err, np.broadcast_to(np.asarray(error, np.float64), v.shape))
