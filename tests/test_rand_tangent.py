@@ -46,6 +46,10 @@ def test_scalars() -> None:
     t32 = rand_tangent(rng, np.float32(1))
     assert type(t32) is np.float32
     assert type(rand_tangent(rng, np.complex64(1))) is np.complex64
+    # np.float64 is a float, but its tangent stays a numpy scalar, as the docstring says:
+    # a pullback of a norm may index ``ybar[..., None]``, which a Python float cannot.
+    assert type(rand_tangent(rng, np.float64(1))) is np.float64
+    assert type(rand_tangent(rng, np.complex128(1))) is np.complex128
     assert all(rand_tangent(rng, 0.0) != 0 for _ in range(200))
 
 

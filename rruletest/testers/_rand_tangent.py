@@ -157,13 +157,13 @@ def _rand_leaf(rng: np.random.Generator, x: Any) -> Any:
         return NO_TANGENT
     if isinstance(x, bool | int | np.bool_ | np.integer):
         return NO_TANGENT
-    if isinstance(x, float):  # np.float64 too: a Python float
+    if isinstance(x, np.floating | np.complexfloating):  # np.float64 before float, its base
+        return _array_tangent(rng, (), x.dtype)[()]
+    if isinstance(x, float):
         return _decimal(rng)
     if isinstance(x, complex):
         re, im = _decimals(rng, (2,))
         return complex(re, im)
-    if isinstance(x, np.floating | np.complexfloating):
-        return _array_tangent(rng, (), x.dtype)[()]
     if isinstance(x, np.ndarray) and x.dtype.kind in "fc":
         return _array_tangent(rng, x.shape, x.dtype)
     return NO_TANGENT
