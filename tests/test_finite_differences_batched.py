@@ -3,13 +3,14 @@ set by the core size, not the batch."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 import pytest
 
-from rruletest import NoTangent, RuleSet, ZeroTangent, test_frule, test_rrule
-from rruletest.finite_differences.batched import batched_jvp, batched_vjp
+from rruletest import NoTangent, RuleSet, ZeroTangent, test_frule, test_rrule, unthunk
+from rruletest.finite_differences.batched import batch_dependence, batched_jvp, batched_vjp
 from rruletest.rules.info import Signature
 
 
@@ -193,3 +194,107 @@ def test_sub_batches_over_two_batch_axes_with_a_broadcast_operand() -> None:
         eb.value, np.einsum("xbmk,xbmn->bkn", np.log(a), ybar), rtol=1e-7, atol=1e-9
     )
     assert (1, 4, 5) in shapes  # one member evaluated on its own
+
+
+@pytest.mark.parametrize(
+    ("sig", "f", "xs"),
+    [
+        ("(n)->(n)", _softmax, [np.random.default_rng(0).standard_normal((7, 5))]),
+        ("(n)->()", lambda x: np.linalg.norm(x, axis=-1), [np.ones((3, 2, 4))]),
+        (
+            "(m,k),(k,n)->(m,n)",
+            np.matmul,
+            [np.random.default_rng(1).standard_normal((9, 3, 4)), np.ones((4, 2))],
+        ),
+        (
+            "(m,k),(k,n)->(m,n)",
+            np.matmul,
+            [np.ones((2, 1, 3, 4)), np.random.default_rng(2).standard_normal((5, 4, 2))],
+        ),
+        ("(n)->(n)", np.sqrt, [np.array([[0.0, 1.0], [np.inf, np.nan], [4.0, 9.0]])]),
+    ],
+)
+def test_functions_that_act_on_each_member_alone(sig: str, f: Any, xs: list[Any]) -> None:
+    assert batch_dependence(sig, f, xs) is None
+
+
+@pytest.mark.parametrize(
+    ("f", "what"),
+    [
+        (lambda x: x / np.sqrt((x**2).sum()), "differ from the same members"),  # all at once
+        (lambda x: np.cumsum(x, axis=0), "differ from the same members"),  # along the batch
+        (lambda x: x - x.mean(axis=0), "differ from the same members"),
+        (lambda x: x if x.shape[0] == 6 else x[:, :1], "has shape (3, 1), not 3 members of 2"),
+        (lambda x: x if x.shape[0] == 6 else 1 / 0, "raised ZeroDivisionError"),
+    ],
+)
+def test_functions_that_couple_their_members(f: Any, what: str) -> None:
+    x = np.random.default_rng(5).standard_normal((6, 2))
+    broken = batch_dependence("(n)->(n)", f, [x])
+    assert broken is not None
+    assert what in broken
+    assert broken.startswith(("the members [5, 3, 0]", "f of the members [5, 3, 0]", "f raised"))
+
+
+def test_a_batch_of_one_or_none_has_nothing_to_test() -> None:
+    couple = lambda x: x / x.sum()  # noqa: E731
+    assert batch_dependence("(n)->(n)", couple, [np.ones((1, 3))]) is None
+    assert batch_dependence("(n)->(n)", couple, [np.ones(3)]) is None
+    assert batch_dependence("(n)->(n)", couple, [np.ones((0, 3))]) is None
+
+
+def _normalise_rules(frule: bool) -> RuleSet:
+    """A correct rule of a function that couples its rows, wrongly declared ``(n)->(n)``."""
+    rules = RuleSet("couples")
+
+    def f(x: Any) -> Any:
+        return x / np.sqrt((x**2).sum())
+
+    @rules.register_rrule(f, signature="(n)->(n)")
+    def f_rrule(x: Any) -> Any:
+        s = np.sqrt((x**2).sum())
+        y = x / s
+
+        def pullback(g: Any) -> Any:
+            if isinstance(g, ZeroTangent):
+                return NoTangent(), np.zeros_like(x)
+            g = np.asarray(unthunk(g))
+            return NoTangent(), (g - y * (y * g).sum()) / s
+
+        return y, pullback
+
+    @rules.register_frule(f, signature="(n)->(n)")
+    def f_frule(tangents: Any, x: Any) -> Any:
+        s = np.sqrt((x**2).sum())
+        y = x / s
+        xdot = tangents[1]
+        return y, (xdot - y * (y * xdot).sum()) / s
+
+    rules.f = f  # type: ignore[attr-defined]
+    return rules
+
+
+@pytest.mark.parametrize("tester", ["rrule", "frule"])
+def test_a_declaration_that_does_not_hold_is_a_failure_of_its_own(tester: str) -> None:
+    rules = _normalise_rules(tester == "frule")
+    x = np.random.default_rng(6).standard_normal((40, 3))
+    run = (
+        functools.partial(test_rrule, rrule_f=rules.rrule)
+        if tester == "rrule"
+        else (functools.partial(test_frule, frule_f=rules.frule))
+    )
+    with pytest.raises(AssertionError) as info:
+        run(rules.f, x, rng=0)  # type: ignore[attr-defined]
+    assert info.value.checks == ["signature"]  # type: ignore[attr-defined]
+    text = str(info.value)
+    assert (
+        "[signature] f: the rule declares the core signature (n)->(n), but f does not act on "
+        "each batch member alone: the members [39, 20, 0] evaluated as a batch of their own "
+        "differ from the same members of the whole batch's output"
+    ) in text
+    # The tangents were checked against a reference that does not rest on the declaration,
+    # and they are right.
+    dense = "dense finite-difference vjp (120 coordinates)"
+    assert (
+        f"numerical reference: {dense if tester == 'rrule' else 'finite-difference jvp'}," in text
+    )

@@ -182,6 +182,8 @@ class RuleSet:
                 numerical reference perturbs one core coordinate in all members at once
                 (exact per element at a cost set by the core size). Or a function of the
                 call's arguments returning one, or None where the call has no such structure.
+                The testers check that it holds before they use it (a ``[signature]``
+                problem where a few members as a batch of their own give other values).
             spaces: the space (``rruletest.spaces``) of each positional argument the rule is
                 right on, None for an unconstrained one (a sequence, or a dict from positions):
                 the testers check such an argument along its space (as with

@@ -23,6 +23,7 @@ class Check(enum.StrEnum):
     OUTPUT = "output"  #: the pullback returns a tuple, one tangent for ``f`` then one per arg
     TYPE = "type"  #: each tangent's type, shape and dtype fit its primal
     NOTANGENT = "notangent"  #: ``NoTangent()`` for ``f`` and non-differentiable arguments
+    SIGNATURE = "signature"  #: a declared core signature holds: ``f`` acts on each member alone
     NUMERIC = "numeric"  #: the tangents match the numerical reference
     REPEAT = "repeat"  #: a second call of the pullback gives the same
     THUNK = "thunk"  #: ``pullback(Thunk(ybar))`` gives the same

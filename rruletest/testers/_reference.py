@@ -5,6 +5,9 @@ vjp (``test_rrule``) and the jvp (``test_frule``) alike:
   once (cost independent of the size);
 - ``scalar``: one real or complex number in, a number out: one scalar finite difference per
   real coordinate (shared by ``test_scalar``'s two testers);
+- ``batched``: the rule declared a gufunc core signature (``register_rrule(f,
+  signature=...)``) that holds at these arguments (``batch_dependence``): one core coordinate
+  perturbed in every batch member at once (cost set by the core size);
 - ``dense``: the numerical Jacobian, one finite difference per input coordinate, up to
   ``DENSE_LIMIT`` coordinates for a vjp (always with ``vjp_mode="full"``) and
   ``JVP_DENSE_LIMIT`` for a jvp (beyond it, one jvp along ``x + t * xdot``);
@@ -32,7 +35,7 @@ from rruletest.finite_differences import (
     broadcast_vjp,
     jvp_estimate,
 )
-from rruletest.finite_differences.batched import batched_jvp, batched_vjp
+from rruletest.finite_differences.batched import batch_dependence, batched_jvp, batched_vjp
 from rruletest.finite_differences.half import half_broadcast_jvp, half_broadcast_vjp, has_half
 from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
 from rruletest.testers import _constrained, _findings
@@ -63,6 +66,7 @@ __all__ = [
     "check_adjoint",
     "check_jvp",
     "check_vjp",
+    "checked_signature",
     "closed_over",
     "dense_jvp",
     "dense_vjp",
@@ -78,6 +82,27 @@ def core_signature(info: Any, s: Setup) -> Any:
         return info.signature_for(*s.primals, **s.fkwargs)
     except Exception:
         return None
+
+
+def checked_signature(info: Any, s: Setup, y_ref: Any, register: str) -> Any:
+    """``core_signature``, if ``f`` does act on each batch member alone at these arguments;
+    else None, and a problem in the report (the tangents are then checked against the dense
+    or adjoint reference, whose answers do not rest on the declaration)."""
+    sig = core_signature(info, s)
+    if sig is None:
+        return None
+    broken = batch_dependence(sig, functools.partial(s.f, **s.kwargs()), s.primals, y_ref)
+    if broken is None:
+        return sig
+    s.report.problem(
+        Check.SIGNATURE,
+        "f",
+        f"the rule declares the core signature {sig}, but f does not act on each batch "
+        f"member alone: {broken}; checked against a reference that does not rest on it",
+        hint=f"declare the signature only where it holds ({register}(..., signature=...) "
+        "takes a function of the call's arguments that returns None where it does not)",
+    )
+    return None
 
 
 def closed_over(
@@ -143,8 +168,10 @@ def check_vjp(
                 ests = broadcast_vjp(fdm, g, ybar, *s.primals[1:], y=y_ref)
             est_of = {a.index: ests[a.index - 1] for a in live}
             mode = "structured broadcast vjp"
-        elif (sig := core_signature(ruleset_of(rrule_f).rrule_info(s.f, *s.primals), s)) and (
-            vjp_mode != "full"
+        elif vjp_mode != "full" and (
+            sig := checked_signature(
+                ruleset_of(rrule_f).rrule_info(s.f, *s.primals), s, y_ref, "register_rrule"
+            )
         ):
             fdm = fdm_for_domain(s.fdm, domain, s.primals)
             g = functools.partial(s.f, **s.kwargs())
@@ -279,7 +306,9 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
             else:
                 est = broadcast_jvp(fdm, g, *pairs, y=y_ref)
             mode = "structured broadcast jvp"
-        elif sig := core_signature(ruleset_of(frule_f).frule_info(s.f, *s.primals), s):
+        elif sig := checked_signature(
+            ruleset_of(frule_f).frule_info(s.f, *s.primals), s, y_ref, "register_frule"
+        ):
             fdm = fdm_for_domain(s.fdm, domain, s.primals)
             g = functools.partial(s.f, **s.kwargs())
             est = batched_jvp(fdm, sig, g, s.primals, dots, which=[a.index for a in live])
