@@ -506,3 +506,60 @@ def test_a_rule_node_id_after_double_dash_narrows_the_check(
     assert code == 1
     assert "1 rule in 1 module: 1 failed (seed=2)" in out
     assert f"rerun with: rruletest check {mod} --seed 2 -- 'rruletest::{mod}::half[scalar]'" in out
+
+
+SIGNATURES = """
+import numpy as np
+from rruletest import NoTangent, ZeroTangent, register_rrule, unthunk
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@register_rrule(softmax, signature="(n)->(n)")
+def softmax_rrule(x):
+    y = softmax(x)
+
+    def pullback(g):
+        g = unthunk(g)
+        if isinstance(g, ZeroTangent):
+            return NoTangent(), np.zeros_like(x)
+        return NoTangent(), y * (g - (y * g).sum(-1, keepdims=True))
+
+    return y, pullback
+
+
+def normalise(x):  # couples every element: "(n)->(n)" is a wrong declaration
+    return x / np.sqrt((x**2).sum() + 1.0)
+
+
+@register_rrule(normalise, signature="(n)->(n)")
+def normalise_rrule(x):
+    s = np.sqrt((x**2).sum() + 1.0)
+    y = x / s
+
+    def pullback(g):
+        g = unthunk(g)
+        if isinstance(g, ZeroTangent):
+            return NoTangent(), np.zeros_like(x)
+        return NoTangent(), (g - y * (y * g).sum()) / s
+
+    return y, pullback
+"""
+
+
+def test_a_core_signature_draws_batches_and_is_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mod = _module(tmp_path, SIGNATURES, "signatures")
+    code, out, _ = _run(capsys, "check", mod, "--seed", "2", "--examples", "6")
+    assert code == 1
+    # Drawn as the declaration describes them: a batch dimension, then the core one.
+    assert re.search(
+        r"^  softmax\s+rrule\s+\d+\s+\S+\s+arrays 2-d \(max \d+ el\.\)\s+passed", out, re.M
+    )
+    assert re.search(r"^  normalise\s+rrule\s+\d+\s+\S+\s+arrays 2-d .+FAILED", out, re.M)
+    assert "failed checks: signature\n" in out
+    assert "the rule declares the core signature (n)->(n), but f does not act on each batch" in out

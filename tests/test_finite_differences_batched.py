@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rruletest import NoTangent, RuleSet, ZeroTangent, test_frule, test_rrule, unthunk
-from rruletest.finite_differences.batched import batch_dependence, batched_jvp, batched_vjp
+from rruletest.finite_differences.batched import batched_jvp, batched_vjp
 from rruletest.rules.info import Signature
 
 
@@ -196,53 +196,6 @@ def test_sub_batches_over_two_batch_axes_with_a_broadcast_operand() -> None:
     assert (1, 4, 5) in shapes  # one member evaluated on its own
 
 
-@pytest.mark.parametrize(
-    ("sig", "f", "xs"),
-    [
-        ("(n)->(n)", _softmax, [np.random.default_rng(0).standard_normal((7, 5))]),
-        ("(n)->()", lambda x: np.linalg.norm(x, axis=-1), [np.ones((3, 2, 4))]),
-        (
-            "(m,k),(k,n)->(m,n)",
-            np.matmul,
-            [np.random.default_rng(1).standard_normal((9, 3, 4)), np.ones((4, 2))],
-        ),
-        (
-            "(m,k),(k,n)->(m,n)",
-            np.matmul,
-            [np.ones((2, 1, 3, 4)), np.random.default_rng(2).standard_normal((5, 4, 2))],
-        ),
-        ("(n)->(n)", np.sqrt, [np.array([[0.0, 1.0], [np.inf, np.nan], [4.0, 9.0]])]),
-    ],
-)
-def test_functions_that_act_on_each_member_alone(sig: str, f: Any, xs: list[Any]) -> None:
-    assert batch_dependence(sig, f, xs) is None
-
-
-@pytest.mark.parametrize(
-    ("f", "what"),
-    [
-        (lambda x: x / np.sqrt((x**2).sum()), "differ from the same members"),  # all at once
-        (lambda x: np.cumsum(x, axis=0), "differ from the same members"),  # along the batch
-        (lambda x: x - x.mean(axis=0), "differ from the same members"),
-        (lambda x: x if x.shape[0] == 6 else x[:, :1], "has shape (3, 1), not 3 members of 2"),
-        (lambda x: x if x.shape[0] == 6 else 1 / 0, "raised ZeroDivisionError"),
-    ],
-)
-def test_functions_that_couple_their_members(f: Any, what: str) -> None:
-    x = np.random.default_rng(5).standard_normal((6, 2))
-    broken = batch_dependence("(n)->(n)", f, [x])
-    assert broken is not None
-    assert what in broken
-    assert broken.startswith(("the members [5, 3, 0]", "f of the members [5, 3, 0]", "f raised"))
-
-
-def test_a_batch_of_one_or_none_has_nothing_to_test() -> None:
-    couple = lambda x: x / x.sum()  # noqa: E731
-    assert batch_dependence("(n)->(n)", couple, [np.ones((1, 3))]) is None
-    assert batch_dependence("(n)->(n)", couple, [np.ones(3)]) is None
-    assert batch_dependence("(n)->(n)", couple, [np.ones((0, 3))]) is None
-
-
 def _normalise_rules(frule: bool) -> RuleSet:
     """A correct rule of a function that couples its rows, wrongly declared ``(n)->(n)``."""
     rules = RuleSet("couples")
@@ -298,3 +251,18 @@ def test_a_declaration_that_does_not_hold_is_a_failure_of_its_own(tester: str) -
     assert (
         f"numerical reference: {dense if tester == 'rrule' else 'finite-difference jvp'}," in text
     )
+
+
+def test_a_call_the_signature_does_not_describe_uses_another_reference() -> None:
+    # A number has no core dimension n: the rule is tested there as any rule, with a note.
+    rules = RuleSet("sin")
+    rules.register_rrule(np.sin, signature="(n)->(n)")(
+        lambda x: (np.sin(x), lambda g: (NoTangent(), unthunk(g) * np.cos(x)))
+    )
+    report = test_rrule(np.sin, np.float64(0.5), rrule_f=rules.rrule, rng=0)
+    assert report.numerical is not None
+    assert not report.numerical.startswith("batched")
+    assert (
+        "the rule's core signature (n)->(n) does not fit this call (argument 0 has shape (), "
+        "fewer dimensions than its core (n)): not used"
+    ) in report.notes

@@ -3,7 +3,8 @@
 A scalar rule gets numbers and broadcast arrays drawn inside its domain (in each configured dtype,
 complex too where the domain allows); an rrule or frule gets its registered examples (keywords
 of an ``Example`` included), then inputs drawn near them; without examples, arrays of its
-declared ``shapes=``, else numbers and same-shape arrays of the right count (numbers only when
+declared ``shapes=`` (or of its fixed core signature: a batch dimension, then the core ones), else
+numbers and same-shape arrays of the right count (numbers only when
 the function rejects arrays: the rule is then "tried at scalars only"); a non-differentiable
 declaration gets numbers. Generated inputs whose output overflows are discarded. An argument
 the rule was registered with a space for (``spaces=``) is drawn with the space's ``points``,
@@ -44,6 +45,7 @@ from rruletest._plugin.options import RuleTestConfig
 from rruletest.domains import Domain
 from rruletest.projection import is_differentiable
 from rruletest.rules import RuleInfo
+from rruletest.rules.info import Signature
 from rruletest.rules.inputs import example_kwargs
 
 __all__ = [
@@ -226,6 +228,8 @@ def generated_cases(info: RuleInfo, config: RuleTestConfig) -> st.SearchStrategy
         ]
         return st.one_of(*near)
     shapes = getattr(info, "shapes", None)
+    if shapes is None and not info.spaces:
+        shapes = _signature_shapes(info)
     if info.key[0] is broadcasted and len(prefix) >= 1:
         n = rule_arity(info, prefix[0])
         if n is None:
@@ -261,6 +265,20 @@ def generated_cases(info: RuleInfo, config: RuleTestConfig) -> st.SearchStrategy
 
 _BOTH = ("test_rrule", "test_frule")
 
+#: The size name of the batch dimension drawn for a declared core signature.
+_BATCH = "batch:"
+
+
+def _signature_shapes(info: RuleInfo) -> list[tuple[int | str, ...]] | None:
+    """For a rule declared with a fixed core signature (``"(m,k),(k,n)->(m,n)"``) and one
+    argument per input of it: each argument drawn with a shared batch dimension before its
+    named core dimensions, so the generated calls are the ones the declaration describes
+    (and its batched reference is the one they test)."""
+    sig = getattr(info, "signature", None)
+    if not isinstance(sig, Signature) or rule_arity(info) != len(sig.inputs):
+        return None
+    return [(_BATCH, *core) for core in sig.inputs]
+
 
 def _maker(testers: tuple[str, ...], f: Any, domain: Domain, kwargs: dict[str, Any]) -> Any:
     return lambda xs: Case(testers, f, tuple(xs), domain, kwargs)
@@ -286,7 +304,8 @@ def example_cases(info: RuleInfo) -> list[Case]:
 
 def probe_cases(info: RuleInfo) -> list[Case]:
     """For an rrule or frule registered without examples: one fixed array case (the declared
-    ``shapes=``, else shape (3,) for every argument when the function accepts arrays), run
+    ``shapes=`` or those of its core signature, else shape (3,) for every argument when the
+    function accepts arrays), run
     before the generated ones so every run checks the rule on arrays at least once."""
     from rruletest.broadcast import broadcasted
 
@@ -295,6 +314,8 @@ def probe_cases(info: RuleInfo) -> list[Case]:
     domain = info.domain or Domain()
     prefix = info.key[1:]
     shapes = getattr(info, "shapes", None)
+    if shapes is None and not info.spaces:
+        shapes = _signature_shapes(info)
     if shapes is None:
         n = rule_arity(info)
         if n is None or not accepts_arrays(info.key[0], prefix, domain, n):

@@ -31,7 +31,6 @@ array([[0.6, 0.8],
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -43,7 +42,7 @@ from rruletest.finite_differences.estimation import run, run_rows
 from rruletest.finite_differences.problem import Estimate, OutputError, Problem, reduce_to
 from rruletest.rules.info import Signature
 
-__all__ = ["batch_dependence", "batched_jvp", "batched_vjp"]
+__all__ = ["batched_jvp", "batched_vjp", "sub_batches"]
 
 Arr = npt.NDArray[Any]
 F64 = npt.NDArray[np.float64]
@@ -211,10 +210,10 @@ def _gatherers(
     does not carry the whole output batch (then every evaluation takes the whole batch)."""
     if sig.batch_shape(j, xs[j]) != out_batch:
         return None
-    return _sub_batches(sig, xs, out_batch)
+    return sub_batches(sig, xs, out_batch)
 
 
-def _sub_batches(
+def sub_batches(
     sig: Signature, xs: Sequence[Any], out_batch: tuple[int, ...]
 ) -> list[Callable[[npt.NDArray[np.intp]], Any]] | None:
     """``_gatherers`` for any argument: None where there is no batch or the arguments'
@@ -240,76 +239,6 @@ def _sub_batches(
 
         out.append(take)
     return out
-
-
-def batch_dependence(
-    sig: Any, f: Callable[..., Any], xs: Sequence[Any], y: Any = None
-) -> str | None:
-    """How ``f`` fails to act on each batch member of the core signature ``sig`` alone, in
-    words, or None (it does, as far as one sub-batch shows, or there is no batch to test).
-
-    The batched references rest on the declaration: for a function that couples its members
-    (normalising over the whole array, a sum along a batch axis) they would read sums of
-    cross derivatives as partials and fail a correct rule. So the first, middle and last
-    members, in reverse order (never all of them), are evaluated as a batch of their own and
-    compared with the same members of ``f``'s output at the whole batch (``y``, else
-    computed), within the square root of the output's precision per member (a BLAS kernel may
-    order its sums differently for another batch size).
-
-    >>> sig = Signature.parse("(n)->(n)")
-    >>> x = np.array([[1.0, 2.0], [3.0, 4.0]])
-    >>> batch_dependence(sig, lambda x: x / x.sum(axis=-1, keepdims=True), [x]) is None
-    True
-    >>> batch_dependence(sig, lambda x: x / x.sum(), [x]).split(": ")[1]
-    'max abs diff 0.171 at member 1 (value 0.571429, expected 0.4)'
-    """
-    sig = Signature.parse(sig)
-    try:
-        y0 = np.asarray(f(*xs) if y is None else y)
-    except Exception:
-        return None  # the primal's own failure is the primal check's to report
-    out_core = len(sig.outputs[0]) if sig.outputs else 0
-    if y0.dtype.kind not in "fc" or y0.ndim < out_core:
-        return None
-    out_batch = y0.shape[: y0.ndim - out_core]
-    size = math.prod(out_batch)
-    gather = _sub_batches(sig, xs, out_batch) if size >= 2 else None
-    if gather is None:
-        return None
-    index = np.unique([0, size // 2, size - 1])[::-1].copy()
-    index = index[: size - 1]  # fewer members than the batch: a whole one may be permuted
-    members = index.tolist()
-    try:
-        sub = np.asarray(f(*(g(index) for g in gather)))
-    except Exception as exc:
-        return (
-            f"f raised {type(exc).__name__} on the members {members} as a batch of their own: {exc}"
-        )
-    per = y0.size // size
-    if sub.size != index.size * per:
-        return (
-            f"f of the members {members} as a batch of their own has shape {sub.shape}, "
-            f"not {index.size} members of {per} values"
-        )
-    got = sub.reshape(index.size, per)
-    want = y0.reshape(size, per)[index]
-    with np.errstate(all="ignore"):
-        diff = np.where(np.isnan(got) & np.isnan(want), 0.0, np.abs(got - want))
-        diff = np.where(got == want, 0.0, diff)  # equal infinities
-        scale = np.maximum(np.abs(got), np.abs(want))
-        scale = np.nanmax(np.where(np.isfinite(scale), scale, np.nan), axis=1, initial=0.0)
-    tol = math.sqrt(float(np.finfo(y0.dtype).eps)) * scale[:, None]
-    bad = ~(diff <= tol)
-    if not bad.any():
-        return None
-    r, k = np.unravel_index(
-        int(np.argmax(np.where(bad, np.nan_to_num(diff, nan=np.inf), -1.0))), bad.shape
-    )
-    return (
-        f"the members {members} evaluated as a batch of their own differ from the same members "
-        f"of the whole batch's output: max abs diff {diff[r, k]:.3g} at member {members[r]} "
-        f"(value {got[r, k]:.6g}, expected {want[r, k]:.6g})"
-    )
 
 
 def batched_vjp(

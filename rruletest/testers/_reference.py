@@ -35,7 +35,8 @@ from rruletest.finite_differences import (
     broadcast_vjp,
     jvp_estimate,
 )
-from rruletest.finite_differences.batched import batch_dependence, batched_jvp, batched_vjp
+from rruletest.finite_differences.batched import batched_jvp, batched_vjp
+from rruletest.finite_differences.declared import batch_dependence, signature_misfit
 from rruletest.finite_differences.half import half_broadcast_jvp, half_broadcast_vjp, has_half
 from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
 from rruletest.testers import _constrained, _findings
@@ -90,6 +91,12 @@ def checked_signature(info: Any, s: Setup, y_ref: Any, register: str) -> Any:
     or adjoint reference, whose answers do not rest on the declaration)."""
     sig = core_signature(info, s)
     if sig is None:
+        return None
+    misfit = signature_misfit(sig, s.primals, y_ref)
+    if misfit is not None:  # a call the declaration does not describe: not the rule's fault
+        s.report.note(
+            f"the rule's core signature {sig} does not fit this call ({misfit}): not used"
+        )
         return None
     broken = batch_dependence(sig, functools.partial(s.f, **s.kwargs()), s.primals, y_ref)
     if broken is None:
