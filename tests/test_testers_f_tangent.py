@@ -191,3 +191,72 @@ def test_frule_moves_f_fields_and_a_constrained_argument() -> None:
     )
     text = str(failure(lambda: test_frule(Weighted(2.0), p, frule_f=frule(0.0), rng=0)))
     assert "ydot: the output tangent differs from the numerical jvp" in text
+
+
+def _rrule_with_fbar(fbar: Any) -> Any:
+    """An rrule_f for ``Scale``-like ``f`` whose pullback returns ``fbar(ybar)`` for ``f``."""
+
+    def rrule(f: Any, x: Any) -> Any:
+        right = rrule_f()(f, x)[1]
+        return f(x), lambda ybar: (fbar(unthunk(ybar)), right(ybar)[1])
+
+    return rrule
+
+
+@pytest.mark.parametrize(
+    ("fbar", "expected"),
+    [
+        (
+            lambda yb: yb * np.sin(X),
+            "[type] f: array([0.479425538604203, -0.8414709848078965, 0.9092974268256817]) for "
+            "a Scale with float fields (w); return Tangent(Scale, ...) with their cotangents, a "
+            "zero, or pass with_tangent(f, NoTangent()) if they are constants",
+        ),
+        (lambda yb: "junk", "[type] f: 'junk' for a Scale with float fields (w)"),
+        (
+            lambda yb: Tangent(Model, w=yb * np.sin(X)),
+            "[type] f: Tangent(Model, ...) for a Scale with float fields (w)",
+        ),
+        (
+            lambda yb: Tangent(Scale, w=(yb * np.sin(X)).astype(np.float32)),
+            "[type] f.w: dtype float32 for a float64 primal",
+        ),
+    ],
+)
+def test_a_functor_cotangent_of_the_wrong_type_fails(fbar: Any, expected: str) -> None:
+    # The values are right where they can be read: the type check alone must catch them.
+    text = str(failure(lambda: test_rrule(Scale(W.copy()), X, output_tangent=np.ones(3),
+                                          rrule_f=_rrule_with_fbar(fbar), rng=0)))  # fmt: skip
+    assert expected in text
+
+
+def test_a_cotangent_for_a_field_f_does_not_differentiate_fails() -> None:
+    model = Model(W.copy())
+    rrule = _rrule_with_fbar(lambda yb: Tangent(Model, w=yb * np.sin(X), name=yb))
+    text = str(failure(lambda: test_rrule(model.apply, X, rrule_f=rrule, rng=0)))
+    assert "[type] f.name: a cotangent for a field that is not one of f's float fields (w)" in text
+
+
+def test_a_partial_cotangent_may_leave_keywords_out() -> None:
+    rrule = _rrule_with_fbar(lambda yb: Tangent(functools.partial, args=(yb * np.sin(X),)))
+    test_rrule(functools.partial(scaled_sin, W.copy()), X, rrule_f=rrule, rng=0)
+    wrong = _rrule_with_fbar(lambda yb: Tangent(functools.partial, args=(2 * yb * np.sin(X),)))
+    text = str(failure(lambda: test_rrule(functools.partial(scaled_sin, W.copy()), X,
+                                          rrule_f=wrong, rng=0)))  # fmt: skip
+    assert "f: the cotangent of f's own fields differs from the numerical vjp" in text
+
+
+def test_a_nonzero_tangent_for_a_plain_function_fails() -> None:
+    def rrule(f: Any, x: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            yb = unthunk(ybar)
+            return Tangent(dict, a=yb * 0 + 1.0), yb * np.cos(x)
+
+        return np.sin(x), pullback
+
+    text = str(failure(lambda: test_rrule(np.sin, X, output_tangent=np.ones(3), rrule_f=rrule,
+                                          check_zero_output_tangent=False, rng=0)))  # fmt: skip
+    assert (
+        "[notangent] f: a nonzero Tangent(dict, ...) for a function without float fields "
+        "(expected NoTangent())"
+    ) in text

@@ -38,23 +38,29 @@ from typing import Any
 
 import numpy as np
 
+from rruletest.errors import Mismatch
 from rruletest.finite_differences import jvp_estimate, to_vec
-from rruletest.tangents import AbstractZero, NoTangent, Tangent, unthunk
-from rruletest.testers._args import Arg, has_coordinates
+from rruletest.tangents import ZERO_TANGENT, AbstractZero, NoTangent, Tangent, unthunk
+from rruletest.testers._args import Arg, describe, has_coordinates
 from rruletest.testers._checks import compare
 from rruletest.testers._constrained import Chart, bounded, declared, derivative_at_zero
 from rruletest.testers._dense import dense_vjp
 from rruletest.testers._fd_inputs import fd_failure, fdm_for_domain, recorded, widen
+from rruletest.testers._fit import fit_problems
 from rruletest.testers._rand_tangent import rand_tangent
 from rruletest.testers._report import Check
 from rruletest.testers._setup import Setup, domain_for
+from rruletest.testers._snapshot import nonzero
+from rruletest.walk import children, render_path
 
 __all__ = [
     "FFields",
     "check_f_cotangent",
     "check_jvp_with_f",
+    "describe_tangent",
     "f_tangent",
     "fields_of",
+    "fit_f_cotangent",
     "random_fdot",
 ]
 
@@ -143,7 +149,43 @@ def f_tangent(s: Setup) -> FFields | None:
 def _as_fields(ff: FFields, t: Any) -> dict[str, Any]:
     """A tangent of ``f`` as a dict of its fields (a zero gives zeros; missing fields too)."""
     t = unthunk(t)
-    return {k: unthunk(t if isinstance(t, AbstractZero) else getattr(t, k)) for k in ff.values}
+    backing = t.backing if isinstance(t, Tangent) and isinstance(t.backing, dict) else {}
+    return {k: unthunk(backing.get(k, ZERO_TANGENT)) for k in ff.values}
+
+
+def fit_f_cotangent(ff: FFields, fbar: Any) -> list[Mismatch]:
+    """Every way ``fbar`` fails to be the cotangent of a callable with float fields: it must be
+    a zero or a ``Tangent`` of ``ff.primal_type`` whose fields fit ``f``'s (a missing field is
+    zero); empty if it fits."""
+    try:
+        t = unthunk(fbar)
+    except Exception as exc:  # reported as a problem of the rule, never leaked
+        return [Mismatch(Check.TYPE, "f", exc, "a value", f"f: unthunking fbar raised {exc!r}")]
+    if isinstance(t, AbstractZero):
+        return []
+    name, names = ff.primal_type.__name__, ", ".join(ff.values)
+    if not isinstance(t, Tangent) or not issubclass(ff.primal_type, t.primal_type):
+        want = f"Tangent({name}, ...)"
+        text = (
+            f"f: {describe_tangent(t)} for a {name} with float fields ({names}); return {want} "
+            "with their cotangents, a zero, or pass with_tangent(f, NoTangent()) if they are "
+            "constants"
+        )
+        return [Mismatch(Check.TYPE, "f", t, want, text)]
+    out: list[Mismatch] = []
+    for step, value in children(t) or []:
+        if step.key in ff.values:
+            out += fit_problems(ff.values[step.key], value, "f", steps=(step,))
+        elif nonzero(value):
+            where = render_path("f", (step,))
+            text = f"{where}: a cotangent for a field that is not one of f's float fields ({names})"
+            out.append(Mismatch(Check.TYPE, where, value, "no field", text, steps=(step,)))
+    return out
+
+
+def describe_tangent(t: Any) -> str:
+    """``describe(t)``, naming the primal type of a ``Tangent``."""
+    return f"Tangent({t.primal_type.__name__}, ...)" if isinstance(t, Tangent) else describe(t)
 
 
 def _g(s: Setup, ff: FFields, live: Sequence[int]) -> Callable[..., Any]:

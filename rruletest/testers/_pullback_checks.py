@@ -17,7 +17,7 @@ from rruletest.tangents import (
 )
 from rruletest.testers._args import describe
 from rruletest.testers._checks import compare
-from rruletest.testers._f_tangent import f_tangent
+from rruletest.testers._f_tangent import describe_tangent, f_tangent, fields_of, fit_f_cotangent
 from rruletest.testers._fit import fit_problems
 from rruletest.testers._report import Check, Report
 from rruletest.testers._setup import Setup
@@ -108,9 +108,15 @@ def check_cotangent_types(report: Report, s: Setup, out: tuple[Any, ...]) -> set
     """Check: each cotangent fits its primal (``NoTangent()`` where the argument is not
     differentiable). Returns the positions (in ``out``) that fit."""
     good: set[int] = set()
-    fbar = out[0]
-    if (s.fdot is not None and not isinstance(s.fdot, NoTangent)) or f_tangent(s) is not None:
-        good.add(0)  # f has a tangent of its own: checked numerically (_f_tangent)
+    fbar, ff = out[0], f_tangent(s)
+    if ff is not None:  # f has a tangent of its own: checked numerically (_f_tangent)
+        problems = fit_f_cotangent(ff, fbar)
+        for m in problems:
+            report.add(m)
+        if not problems:
+            good.add(0)
+    elif s.fdot is not None and not isinstance(s.fdot, NoTangent):
+        good.add(0)  # with_tangent(f, df) for an f without float fields: nothing to compare
     elif isinstance(fbar, ZeroTangent):
         report.problem(
             Check.NOTANGENT,
@@ -126,6 +132,15 @@ def check_cotangent_types(report: Report, s: Setup, out: tuple[Any, ...]) -> set
             "f",
             f"{describe(fbar)} for the function itself (expected "
             "NoTangent(): f has no tangent unless passed with_tangent(f, df))",
+            actual=fbar,
+            expected=NO_TANGENT,
+        )
+    elif isinstance(fbar, Tangent) and _fieldless(s) and nonzero(fbar):
+        report.problem(
+            Check.NOTANGENT,
+            "f",
+            f"a nonzero {describe_tangent(fbar)} for a function without float fields "
+            "(expected NoTangent())",
             actual=fbar,
             expected=NO_TANGENT,
         )
@@ -161,6 +176,12 @@ def check_cotangent_types(report: Report, s: Setup, out: tuple[Any, ...]) -> set
         if not problems:
             good.add(a.index + 1)
     return good
+
+
+def _fieldless(s: Setup) -> bool:
+    """Whether the tested ``f`` has no float fields at all (not even closure cells), so no
+    cotangent but a zero fits it."""
+    return s.fdot is None and fields_of(s.f, marked=True) is None
 
 
 def call_pullback(report: Report, pullback: Any, ybar: Any, call: str, n: int) -> Any:
