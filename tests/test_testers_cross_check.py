@@ -169,3 +169,34 @@ def test_rules_picking_different_subgradients_at_a_kink_are_not_a_transposition_
     report = test_frule(_clamp, x, y, frule_f=rules.frule, rng=0)
     assert any("each rule may pick its own" in n for n in report.notes)
     test_rrule(_clamp, x, y, rrule_f=rules.rrule, rng=0)
+
+
+XNAN = np.array([0.1, np.nan, 0.3])
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_a_point_with_a_nan_element_skips_the_cross_check() -> None:
+    # sin is NaN at the NaN element and so is its derivative: NaN * 0 spoils both inner
+    # products, while the numerical check compares the finite elements.
+    report = test_rrule(np.sin, XNAN, rrule_f=_rules().rrule, rng=0)
+    assert (
+        "frule/rrule cross-check: not run (f's inputs or output are not finite there (NaN or "
+        "infinite elements))"
+    ) in report.notes
+    text = str(_failure(lambda: test_rrule(np.sin, XNAN, rrule_f=_rules().rrule,
+                                           check_transpose=True, rng=0)))  # fmt: skip
+    assert (
+        "[transpose] check_transpose: the cross-check was asked for, but f's inputs or output "
+        "are not finite there (NaN or infinite elements)"
+    ) in text
+
+
+def test_a_nan_tangent_at_a_finite_point_still_fails_the_cross_check() -> None:
+    rules = _rules(frule=False)
+
+    @rules.register_frule(np.sin)
+    def _f(dargs: Any, x: Any) -> Any:
+        return np.sin(x), np.full_like(x, np.nan)
+
+    err = _failure(lambda: test_rrule(np.sin, X, rrule_f=rules.rrule, check_fd=False, rng=0))
+    assert "[transpose] frule/rrule transposition (the frule called once more): " in str(err)

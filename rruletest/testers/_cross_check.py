@@ -11,12 +11,14 @@ finite-difference jvp names the rule that is wrong.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from rruletest.broadcast import broadcasted
+from rruletest.finite_differences import to_vec
 from rruletest.rules import RuleSet, default_ruleset, frule, rrule
 from rruletest.tangents import NO_TANGENT, AbstractZero
 from rruletest.testers._check import Check
@@ -139,9 +141,22 @@ def _compare(s: Setup, mode: bool | None, y: Any, ybar: Any, ydot: Any, xdots: S
     except Exception as exc:  # a tangent of a kind the coordinates cannot read
         _skip(s, mode, f"the tangents could not be compared ({type(exc).__name__}: {exc})")
         return
+    if not (math.isfinite(t.forward) and math.isfinite(t.reverse)) and not _finite(y, s.primals):
+        # NaN * 0 is NaN: a non-finite element of the point spoils both inner products
+        _skip(s, mode, "f's inputs or output are not finite there (NaN or infinite elements)")
+        return
     with contextlib.suppress(Exception):  # the culprit is a bonus: the gap stands on its own
         t = _numeric(s, t, y, ybar, xdots, check_fd)
     _record(s, t, against, check_fd)
+
+
+def _finite(y: Any, primals: Sequence[Any]) -> bool:
+    """Whether every float coordinate of the output and the inputs is finite."""
+    try:
+        v, _ = to_vec((y, *primals))
+    except Exception:
+        return True  # values to_vec cannot read: the inner products decide alone
+    return bool(np.isfinite(v).all())
 
 
 def _guarded(run: Callable[..., None]) -> Callable[..., None]:
