@@ -156,6 +156,22 @@ def test_marked_argument_requires_notangent() -> None:
     assert "not checked numerically: args[1] (marked with_tangent(x, NoTangent()))" in str(err)
 
 
+def test_a_thunk_is_judged_by_its_value() -> None:
+    # Thunk(NoTangent()) is NoTangent() once unthunked, as in ChainRulesTestUtils.
+    def power(x: Any, n: int) -> Any:
+        return x**n
+
+    def pullback_of(x: Any, n: int) -> Any:
+        return lambda ybar: (Thunk(lambda: NT), ybar * n * x ** (n - 1), Thunk(lambda: NT))
+
+    x = np.array([1.5, 2.0])
+    test_rrule(power, x, 3, rrule_f=rrule_of(power, pullback_of).rrule, rng=0)
+    zero = rrule_of(power, lambda x, n: lambda ybar: (NT, ybar * n * x ** (n - 1),
+                                                      Thunk(ZeroTangent)))  # fmt: skip
+    text = str(failure(lambda: test_rrule(power, x, 3, rrule_f=zero.rrule, rng=0)))
+    assert "[notangent] args[1]: ZeroTangent() for a non-differentiable argument" in text
+
+
 # -- check 5: numbers ------------------------------------------------------------------------
 
 
