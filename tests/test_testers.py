@@ -82,6 +82,20 @@ def test_dict_argument_with_natural_tangent() -> None:
     test_rrule(f, {"a": 1.5, "b": np.array([1.0, 2.0])}, rrule_f=rules.rrule, rng=0)
 
 
+def test_object_array_argument_of_floats() -> None:
+    # Its error estimate is an object array too: the tolerance is widened element by element.
+    def prod(a: Any) -> Any:
+        return a[0] * a[1]
+
+    a = np.array([1.5, 2.0], dtype=object)
+    right = rrule_of(prod, lambda a: lambda yb: (NT, np.array([yb * a[1], yb * a[0]], object)))
+    test_rrule(prod, a, rrule_f=right.rrule, rng=0)
+    wrong = rrule_of(prod, lambda a: lambda yb: (NT, np.array([yb * a[0], yb * a[0]], object)))
+    text = str(failure(lambda: test_rrule(prod, a, output_tangent=1.0, rrule_f=wrong.rrule, rng=0)))
+    assert "args[0]: 1 of 2 elements differ" in text
+    assert "max abs diff 0.5 at [0] (actual 1.5, expected 1.99999" in text
+
+
 def test_complex_holomorphic_rule_passes_and_conj_error_is_caught() -> None:
     good = rrule_of(np.exp, lambda z: lambda ybar: (NT, ybar * np.conj(np.exp(z))))
     z = np.array([0.5 + 0.25j, -1.0 + 2.0j])

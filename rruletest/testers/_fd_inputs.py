@@ -123,7 +123,18 @@ def widen(atol: float, error: Any) -> Any:
         type(error) is np.ndarray and error.dtype.kind != "O"
     ):
         return _widen_leaf(atol, error)  # one leaf: what the walk would call, without it
+    if type(error) is np.ndarray and _numbers(error):
+        # an object array of numbers (an object array primal's estimate): a float array
+        return _widen_leaf(atol, error.astype(np.float64))
     return map_leaves(lambda _, e: _widen_leaf(atol, e), error, thunks=False)
+
+
+def _numbers(a: np.ndarray) -> bool:
+    """Whether every element of an object array is a real number."""
+    return all(
+        isinstance(e, float | int | np.floating | np.integer) and not isinstance(e, bool)
+        for e in a.flat
+    )
 
 
 def _widen_leaf(atol: float, error: Any) -> Any:
