@@ -251,6 +251,26 @@ def test_stateful_pullback_alone() -> None:
     assert "Thunk(ybar) check skipped: the pullback does not repeat its result" in text
 
 
+def test_stateful_pullback_behind_a_thunk() -> None:
+    # The first result's thunk reads a buffer the second call overwrites: it is unthunked
+    # before that call, so the two results are not the second one compared with itself.
+    def pullback_of(x: Any) -> Any:
+        buf, calls = np.zeros_like(x), [0]
+
+        def pullback(ybar: Any) -> Any:
+            calls[0] += 1
+            yb = unthunk(ybar)
+            buf[...] = 0 if isinstance(yb, AbstractZero) else yb * np.cos(x) * calls[0]
+            return NT, Thunk(lambda: buf)
+
+        return pullback
+
+    rules = rrule_of(np.sin, pullback_of)
+    err = failure(lambda: test_rrule(np.sin, np.array([0.3, 0.4]), rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["repeat"]
+    assert "hint: actual is 2 times expected everywhere: a wrong constant factor?" in str(err)
+
+
 # -- check 8: mutation -----------------------------------------------------------------------
 
 
