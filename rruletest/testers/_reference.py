@@ -42,6 +42,7 @@ from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
 from rruletest.testers import _constrained, _findings
 from rruletest.testers._adjoint import check_adjoint
 from rruletest.testers._checks import compare
+from rruletest.testers._conj_hint import conj_hint
 from rruletest.testers._dense import dense_jvp, dense_vjp
 from rruletest.testers._evidence import masked, record
 from rruletest.testers._fd_inputs import (
@@ -237,6 +238,8 @@ def check_vjp(
             hint = space_hint(a.path, a.primal, out[a.index + 1], ref, rtol, widen(atol, est.error))
             if hint:
                 report.note(hint)
+        if found and (hint := conj_hint(a.path, a.primal, out[a.index + 1], ref, ybar)):
+            report.note(hint)
         report.measured(out[a.index + 1], est.value)
         record(report, a.path, counts, "its cotangent")
 
