@@ -260,3 +260,21 @@ def test_a_nonzero_tangent_for_a_plain_function_fails() -> None:
         "[notangent] f: a nonzero Tangent(dict, ...) for a function without float fields "
         "(expected NoTangent())"
     ) in text
+
+
+def test_a_pullback_mutating_f_is_reported_and_the_report_shows_f_as_it_was() -> None:
+    def rrule(f: Any, x: Any) -> Any:
+        y, pb = rrule_f()(f, x)
+
+        def pullback(ybar: Any) -> Any:
+            out = pb(ybar)
+            f.w[0] = 7.0  # after computing its result: the cotangents stay right
+            return out
+
+        return y, pullback
+
+    text = str(failure(lambda: test_rrule(Scale(W.copy()), X, rrule_f=rrule, rng=0)))
+    assert text.startswith("test_rrule(Scale(w=array([1.5, 2.0, -0.5])), ")
+    assert (
+        "[mutation] f.w[0]: the pullback mutated the function's own fields: was 1.5, now 7.0"
+    ) in text

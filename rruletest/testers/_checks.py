@@ -48,6 +48,9 @@ class Inputs:
         )
         self.kwargs = s.kwargs()
         self.kwargs_before = s.kwargs()
+        # f itself when it is data (a callable dataclass): the rule gets it as it is (rules
+        # know callables by identity), so only a snapshot can tell what the rule changed
+        self.f_before = snapshot(s.f)
 
 
 def compare(
@@ -163,8 +166,8 @@ def _report_changes(
 
 
 def check_mutation(s: Setup, inputs: Inputs, who: str) -> None:
-    """Check: ``who`` (the rule, the pullback) changed no argument and no keyword argument
-    (each place reported once)."""
+    """Check: ``who`` (the rule, the pullback) changed no argument, no keyword argument and
+    no field of a callable dataclass ``f`` (each place reported once)."""
     found: list[tuple[Path, Change]] = []
     for a, b, now in zip(s.args, inputs.before, inputs.args, strict=True):
         if copyable(b):
@@ -175,6 +178,9 @@ def check_mutation(s: Setup, inputs: Inputs, who: str) -> None:
         if copyable(b) and b is not s.fkwargs[k]:
             kw += [((Key(k), *c.path), c) for c in changes(b, inputs.kwargs[k])]
     _report_changes(s.report, "fkwargs", kw, f"{who} mutated a keyword argument")
+    if copyable(inputs.f_before) and inputs.f_before is not s.f:
+        own = [(c.path, c) for c in changes(inputs.f_before, s.f)]
+        _report_changes(s.report, "f", own, f"{who} mutated the function's own fields")
 
 
 def check_unchanged(report: Report, root: str, snap: Any, now: Any, text: str) -> bool:

@@ -202,7 +202,8 @@ def setup(
     gen, seed = resolve_rng(rng)
     if fdm is None and check_fd:
         fdm = default_fdm()
-    report = Report(tester, f, args, fkwargs, seed=seed)
+    f_snap = snapshot(f)  # the report names (and reproduces) f as it was, whatever a rule does
+    report = Report(tester, f_snap if copyable(f_snap) else f, args, fkwargs, seed=seed)
     _check_walkable(report, args, fkwargs)
     classified = classify_args(args)
     primals = tuple(c.primal for c in classified)
