@@ -422,3 +422,18 @@ def test_a_general_rrule_at_an_exact_kink_is_checked_against_both_sides(
         test_rrule(_abs_then_sin, x, rrule_f=_one_kink_rrule(first).rrule, rng=0)
     assert "outside them: no one-sided derivative supports it (fails)" in str(info.value)
     assert "args[0]: 1 of 4 elements differ" in str(info.value)
+
+
+@pytest.mark.parametrize("x", [0.0, np.float64(0.0), np.array(0.0)])
+def test_an_frule_of_a_python_number_at_a_kink_is_checked_against_both_sides(x: Any) -> None:
+    # abs of a Python float returns a Python float: its tangent gets the kink check too
+    def rules(slope: float) -> RuleSet:
+        rules = RuleSet("k")
+        rules.register_frule(abs)(lambda dargs, x: (abs(x), slope * dargs[1]))
+        return rules
+
+    report = test_frule(abs, x, frule_f=rules(1.0).frule, rng=1)
+    [line] = [n for n in report.notes if "kink" in n]
+    assert line.endswith("the rule gives -0.49, between them (accepted)")
+    with pytest.raises(RuleTestFailure, match=r"the rule gives -1.47, outside them"):
+        test_frule(abs, x, frule_f=rules(3.0).frule, rng=1)

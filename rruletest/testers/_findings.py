@@ -154,18 +154,19 @@ def kinks_directional(
     """For any frule (not a broadcast): ``expected`` with accepted one-sided values put in,
     its ``error`` where the one-sided derivatives stand in, and the finding lines. Runs only
     where some element is out of tolerance or has no central estimate, and only for a real
-    array or numpy float ``ydot``: a ``sort`` along a direction that makes two entries cross
+    array or float ``ydot``: a ``sort`` along a direction that makes two entries cross
     near the point has one-sided derivatives that differ there, and a central difference
     averages them; the rule's value is then checked against the two sides instead. An element
     the central difference could not estimate (``abs`` of an entry at its kink, 0) is checked
     against the two sides too (``one_sided_evidence``)."""
     tol = widen(atol, error)
     mask = out_of_tolerance(ydot, expected, rtol, tol)
-    if mask is None or not isinstance(unthunk(ydot), np.ndarray | np.floating):
+    real = unthunk(ydot)
+    if mask is None or not isinstance(real, float | np.ndarray | np.floating):
         return expected, error, []
     if not mask.any() and bool(np.isfinite(tol).all()):  # (the common case: all compared)
         return expected, error, []
-    value = np.asarray(unthunk(ydot), dtype=np.float64)
+    value = np.asarray(real, dtype=np.float64)
     void = _void(value, error)
     if not mask.any() and not void.any():
         return expected, error, []
