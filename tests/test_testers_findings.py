@@ -437,3 +437,55 @@ def test_an_frule_of_a_python_number_at_a_kink_is_checked_against_both_sides(x: 
     assert line.endswith("the rule gives -0.49, between them (accepted)")
     with pytest.raises(RuleTestFailure, match=r"the rule gives -1.47, outside them"):
         test_frule(abs, x, frule_f=rules(3.0).frule, rng=1)
+
+
+def _pair_rules(f: Any, da: float, db: float) -> RuleSet:
+    rules = RuleSet("k")
+
+    @rules.register_rrule(f)
+    def _rrule(a: Any, b: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            yb = unthunk(ybar)
+            if isinstance(yb, AbstractZero):
+                return NoTangent(), 0.0, 0.0
+            return NoTangent(), da * yb, db * yb
+
+        return f(a, b), pullback
+
+    return rules
+
+
+def _max(a: float, b: float) -> float:
+    return max(a, b)
+
+
+def _relu_minus_relu(a: float, b: float) -> float:
+    return max(a, 0.0) - max(0.0, b)
+
+
+@pytest.mark.parametrize(("da", "db"), [(1.0, 0.0), (0.5, 0.5), (0.0, 1.0)])
+def test_a_subgradient_of_a_tie_is_accepted(da: float, db: float) -> None:
+    test_rrule(_max, 1.0, 1.0, rrule_f=_pair_rules(_max, da, db).rrule, rng=0)
+
+
+@pytest.mark.parametrize(("da", "db", "slope"), [(1.0, 1.0, "12.64"), (0.0, 0.0, "0")])
+def test_entries_that_are_subgradients_one_by_one_but_not_together_fail(
+    da: float, db: float, slope: str
+) -> None:
+    # Each entry lies in [0, 1], but moving a and b together max's slope is 1, not 2 or 0.
+    rules = _pair_rules(_max, da, db)
+    with pytest.raises(RuleTestFailure) as info:
+        test_rrule(_max, 1.0, 1.0, rrule_f=rules.rrule, rng=0)
+    assert (
+        "args[0] and args[1]: each lies between its one-sided derivatives, but not together: "
+        f"moving them all at once, the pullback gives {slope} where the one-sided derivatives "
+        "are 6.32 and 6.32, so they are no subgradient (fails)"
+    ) in str(info.value)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_separate_kinks_are_checked_one_by_one(seed: int) -> None:
+    # relu(a) - relu(b) at 0: (1, 0) is a subgradient (each kink is its own), though the slope
+    # along (1, 1) is 0
+    rules = _pair_rules(_relu_minus_relu, 1.0, 0.0)
+    test_rrule(_relu_minus_relu, 0.0, 0.0, rrule_f=rules.rrule, rng=seed)
