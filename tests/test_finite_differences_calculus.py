@@ -267,3 +267,16 @@ def test_vjp_and_jvp_errors_cover_actual_errors(data, n, m, scale):
 def test_f_returning_a_view_of_its_input_gets_the_perturbed_values():
     (est,) = vjp_estimate(FDM, lambda x: x.reshape(2, 1), np.ones((2, 1)), np.array([1.0, 2.0]))
     np.testing.assert_allclose(est.value, [1.0, 1.0], rtol=1e-12)
+
+
+def test_a_jvp_with_outputs_not_finite_at_x_estimates_the_others() -> None:
+    # log of a negative element is NaN there: the other outputs keep their estimates (one NaN
+    # output used to void the step, and so the estimate, of every output).
+    x = np.array([0.5, -1.0, 2.0, 3.0])
+    with np.errstate(invalid="ignore"):
+        est = jvp_estimate(None, np.log, (x, np.ones(4)))
+    finite = np.array([True, False, True, True])
+    np.testing.assert_allclose(est.value[finite], 1 / x[finite], rtol=1e-10)
+    assert np.all(est.error[finite] < 1e-9)
+    assert np.isnan(est.value[1])
+    assert np.isinf(est.error[1])

@@ -606,6 +606,29 @@ def test_a_function_returning_its_argument_passes_both_testers(f: Any) -> None:
     test_frule(f, x, frule_f=frule_f)
 
 
+def test_inputs_not_finite_at_the_primal_point_get_a_zero_xdot() -> None:
+    # nan + h is nan: no finite difference moves x[1], so a random tangent there would leave
+    # every output it might reach unchecked ("nothing was compared"); it is zero instead (a
+    # note), and the finite elements are compared, a wrong one among them still caught.
+    def frule_f(dots: Any, f: Any, x: Any) -> Any:
+        return np.sin(x), np.cos(x) * dots[1]
+
+    def wrong(dots: Any, f: Any, x: Any) -> Any:
+        y, ydot = frule_f(dots, f, x)
+        return y, ydot * np.where(np.arange(x.size) == 2, 1.01, 1.0)
+
+    for n in (3, 40):
+        x = np.linspace(0.1, 1.0, n)
+        x[1] = np.nan
+        report = test_frule(np.sin, x, frule_f=frule_f, rng=0)
+        assert (
+            "args[0]: tangent zero at the 1 element(s) not finite at the primal point (at (1,)): "
+            "finite differences cannot move them"
+        ) in report.notes
+        with pytest.raises(RuleTestFailure, match=r"\[numeric\] ydot"):
+            test_frule(np.sin, x, frule_f=wrong, rng=0)
+
+
 def test_outputs_not_finite_at_the_primal_point_get_a_zero_ybar() -> None:
     # log(-1) is NaN: its ybar is zero (said in a note), and the other elements are compared,
     # densely and through the adjoint identity; a wrong element among them is still caught.

@@ -114,9 +114,14 @@ def jvp_estimate(fdm: Any, f: Callable[..., Any], *pairs: tuple[Any, Any]) -> Es
     # tiny or huge tangents get the same steps as unit ones; scale the result back.
     scale = float(np.ldexp(1.0, int(np.frexp(np.max(np.abs(vdot)))[1])))
     unit = vdot / scale
+    # Only the outputs finite at x (one NaN output would void the step of every other): NaN
+    # values with infinite errors for the rest.
+    live = np.isfinite(yv0)
+    some = None if live.all() or not live.any() else live
 
     def phi(t: npt.NDArray[Any]) -> F64:
-        return _call_vec(f, back, v + float(t) * unit, m)
+        row = _call_vec(f, back, v + float(t) * unit, m)
+        return row if some is None else row[some]
 
     # Points x + t * unit are rounded coordinate by coordinate, which perturbs f by up to
     # |f'| * ratio / 2 per point (ratio: the largest ulp(x_i) / |unit_i|), an error that falls
@@ -136,7 +141,7 @@ def jvp_estimate(fdm: Any, f: Callable[..., Any], *pairs: tuple[Any, Any]) -> Es
         prob = Problem(
             phi,
             np.zeros((), dtype=working_dtype(moving)),
-            centre=yv0,
+            centre=yv0 if some is None else yv0[some],
             out_dtype=working_dtype(yback.coord_dtypes),
             resolution=resolution,
         )
@@ -152,7 +157,16 @@ def jvp_estimate(fdm: Any, f: Callable[..., Any], *pairs: tuple[Any, Any]) -> Es
         if np.nanmax(total2) < np.nanmax(total):
             est, total = est2, total2
     value, error = est.value * scale, total * scale
+    if some is not None:
+        value, error = _scattered(value, some), _scattered(error, some, np.inf)
     return Estimate(yback.tangent(value), yback.error(error), float(est.step) / scale)
+
+
+def _scattered(part: npt.NDArray[Any], live: npt.NDArray[np.bool_], fill: float = np.nan) -> Any:
+    """``part`` (values at the ``live`` outputs) spread over every output, ``fill`` elsewhere."""
+    out = np.full(live.shape, fill, dtype=np.result_type(part, np.float64))
+    out[live] = part
+    return out
 
 
 def path_derivative(fdm: Any, path: Callable[[float], F64], dtype: Any, out_dtype: Any) -> Estimate:

@@ -17,9 +17,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
+
 from rruletest.rules import frule
 from rruletest.tangents import NO_TANGENT, AbstractZero
-from rruletest.testers._args import describe, has_coordinates
+from rruletest.testers._args import Arg, describe, has_coordinates
 from rruletest.testers._checks import (
     MISSING,
     Inputs,
@@ -165,10 +167,32 @@ def _tangents(s: Setup) -> list[Any]:
         if a.tangent is not None:
             out.append(a.tangent)
         elif a.numeric:
-            out.append(draw_tangent(s.gen, a))
+            out.append(_zero_where_not_finite(s, a, draw_tangent(s.gen, a)))
         else:
             out.append(NO_TANGENT)
     return out
+
+
+def _zero_where_not_finite(s: Setup, a: Arg, xdot: Any) -> Any:
+    """The drawn ``xdot`` with zeros where the argument array is NaN or infinite: a finite
+    difference cannot move such an element (``nan + h`` is ``nan``), so a tangent there would
+    leave every output it might reach unchecked; ``test_rrule`` zeroes ``ybar`` at such
+    outputs alike."""
+    x = a.primal
+    if not (isinstance(x, np.ndarray) and x.dtype.kind in "fc" and isinstance(xdot, np.ndarray)):
+        return xdot
+    bad = ~np.isfinite(x)
+    if not bad.any() or bad.all() or xdot.shape != x.shape:
+        return xdot
+    xdot = xdot.copy()
+    xdot[bad] = 0
+    where = ", ".join(str(tuple(int(k) for k in i)) for i in np.argwhere(bad)[:3])
+    more = f" and {int(bad.sum()) - 3} more" if bad.sum() > 3 else ""
+    s.report.note(
+        f"{a.path}: tangent zero at the {int(bad.sum())} element(s) not finite at the primal "
+        f"point (at {where}{more}): finite differences cannot move them"
+    )
+    return xdot
 
 
 def call_rule(s: Setup, frule_f: Any, tangents: tuple[Any, ...], inputs: Inputs, call: str) -> Any:
