@@ -400,3 +400,18 @@ def test_plain_objects_are_walked_into_as_the_walk_sees_them():
     assert back.tangent_vec([Tangent(Plain, w=np.ones(2))]).tolist() == [1.0, 1.0]
     with pytest.raises(TypeError, match=r"type .*Opaque.* \(at x\[0\]\.w\)"):
         to_vec([Plain(Opaque(), "s")])
+
+
+class Layer:
+    weight: np.ndarray  # annotated; ``bias`` is set in __init__ only
+
+    def __init__(self, weight: np.ndarray, bias: float) -> None:
+        self.weight, self.bias = weight, bias
+
+
+def test_a_partly_annotated_object_rebuilds_a_tangent_of_every_attribute():
+    v, back = to_vec(Layer(np.array([1.0, 2.0]), 3.0))
+    assert v.tolist() == [1.0, 2.0, 3.0]
+    t = back.tangent(v)
+    assert (t.primal_type, t.weight.tolist(), t.bias) == (Layer, [1.0, 2.0], 3.0)
+    assert back.tangent_vec(t).tolist() == [1.0, 2.0, 3.0]

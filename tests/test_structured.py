@@ -335,6 +335,27 @@ def test_plain_class_uses_init_parameters_for_reading() -> None:
         p + Tangent(Plain, w=1.0)
 
 
+class Annotated:
+    """Annotates one attribute; ``__init__`` sets another (instances have a ``__dict__``)."""
+
+    weight: float
+
+    def __init__(self, weight: float, bias: float) -> None:
+        self.weight, self.bias = weight, bias
+
+
+def test_partly_annotated_class_takes_its_other_attributes() -> None:
+    # The walk (to_vec, rand_tangent) follows every attribute, so its Tangent must hold them.
+    t = Tangent(Annotated, bias=1.0)
+    assert t.bias == 1.0
+    assert t.weight is ZeroTangent()
+    assert Tangent(Annotated, 2.0).weight == 2.0  # annotations still give the field order
+    out = Annotated(1.0, 2.0) + t
+    assert (out.weight, out.bias) == (1.0, 3.0)
+    with pytest.raises(AttributeError, match=r"has no field 'shape' \(its fields: weight, bias\)"):
+        t.shape  # noqa: B018
+
+
 # --------------------------------------------------------------------------------------------
 # General behaviour
 # --------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import weakref
 from collections.abc import Mapping
 
 __all__ = [
+    "checked_fields",
     "declare_fields",
     "declared_fields",
     "init_params",
@@ -27,6 +28,7 @@ __all__ = [
 
 _FIELDS: weakref.WeakKeyDictionary[type, tuple[str, ...] | None] = weakref.WeakKeyDictionary()
 _INIT_PARAMS: weakref.WeakKeyDictionary[type, tuple[str, ...]] = weakref.WeakKeyDictionary()
+_REGISTERED: weakref.WeakSet[type] = weakref.WeakSet()
 
 
 def is_namedtuple_type(t: type) -> bool:
@@ -65,6 +67,29 @@ def declared_fields(t: type) -> tuple[str, ...] | None:
     return names
 
 
+def checked_fields(t: type) -> tuple[str, ...] | None:
+    """The fields a ``Tangent`` of ``t`` may have, or None when they cannot be known.
+
+    Namedtuples, dataclasses and registered types name all their fields. A plain class whose
+    instances have a ``__dict__`` may set attributes its ``__slots__`` and annotations do not
+    name (``self.bias = b`` beside ``weight: np.ndarray``), and the walks follow them all, so
+    its declared fields are not the whole list.
+
+    >>> class Layer:
+    ...     weight: float
+    ...     def __init__(self, weight, bias):
+    ...         self.weight, self.bias = weight, bias
+    >>> declared_fields(Layer), checked_fields(Layer)
+    (('weight',), None)
+    """
+    fields = declared_fields(t)
+    if fields is None or is_namedtuple_type(t) or dataclasses.is_dataclass(t):
+        return fields
+    if t in _REGISTERED or not getattr(t, "__dictoffset__", 0):
+        return fields
+    return None
+
+
 def init_params(t: type) -> tuple[str, ...]:
     """Parameter names of ``t.__init__``: the likely attributes of a plain class."""
     try:
@@ -87,3 +112,4 @@ def declare_fields(t: type, names: tuple[str, ...]) -> None:
     so ``Tangent(t, name=...)`` accepts exactly those fields."""
     with contextlib.suppress(TypeError):
         _FIELDS[t] = names
+        _REGISTERED.add(t)

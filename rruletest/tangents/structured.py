@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from rruletest.tangents.fields import (
+    checked_fields,
     declared_fields,
     init_params,
     is_mapping_type,
@@ -57,7 +58,8 @@ class Tangent:
     (``Tangent(Point, x=1.0)``; namedtuples and dataclasses also take them positionally), and keys
     for dicts (``Tangent(dict, {"k": 1.0})``). A field that is not stored reads as
     ``ZeroTangent()``. A field the primal type does not declare raises ``TypeError`` naming it
-    (plain classes without ``__slots__``, annotations or dataclass fields cannot be checked).
+    (plain classes whose instances have a ``__dict__`` cannot be checked: they may hold
+    attributes their ``__slots__`` and annotations do not name).
 
     Supports ``t.x``, ``t[0]``, ``t["k"]`` (each unthunks a thunked field, as ChainRulesCore's
     ``getproperty``/``getindex`` do; ``backing`` and iteration give the stored values), iteration
@@ -125,12 +127,13 @@ class Tangent:
             if doubled:
                 raise TypeError(f"Tangent({name}, ...) got field {doubled[0]!r} twice")
             kwargs = {**dict(zip(fields, args, strict=False)), **kwargs}
-        if fields is not None:
-            unknown = [k for k in kwargs if k not in fields]
+        checked = checked_fields(primal_type)
+        if checked is not None:
+            unknown = [k for k in kwargs if k not in checked]
             if unknown:
                 raise TypeError(
                     f"Tangent({name}, ...) got field {unknown[0]!r}, which {name} does not have "
-                    f"(its fields: {', '.join(fields)})"
+                    f"(its fields: {', '.join(checked)})"
                 )
         self._backing = dict(kwargs)
 
@@ -168,8 +171,11 @@ class Tangent:
         return list(zip(self.keys(), self.values(), strict=True))
 
     def _fields_for_reading(self) -> tuple[str, ...] | None:
-        fields = declared_fields(self._primal_type)
-        return fields if fields is not None else init_params(self._primal_type)
+        ptype = self._primal_type
+        fields = checked_fields(ptype)
+        if fields is not None:
+            return fields
+        return tuple(dict.fromkeys([*(declared_fields(ptype) or ()), *init_params(ptype)]))
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name in Tangent.__slots__:
