@@ -415,3 +415,18 @@ def test_a_partly_annotated_object_rebuilds_a_tangent_of_every_attribute():
     t = back.tangent(v)
     assert (t.primal_type, t.weight.tolist(), t.bias) == (Layer, [1.0, 2.0], 3.0)
     assert back.tangent_vec(t).tolist() == [1.0, 2.0, 3.0]
+
+
+class Model:
+    def __init__(self, n: int) -> None:  # its attributes are not named after its parameters
+        self.w, self.c = np.ones(n), 2.0
+
+
+def test_a_tangent_of_a_plain_object_reads_its_missing_attributes_as_zero():
+    _, back = to_vec(Model(2))
+    assert back.tangent_vec(Tangent(Model, c=1.0)).tolist() == [0.0, 0.0, 1.0]
+    assert back.tangent_vec(Tangent(Model, w=np.ones(2))).tolist() == [1.0, 1.0, 0.0]
+    with pytest.raises(
+        TypeError, match=r"^the tangent at x is a Tangent\(Plain, ...\) for a primal of type Model$"
+    ):
+        back.tangent_vec(Tangent(Plain, w=1.0))

@@ -44,7 +44,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from rruletest.tangents import NO_TANGENT, AbstractZero, Tangent, unthunk
+from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, Tangent, unthunk
 from rruletest.walk import Path, Step, children, fold, is_registered, rebuild, render_path
 
 __all__ = ["FromVec", "to_vec"]
@@ -347,7 +347,14 @@ def _tangent_parts(plan: _Node, t: Any, where: Callable[[], str]) -> list[Any] |
             )
         return [t.get(k) if isinstance(t, Mapping) else t[k] for k in keys]
     if isinstance(t, Tangent):
-        return [getattr(t, k) for k in keys]
+        # By name, a field it does not store being zero: reading one with getattr would fail
+        # for a plain object's attribute that its class does not name.
+        if not isinstance(x, t.primal_type) or not isinstance(t.backing, dict):
+            raise TypeError(
+                f"the tangent at {where()} is a Tangent({t.primal_type.__name__}, ...) for a "
+                f"primal of type {type(x).__name__}"
+            )
+        return [t.backing.get(k, ZERO_TANGENT) for k in keys]
     if type(t) is type(x):
         own = children(t) or []
         return [v for _, v in own]
