@@ -517,6 +517,18 @@ def test_add_to_primal_of_a_registered_type_uses_its_rebuild() -> None:
         add_to_primal(1.0, Tangent(Diag, diag=1.0))
 
 
+def test_add_to_primal_of_a_tangent_adds_the_tangents() -> None:
+    # A Tangent can be a primal (a pullback's argument); its tangent is a Tangent of its type.
+    primal = Tangent(Point, x=1.0)
+    assert add_to_primal(primal, Tangent(Point, x=2.0, y=1.0)) == Tangent(Point, x=3.0, y=1.0)
+    pair = add_to_primal((primal,), Tangent(tuple, Tangent(Point, y=2.0)))
+    assert pair == (Tangent(Point, x=1.0, y=2.0),)
+    with pytest.raises(
+        TypeError, match=r"^cannot combine Tangent\(Point, ...\) with Tangent\(tuple"
+    ):
+        add_to_primal(primal, Tangent(tuple, 1.0))
+
+
 def test_before_the_walk_loads_a_built_in_walk_adds() -> None:
     # rruletest.walk sits above the tangents and registers itself when it loads; before that,
     # primal + Tangent still works for the built-in containers.
@@ -528,6 +540,7 @@ def test_before_the_walk_loads_a_built_in_walk_adds() -> None:
         "P = namedtuple('P', 'x y')\n"
         "print((1.0, [2.0]) + Tangent(tuple, 1.0, Tangent(list, 0.5)))\n"
         "print(add_to_primal({'a': P(1.0, 2.0)}, {'a': Tangent(P, y=1.0)}))\n"
+        "print(add_to_primal([Tangent(P, x=1.0)], [Tangent(P, y=1.0)]))\n"
         "import rruletest.walk\n"
         "print(add_to_primal({'a': P(1.0, 2.0)}, {'a': Tangent(P, y=1.0)}))\n"
     )
@@ -538,6 +551,7 @@ def test_before_the_walk_loads_a_built_in_walk_adds() -> None:
     assert out.splitlines() == [
         "(2.0, [2.5])",
         "{'a': P(x=1.0, y=3.0)}",
+        "[Tangent(P, x=1.0, y=1.0)]",
         "{'a': P(x=1.0, y=3.0)}",
     ]
 
