@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from collections import namedtuple
 from decimal import Decimal
 from typing import Any
@@ -430,3 +431,28 @@ def test_a_tangent_of_a_plain_object_reads_its_missing_attributes_as_zero():
         TypeError, match=r"^the tangent at x is a Tangent\(Plain, ...\) for a primal of type Model$"
     ):
         back.tangent_vec(Tangent(Plain, w=1.0))
+
+
+@pytest.mark.parametrize(
+    "const",
+    [
+        np.dtype(np.float32),
+        np.random.default_rng(0),
+        np.random.RandomState(0),
+        np.random.PCG64(0),
+        np,
+        np.datetime64("2020-01-01"),
+        np.str_("a"),
+        datetime.date(2020, 1, 1),
+        datetime.timedelta(1),
+    ],
+    ids=lambda c: type(c).__name__,
+)
+def test_values_the_walk_does_not_look_into_have_no_coordinates(const: Any) -> None:
+    # A layer keeping its dtype or its generator: the primal still flattens.
+    v, back = to_vec(Box(np.array([1.0, 2.0]), const))
+    assert v.tolist() == [1.0, 2.0]
+    y = back(v * 2)
+    assert y.a.tolist() == [2.0, 4.0]
+    assert y.b is const
+    assert back.tangent(v).b is NoTangent()

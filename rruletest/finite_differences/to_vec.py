@@ -5,8 +5,9 @@ of any precision one or two per element; tuples, lists, namedtuples, dicts, data
 ``Tangent``s, object arrays, plain objects (their attributes) and types given to
 ``rruletest.walk.register_structure`` are walked in order (by ``rruletest.walk``, so a cycle or
 a nesting deeper than ``walk.MAX_DEPTH`` is a ``WalkError`` naming the path). Integers,
-booleans, strings, functions, ``None``, ``Decimal``s and ``AbstractZero`` have no coordinates:
-they are rebuilt as they were.
+booleans, strings, functions, ``None``, ``Decimal``s, ``AbstractZero``, other numpy scalars
+(``datetime64``), dtypes, modules, random generators, enum members and dates have no
+coordinates: they are rebuilt as they were.
 
 >>> import numpy as np
 >>> v, back = to_vec((1.0, {"a": np.array([2.0, 3.0], np.float32), "n": 4}, 1 + 2j))
@@ -35,7 +36,9 @@ an infinite or NaN part rebuilds exactly:
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import decimal
+import enum
 import functools
 import types
 from collections.abc import Callable, Mapping
@@ -64,11 +67,21 @@ _CONSTANT_TYPES = (
     type(None),
     type(Ellipsis),
     decimal.Decimal,  # a number, but not one numpy can step: no coordinates, kept as it is
+    np.generic,  # numpy scalars other than float and complex ones: datetime64, str_, void
+    datetime.date,
+    datetime.time,
+    datetime.timedelta,
+    enum.Enum,  # a member is a singleton: rebuilding one would change it everywhere
     AbstractZero,
     types.FunctionType,
     types.BuiltinFunctionType,
     types.MethodType,
+    types.ModuleType,
     np.ufunc,
+    np.dtype,
+    np.random.Generator,
+    np.random.BitGenerator,
+    np.random.RandomState,
     functools.partial,
     type,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import enum
 import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -90,8 +91,10 @@ def _registered(x: Any) -> _Registered | None:
 # --------------------------------------------------------------------------------------------
 
 # Values with no children, whatever attributes they carry: functions, classes, modules,
-# ufuncs, generators of random numbers (their state is compared by the testers on their own).
+# ufuncs, generators of random numbers (their state is compared by the testers on their own),
+# enum members (singletons: a rebuilt member would be the same object, changed).
 _OPAQUE = (
+    enum.Enum,
     types.FunctionType,
     types.BuiltinFunctionType,
     types.MethodType,
