@@ -356,6 +356,24 @@ def test_partly_annotated_class_takes_its_other_attributes() -> None:
         t.shape  # noqa: B018
 
 
+class Built:
+    def __init__(self, n: int) -> None:  # its attributes are not named after its parameters
+        self.w, self.c = np.ones(n), 2.0
+
+
+def test_a_plain_objects_attributes_not_stored_read_as_zero() -> None:
+    # Its class cannot say which attributes an instance has: a rule reads dx.w of Tangent(c=...)
+    t = Tangent(Built, c=1.0)
+    assert t.w is ZeroTangent()
+    assert t["w"] is ZeroTangent()
+    assert t.c == 1.0
+    assert getattr(t, "dtype", None) is None  # names duck-typing code probes are not fields
+    with pytest.raises(AttributeError, match=r"^Tangent\(Built, ...\) has no field 'astype'"):
+        t.astype  # noqa: B018
+    with pytest.raises(AttributeError, match=r"^Tangent\(Built, ...\) has no field '_w'"):
+        t._w  # noqa: B018
+
+
 # --------------------------------------------------------------------------------------------
 # General behaviour
 # --------------------------------------------------------------------------------------------

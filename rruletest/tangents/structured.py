@@ -23,7 +23,7 @@ from rruletest.tangents.fields import (
     is_namedtuple_type,
     is_sequence_type,
 )
-from rruletest.tangents.zeros import ZERO_TANGENT, AbstractZero, conj, unthunk
+from rruletest.tangents.zeros import NOT_PARTS, ZERO_TANGENT, AbstractZero, conj, unthunk
 
 __all__ = ["Tangent", "register_primal_addition"]
 
@@ -181,8 +181,9 @@ class Tangent:
         if name.startswith("__") or name in Tangent.__slots__:
             raise AttributeError(name)
         backing = self._backing
-        tname = self._primal_type.__name__
-        if isinstance(backing, tuple) or is_mapping_type(self._primal_type):
+        ptype = self._primal_type
+        tname = ptype.__name__
+        if isinstance(backing, tuple) or is_mapping_type(ptype):
             hint = "t[i]" if isinstance(backing, tuple) else "t[key]"
             raise AttributeError(
                 f"Tangent({tname}, ...) has no attribute {name!r}; read its fields as {hint}"
@@ -191,6 +192,11 @@ class Tangent:
             return unthunk(backing[name])
         fields = self._fields_for_reading()
         if fields is not None and name in fields:
+            return ZERO_TANGENT
+        if not name.startswith("_") and name not in NOT_PARTS and checked_fields(ptype) is None:
+            # Any attribute of a plain object may be a field (``self.w = np.ones(n)`` in
+            # ``__init__(self, n)``), so one not stored is zero, as a zero's fields are; the
+            # names duck-typing code probes (``shape``, ``dtype``, ``keys``) are not fields.
             return ZERO_TANGENT
         known = f" (its fields: {', '.join(fields)})" if fields else ""
         raise AttributeError(f"Tangent({tname}, ...) has no field {name!r}{known}")

@@ -162,7 +162,7 @@ class AbstractZero:
 
     def __getattr__(self, name: str) -> AbstractZero:
         """A field of a zero is the same zero (``ybar.weights`` of a zero structured cotangent)."""
-        if name.startswith("_") or name in _NOT_PARTS:
+        if name.startswith("_") or name in NOT_PARTS:
             raise AttributeError(
                 f"{type(self).__name__}() has no attribute {name!r} (a zero is not an array: "
                 f"handle {type(self).__name__}() before using array attributes)"
@@ -184,7 +184,7 @@ class AbstractZero:
 # ``astype``, ...), which duck-typing code probes with ``getattr(x, name, None)`` and pullbacks
 # call as methods, and the names that mark mappings and thunks.
 _ARRAY_NAMES = frozenset(dir(np.ndarray)) - frozenset(dir(AbstractZero))
-_NOT_PARTS: Final = _ARRAY_NAMES | {"add_into", "get", "items", "keys", "unthunk", "values"}
+NOT_PARTS: Final = _ARRAY_NAMES | {"add_into", "get", "items", "keys", "unthunk", "values"}
 
 
 class NoTangent(AbstractZero):
