@@ -6,7 +6,7 @@ import dataclasses
 import enum
 from collections import OrderedDict, defaultdict, namedtuple
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -117,6 +117,24 @@ def test_leaves_have_no_children(leaf: Any) -> None:
 
 def test_random_generators_are_opaque() -> None:
     assert children(np.random.default_rng(0)) is None
+
+
+class Scaled:
+    __slots__ = ("p",)
+    scale: ClassVar[float] = 2.0  # annotated, but the class's: no part of an instance
+
+    def __init__(self, p: float) -> None:
+        self.p = p
+
+
+def test_a_slotted_objects_children_are_its_slots_not_its_class_variables() -> None:
+    assert children(Scaled(1.0)) == [(Attr("p"), 1.0)]
+    v, back = to_vec(Scaled(1.0))  # rebuilding set the read-only class attribute: it raised
+    assert (v.tolist(), back(v * 2).p) == ([1.0], 2.0)
+    assert rand_tangent(0, Scaled(1.0)).keys() == ["p"]
+    test_approx(Tangent(Scaled, p=1.0), Scaled(1.0))
+    with pytest.raises(TypeError, match=r"got field 'scale', which Scaled does not have"):
+        Tangent(Scaled, scale=1.0)
 
 
 class Mode(enum.Enum):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
+import typing
 import weakref
 from collections.abc import Mapping
 
@@ -60,7 +61,8 @@ def declared_fields(t: type) -> tuple[str, ...] | None:
         for klass in reversed(t.__mro__):
             slots = klass.__dict__.get("__slots__", ())
             found.extend([slots] if isinstance(slots, str) else slots)
-            found.extend(inspect.get_annotations(klass))
+            hints = inspect.get_annotations(klass)
+            found.extend(n for n, hint in hints.items() if not _is_class_var(hint))
         names = tuple(n for n in dict.fromkeys(found) if not n.startswith("__")) or None
     with contextlib.suppress(TypeError):  # types that refuse weak references are not cached
         _FIELDS[t] = names
@@ -88,6 +90,14 @@ def checked_fields(t: type) -> tuple[str, ...] | None:
     if t in _REGISTERED or not getattr(t, "__dictoffset__", 0):
         return fields
     return None
+
+
+def _is_class_var(hint: object) -> bool:
+    """Whether an annotation is ``ClassVar[...]`` (also as a string): a class's attribute, not
+    its instances' field."""
+    if isinstance(hint, str):
+        return hint.split("[", 1)[0].strip() in ("ClassVar", "typing.ClassVar")
+    return hint is typing.ClassVar or typing.get_origin(hint) is typing.ClassVar
 
 
 def init_params(t: type) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from rruletest.tangents.fields import declare_fields, declared_fields
+from rruletest.tangents.fields import declare_fields
 from rruletest.tangents.structured import Tangent
 from rruletest.tangents.zeros import AbstractZero, Thunk, unthunk
 from rruletest.walk._steps import Attr, Element, Index, Key, Step
@@ -112,15 +112,25 @@ def _is_namedtuple(x: Any) -> bool:
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
+def _slots(t: type) -> list[str]:
+    """The slots of a class and its bases (not its annotations: an annotated name that is not a
+    slot is a class attribute, such as a ``ClassVar``, and no part of an instance)."""
+    found: list[str] = []
+    for klass in reversed(t.__mro__):
+        slots = klass.__dict__.get("__slots__", ())
+        found.extend([slots] if isinstance(slots, str) else slots)
+    return list(dict.fromkeys(found))
+
+
 def _object_fields(x: Any) -> list[str] | None:
     """The attributes of a plain object: its ``__dict__`` and slots (None: not a structure)."""
     state = getattr(x, "__dict__", None)
     names: list[str] = list(state) if isinstance(state, dict) else []
-    declared = declared_fields(type(x)) if hasattr(type(x), "__slots__") else None
-    for n in declared or ():
+    slots = [n for n in _slots(type(x)) if not n.startswith("__")]
+    for n in slots:
         if n not in names and hasattr(x, n):
             names.append(n)
-    if state is None and not declared:
+    if state is None and not slots:
         return None
     return [n for n in names if not n.startswith("__")]
 
