@@ -356,6 +356,20 @@ def test_partly_annotated_class_takes_its_other_attributes() -> None:
         t.shape  # noqa: B018
 
 
+@dataclasses.dataclass
+class Spec:
+    primal_type: float  # fields named as Tangent's own parameter and methods
+    values: float = 0.0
+
+
+def test_fields_named_like_tangents_own_names_are_read_by_key() -> None:
+    t = Tangent(Spec, primal_type=1.0, values=2.0)
+    assert (t.primal_type, t["primal_type"], t["values"]) == (Spec, 1.0, 2.0)
+    assert Tangent(Spec, values=2.0)["primal_type"] is ZeroTangent()
+    assert Spec(2.0) + t == Spec(3.0, 2.0)
+    assert Tangent(dict, primal_type=1.0)["primal_type"] == 1.0
+
+
 class Built:
     def __init__(self, n: int) -> None:  # its attributes are not named after its parameters
         self.w, self.c = np.ones(n), 2.0

@@ -81,7 +81,7 @@ class Tangent:
     __slots__ = ("_backing", "_primal_type")
     __array_ufunc__ = None
 
-    def __init__(self, primal_type: type, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, primal_type: type, /, *args: Any, **kwargs: Any) -> None:
         if not isinstance(primal_type, type):
             raise TypeError(
                 f"Tangent needs the primal's type first, got primal_type={primal_type!r}"
@@ -180,6 +180,12 @@ class Tangent:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name in Tangent.__slots__:
             raise AttributeError(name)
+        return self._field(name)
+
+    def _field(self, name: str) -> Any:
+        """The field ``name``, unthunked (zero when not stored); ``t[name]`` reads it this way
+        too, so a field named like a method of ``Tangent`` (``values``, ``primal_type``) can be
+        read."""
         backing = self._backing
         ptype = self._primal_type
         tname = ptype.__name__
@@ -222,7 +228,7 @@ class Tangent:
         if not isinstance(key, str):
             raise TypeError(f"Tangent({tname}, ...) fields are names, got {key!r}")
         try:
-            return getattr(self, key)
+            return self._field(key)
         except AttributeError as exc:
             raise KeyError(str(exc)) from None
 
