@@ -211,9 +211,9 @@ ZERO_TANGENT: Final = ZeroTangent()
 class Thunk:
     """A tangent computed on first use and then kept, so pullbacks can skip unneeded work.
 
-    Arithmetic (``+ - * / @ **``, unary ``-``, ``abs``), indexing, ``.T``, ``.real``, ``.imag``,
-    ``.conj()``, ``float()`` and ``complex()`` unthunk it, so a pullback can use a thunked
-    cotangent as the value; ``fn`` runs at most once (again only if it raised). It has no
+    Arithmetic (``+ - * / @ **``, unary ``-``, ``abs``), indexing, iteration, ``.T``, ``.real``,
+    ``.imag``, ``.conj()``, ``float()`` and ``complex()`` unthunk it, so a pullback can use a
+    thunked cotangent as the value; ``fn`` runs at most once (again only if it raised). It has no
     ``__array__`` (see below): call ``unthunk`` before handing it to numpy functions.
 
     >>> t = Thunk(lambda: 2.0)
@@ -299,6 +299,11 @@ class Thunk:
     # -- the protocols a pullback uses on its cotangent, all by unthunking ------------------
     def __getitem__(self, key: Any) -> Any:
         return self.unthunk()[key]
+
+    def __iter__(self) -> Iterator[Any]:
+        # Without this, Python iterates through ``__getitem__`` until an IndexError, which a
+        # zero or a Tangent never raises: ``dy1, dy2 = ybar`` failed, ``list(ybar)`` never ended.
+        return iter(self.unthunk())
 
     def __float__(self) -> float:
         return float(self.unthunk())
