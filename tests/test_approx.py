@@ -1179,6 +1179,20 @@ def test_registered_types_compare_field_by_field() -> None:
     assert checks(Diagonal(1.0), 1.0) == [("type", "")]
 
 
+class Metres(float):
+    pass
+
+
+@pytest.mark.usefixtures("registry")
+def test_a_registered_number_type_is_still_compared() -> None:
+    # The walk has no children for a number whatever its registration: comparing its (none)
+    # registered fields passed any two values.
+    register_structure(Metres, ["real"], lambda x, v: Metres(v["real"]))
+    assert checks(Metres(1.0), Metres(2.0)) == [("value", "")]
+    assert checks([Metres(1.0)], [Metres(2.0)]) == [("value", "[0]")]
+    test_approx(Metres(1.0), Metres(1.0))
+
+
 @pytest.mark.usefixtures("registry")
 def test_registered_scipy_sparse_matrices_compare_their_values() -> None:
     sparse = pytest.importorskip("scipy.sparse")
