@@ -137,6 +137,25 @@ def test_a_slotted_objects_children_are_its_slots_not_its_class_variables() -> N
         Tangent(Scaled, scale=1.0)
 
 
+@dataclasses.dataclass
+class Scaling:
+    w: np.ndarray
+    unit: dataclasses.InitVar[float]  # used by __post_init__, kept nowhere
+
+    def __post_init__(self, unit: float) -> None:
+        self.w = self.w * unit
+
+
+def test_a_dataclass_needing_an_init_var_is_rebuilt_as_a_copy() -> None:
+    # Its constructor cannot be called again: the InitVar's value was never kept.
+    x = Scaling(np.array([1.0, 2.0]), 1.0)
+    y = rebuild(x, [np.array([3.0, 4.0])])
+    assert (type(y), y.w.tolist(), x.w.tolist()) == (Scaling, [3.0, 4.0], [1.0, 2.0])
+    v, back = to_vec(x)
+    assert back(v * 2).w.tolist() == [2.0, 4.0]
+    assert add_to_primal(x, Tangent(Scaling, w=np.ones(2))).w.tolist() == [2.0, 3.0]
+
+
 class Mode(enum.Enum):
     SCALE = 0.5
 

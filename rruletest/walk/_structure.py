@@ -3,10 +3,13 @@ registry of user types (``register_structure``)."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import enum
+import inspect
 import types
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -180,6 +183,27 @@ def children(x: Any, *, thunks: bool = False) -> list[tuple[Step, Any]] | None:
     return [(Attr(n), getattr(x, n)) for n in names]
 
 
+_INIT_VARS: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
+
+
+def _needs_init_vars(cls: type) -> bool:
+    """Whether a dataclass's constructor needs an argument that is none of its fields (an
+    ``InitVar`` without a default): an instance cannot be rebuilt by calling it."""
+    known = _INIT_VARS.get(cls)
+    if known is not None:
+        return known
+    names = {f.name for f in dataclasses.fields(cls)}
+    try:
+        params = list(inspect.signature(cls).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    skip = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    needs = any(p.default is p.empty and p.name not in names and p.kind not in skip for p in params)
+    with contextlib.suppress(TypeError):  # types that refuse weak references are not cached
+        _INIT_VARS[cls] = needs
+    return needs
+
+
 def is_structure(x: Any) -> bool:
     """Whether ``x`` is a container the walk looks into (``children(x)`` is not None)."""
     return children(x) is not None
@@ -229,7 +253,7 @@ def rebuild(x: Any, values: Sequence[Any]) -> Any:
             copied.update(pairs)
             return copied
         return type(x)(dict(pairs))  # type: ignore[call-arg]
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+    if dataclasses.is_dataclass(x) and not isinstance(x, type) and not _needs_init_vars(type(x)):
         new = dict(zip((s.key for s in steps), values, strict=True))
         init = {f.name: new[f.name] for f in dataclasses.fields(x) if f.init}
         made = type(x)(**init)
@@ -237,7 +261,7 @@ def rebuild(x: Any, values: Sequence[Any]) -> Any:
             if not f.init:
                 object.__setattr__(made, f.name, new[f.name])
         return made
-    obj = copy.copy(x)
+    obj = copy.copy(x)  # also a dataclass whose constructor needs an InitVar it did not keep
     for step, v in zip(steps, values, strict=True):
         object.__setattr__(obj, step.key, v)
     return obj
