@@ -32,6 +32,7 @@ field; a thunk lazily; values without a tangent space give ``NoTangent()``:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from numbers import Number
 from typing import Any
 
 import numpy as np
@@ -80,6 +81,8 @@ def unbroadcast(x: Any, xbar: Any) -> Any:
     Raises:
         ValueError: ``xbar``'s shape is not one broadcasting could make from ``x``'s (both
             shapes are in the message).
+        TypeError: ``xbar`` is not a number, a numeric array or an array of numbers and zeros
+            (``None``, a string).
     """
     xbar = unthunk(xbar)
     if isinstance(xbar, Tangent):
@@ -94,6 +97,12 @@ def unbroadcast(x: Any, xbar: Any) -> Any:
     if not is_differentiable(x):
         return NO_TANGENT
     arr = np.asarray(xbar)
+    if arr.dtype.kind not in "biufc" and not _all_numbers(arr):
+        # numpy would cast None to NaN: a cotangent that is not a number must not pass as one
+        raise TypeError(
+            f"cannot unbroadcast a cotangent of type {type(xbar).__name__} for a primal of type "
+            f"{type(x).__name__}: it must be a number or numeric array"
+        )
     shape = np.shape(x)
     if arr.shape != shape:
         arr = _sum_to(arr, shape)
@@ -108,6 +117,15 @@ def unbroadcast(x: Any, xbar: Any) -> Any:
     if isinstance(x, np.generic):
         return np.asarray(arr)[()]
     return np.asarray(arr).item()
+
+
+def _all_numbers(arr: np.ndarray[Any, Any]) -> bool:
+    """Whether an object array holds numbers and zeros only (as a rule's mixed cotangent does)."""
+    return arr.dtype.kind == "O" and all(
+        isinstance(v, Number | AbstractZero | Thunk)
+        or (isinstance(v, np.ndarray) and v.dtype.kind in "biufc")
+        for v in arr.flat
+    )
 
 
 def _sum_to(arr: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
@@ -224,8 +242,8 @@ def _leaf(primal: Any, tangent: Any, space: Any, path: Path) -> Any:
         )
     try:
         out = unbroadcast(primal, tangent)
-    except ValueError as e:
-        raise ValueError(f"project: {where}: {e}") from None
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"project: {where}: {e}") from None
     if space is None or isinstance(out, AbstractZero):
         return out
     if not isinstance(primal, np.ndarray):

@@ -52,6 +52,13 @@ class Plain:
         self.w = w
 
 
+class Undeclared:
+    """A plain class that declares no fields: its attributes are those ``__init__`` sets."""
+
+    def __init__(self, u: Any, v: Any) -> None:
+        self.u, self.v = u, v
+
+
 class Opaque:
     """An object rruletest knows nothing about; equal when its payloads are."""
 
@@ -161,6 +168,9 @@ EQUAL = [
     pytest.param(Tangent(dict, {"a": 1.0}), {"a": 1.0, "b": 0.0}, {}, id="tangent-dict-natural"),
     pytest.param(Tangent(OrderedDict, {"a": 1.0}), {"a": 1.0}, {}, id="tangent-ordereddict"),
     pytest.param(Tangent(Plain, w=1.0), Plain(1.0), {}, id="tangent-plain-object"),
+    pytest.param(
+        Tangent(Undeclared, u=1.0), Undeclared(1.0, 0.0), {}, id="tangent-plain-undeclared-zero"
+    ),
     pytest.param(Tangent(tuple, Thunk(lambda: 1.0)), (1.0,), {}, id="thunk-inside-tangent"),
     # containers
     pytest.param((1.0, [A, {"k": 2.0}]), (1.0, [A, {"k": 2.0}]), {}, id="nested"),
@@ -334,6 +344,21 @@ DIFFERENT = [
     ),
     pytest.param(Tangent(D, a=1.0), E(1.0, 0.0), {}, [("type", "")], id="tangent-other-class"),
     pytest.param(Tangent(Plain, w=1.0), Plain(2.0), {}, [("value", ".w")], id="tangent-plain"),
+    # an attribute neither declared nor stored is zero in the Tangent, so it must be zero there
+    pytest.param(
+        Tangent(Undeclared, u=1.0),
+        Undeclared(1.0, 5.0),
+        {},
+        [("value", ".v")],
+        id="tangent-plain-undeclared-field",
+    ),
+    pytest.param(
+        Undeclared(1.0, 5.0),
+        Tangent(Undeclared, u=1.0),
+        {},
+        [("value", ".v")],
+        id="plain-undeclared-field-for-tangent",
+    ),
     # containers
     pytest.param((1.0, 2.0), (1.0,), {}, [("structure", "")], id="tuple-length"),
     pytest.param([1.0, [2.0, 3.0]], [1.0, [2.0, 3.5]], {}, [("value", "[1][1]")], id="nested"),
@@ -1152,6 +1177,20 @@ def test_registered_types_compare_field_by_field() -> None:
     ]
     test_approx(ZeroTangent(), Diagonal(np.zeros(2)))
     assert checks(Diagonal(1.0), 1.0) == [("type", "")]
+
+
+class Metres(float):
+    pass
+
+
+@pytest.mark.usefixtures("registry")
+def test_a_registered_number_type_is_still_compared() -> None:
+    # The walk has no children for a number whatever its registration: comparing its (none)
+    # registered fields passed any two values.
+    register_structure(Metres, ["real"], lambda x, v: Metres(v["real"]))
+    assert checks(Metres(1.0), Metres(2.0)) == [("value", "")]
+    assert checks([Metres(1.0)], [Metres(2.0)]) == [("value", "[0]")]
+    test_approx(Metres(1.0), Metres(1.0))
 
 
 @pytest.mark.usefixtures("registry")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from collections import namedtuple
 from decimal import Decimal
 from typing import Any
@@ -400,3 +401,58 @@ def test_plain_objects_are_walked_into_as_the_walk_sees_them():
     assert back.tangent_vec([Tangent(Plain, w=np.ones(2))]).tolist() == [1.0, 1.0]
     with pytest.raises(TypeError, match=r"type .*Opaque.* \(at x\[0\]\.w\)"):
         to_vec([Plain(Opaque(), "s")])
+
+
+class Layer:
+    weight: np.ndarray  # annotated; ``bias`` is set in __init__ only
+
+    def __init__(self, weight: np.ndarray, bias: float) -> None:
+        self.weight, self.bias = weight, bias
+
+
+def test_a_partly_annotated_object_rebuilds_a_tangent_of_every_attribute():
+    v, back = to_vec(Layer(np.array([1.0, 2.0]), 3.0))
+    assert v.tolist() == [1.0, 2.0, 3.0]
+    t = back.tangent(v)
+    assert (t.primal_type, t.weight.tolist(), t.bias) == (Layer, [1.0, 2.0], 3.0)
+    assert back.tangent_vec(t).tolist() == [1.0, 2.0, 3.0]
+
+
+class Model:
+    def __init__(self, n: int) -> None:  # its attributes are not named after its parameters
+        self.w, self.c = np.ones(n), 2.0
+
+
+def test_a_tangent_of_a_plain_object_reads_its_missing_attributes_as_zero():
+    _, back = to_vec(Model(2))
+    assert back.tangent_vec(Tangent(Model, c=1.0)).tolist() == [0.0, 0.0, 1.0]
+    assert back.tangent_vec(Tangent(Model, w=np.ones(2))).tolist() == [1.0, 1.0, 0.0]
+    with pytest.raises(
+        TypeError, match=r"^the tangent at x is a Tangent\(Plain, ...\) for a primal of type Model$"
+    ):
+        back.tangent_vec(Tangent(Plain, w=1.0))
+
+
+@pytest.mark.parametrize(
+    "const",
+    [
+        np.dtype(np.float32),
+        np.random.default_rng(0),
+        np.random.RandomState(0),
+        np.random.PCG64(0),
+        np,
+        np.datetime64("2020-01-01"),
+        np.str_("a"),
+        datetime.date(2020, 1, 1),
+        datetime.timedelta(1),
+    ],
+    ids=lambda c: type(c).__name__,
+)
+def test_values_the_walk_does_not_look_into_have_no_coordinates(const: Any) -> None:
+    # A layer keeping its dtype or its generator: the primal still flattens.
+    v, back = to_vec(Box(np.array([1.0, 2.0]), const))
+    assert v.tolist() == [1.0, 2.0]
+    y = back(v * 2)
+    assert y.a.tolist() == [2.0, 4.0]
+    assert y.b is const
+    assert back.tangent(v).b is NoTangent()

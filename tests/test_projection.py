@@ -475,3 +475,18 @@ def test_project_is_idempotent(x: np.ndarray, seed: int) -> None:
     t = np.random.default_rng(seed).normal(size=(2, *x.shape))
     once = project(x, t)
     np.testing.assert_array_equal(project(x, once), once)
+
+
+@pytest.mark.parametrize("xbar", [None, "x", object()], ids=["None", "str", "object"])
+def test_a_cotangent_that_is_not_a_number_is_refused(xbar: Any) -> None:
+    # numpy casts None to NaN: unbroadcast(1.0, None) was nan
+    with pytest.raises(
+        TypeError,
+        match=rf"^cannot unbroadcast a cotangent of type {type(xbar).__name__} for a primal of "
+        r"type float: it must be a number or numeric array$",
+    ):
+        unbroadcast(1.0, xbar)
+    with pytest.raises(TypeError, match=r"^project: tangent\[0\]: cannot unbroadcast a cotangent"):
+        project((np.ones(2),), (xbar,))
+    mixed = np.array([1.0, ZeroTangent(), np.float32(2.0)], dtype=object)
+    assert unbroadcast(np.ones(3), mixed).tolist() == [1.0, 0.0, 2.0]

@@ -218,6 +218,18 @@ def test_plain_objects_get_a_tangent_of_their_attributes() -> None:
     assert rand_tangent(0, Scaler(2.0)) is NoTangent()  # a function object, as the testers say
 
 
+class Layer:
+    weight: np.ndarray  # annotated; ``bias`` is set in __init__ only
+
+    def __init__(self, weight: np.ndarray, bias: float) -> None:
+        self.weight, self.bias = weight, bias
+
+
+def test_a_partly_annotated_object_gets_a_tangent_of_every_attribute() -> None:
+    t = rand_tangent(0, Layer(np.ones(2), 3.0))
+    assert (t.primal_type, t.weight.shape, type(t.bias)) == (Layer, (2,), float)
+
+
 def test_one_number_is_drawn_as_the_arrays_draw_it() -> None:
     from rruletest.testers._rand_tangent import _decimal, _decimals
 

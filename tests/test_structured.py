@@ -335,6 +335,59 @@ def test_plain_class_uses_init_parameters_for_reading() -> None:
         p + Tangent(Plain, w=1.0)
 
 
+class Annotated:
+    """Annotates one attribute; ``__init__`` sets another (instances have a ``__dict__``)."""
+
+    weight: float
+
+    def __init__(self, weight: float, bias: float) -> None:
+        self.weight, self.bias = weight, bias
+
+
+def test_partly_annotated_class_takes_its_other_attributes() -> None:
+    # The walk (to_vec, rand_tangent) follows every attribute, so its Tangent must hold them.
+    t = Tangent(Annotated, bias=1.0)
+    assert t.bias == 1.0
+    assert t.weight is ZeroTangent()
+    assert Tangent(Annotated, 2.0).weight == 2.0  # annotations still give the field order
+    out = Annotated(1.0, 2.0) + t
+    assert (out.weight, out.bias) == (1.0, 3.0)
+    with pytest.raises(AttributeError, match=r"has no field 'shape' \(its fields: weight, bias\)"):
+        t.shape  # noqa: B018
+
+
+@dataclasses.dataclass
+class Spec:
+    primal_type: float  # fields named as Tangent's own parameter and methods
+    values: float = 0.0
+
+
+def test_fields_named_like_tangents_own_names_are_read_by_key() -> None:
+    t = Tangent(Spec, primal_type=1.0, values=2.0)
+    assert (t.primal_type, t["primal_type"], t["values"]) == (Spec, 1.0, 2.0)
+    assert Tangent(Spec, values=2.0)["primal_type"] is ZeroTangent()
+    assert Spec(2.0) + t == Spec(3.0, 2.0)
+    assert Tangent(dict, primal_type=1.0)["primal_type"] == 1.0
+
+
+class Built:
+    def __init__(self, n: int) -> None:  # its attributes are not named after its parameters
+        self.w, self.c = np.ones(n), 2.0
+
+
+def test_a_plain_objects_attributes_not_stored_read_as_zero() -> None:
+    # Its class cannot say which attributes an instance has: a rule reads dx.w of Tangent(c=...)
+    t = Tangent(Built, c=1.0)
+    assert t.w is ZeroTangent()
+    assert t["w"] is ZeroTangent()
+    assert t.c == 1.0
+    assert getattr(t, "dtype", None) is None  # names duck-typing code probes are not fields
+    with pytest.raises(AttributeError, match=r"^Tangent\(Built, ...\) has no field 'astype'"):
+        t.astype  # noqa: B018
+    with pytest.raises(AttributeError, match=r"^Tangent\(Built, ...\) has no field '_w'"):
+        t._w  # noqa: B018
+
+
 # --------------------------------------------------------------------------------------------
 # General behaviour
 # --------------------------------------------------------------------------------------------
@@ -496,6 +549,18 @@ def test_add_to_primal_of_a_registered_type_uses_its_rebuild() -> None:
         add_to_primal(1.0, Tangent(Diag, diag=1.0))
 
 
+def test_add_to_primal_of_a_tangent_adds_the_tangents() -> None:
+    # A Tangent can be a primal (a pullback's argument); its tangent is a Tangent of its type.
+    primal = Tangent(Point, x=1.0)
+    assert add_to_primal(primal, Tangent(Point, x=2.0, y=1.0)) == Tangent(Point, x=3.0, y=1.0)
+    pair = add_to_primal((primal,), Tangent(tuple, Tangent(Point, y=2.0)))
+    assert pair == (Tangent(Point, x=1.0, y=2.0),)
+    with pytest.raises(
+        TypeError, match=r"^cannot combine Tangent\(Point, ...\) with Tangent\(tuple"
+    ):
+        add_to_primal(primal, Tangent(tuple, 1.0))
+
+
 def test_before_the_walk_loads_a_built_in_walk_adds() -> None:
     # rruletest.walk sits above the tangents and registers itself when it loads; before that,
     # primal + Tangent still works for the built-in containers.
@@ -507,6 +572,7 @@ def test_before_the_walk_loads_a_built_in_walk_adds() -> None:
         "P = namedtuple('P', 'x y')\n"
         "print((1.0, [2.0]) + Tangent(tuple, 1.0, Tangent(list, 0.5)))\n"
         "print(add_to_primal({'a': P(1.0, 2.0)}, {'a': Tangent(P, y=1.0)}))\n"
+        "print(add_to_primal([Tangent(P, x=1.0)], [Tangent(P, y=1.0)]))\n"
         "import rruletest.walk\n"
         "print(add_to_primal({'a': P(1.0, 2.0)}, {'a': Tangent(P, y=1.0)}))\n"
     )
@@ -517,6 +583,7 @@ def test_before_the_walk_loads_a_built_in_walk_adds() -> None:
     assert out.splitlines() == [
         "(2.0, [2.5])",
         "{'a': P(x=1.0, y=3.0)}",
+        "[Tangent(P, x=1.0, y=1.0)]",
         "{'a': P(x=1.0, y=3.0)}",
     ]
 

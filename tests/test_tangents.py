@@ -19,6 +19,7 @@ from rruletest.tangents import (
     AbstractZero,
     InplaceableThunk,
     NoTangent,
+    Tangent,
     Thunk,
     ZeroTangent,
     conj,
@@ -329,6 +330,16 @@ def test_thunk_with_arrays_in_both_orders() -> None:
     m = Thunk(lambda: np.eye(2))
     np.testing.assert_array_equal(m @ np.ones(2), [1.0, 1.0])
     np.testing.assert_array_equal(np.ones(2) @ m, [1.0, 1.0])
+
+
+def test_iterating_a_thunk_iterates_its_value() -> None:
+    # A pullback unpacks a thunked cotangent of a tuple output: Python's fallback iteration
+    # through __getitem__ never stopped at a zero or a Tangent (every index reads as a zero).
+    s, c = Thunk(lambda: Tangent(tuple, 1.0, 2.0))
+    assert (s, c) == (1.0, 2.0)
+    assert list(Thunk(lambda: ZeroTangent())) == [ZeroTangent()]
+    assert list(Thunk(lambda: np.array([1.0, 2.0]))) == [1.0, 2.0]
+    assert 2.0 in Thunk(lambda: (1.0, 2.0))
 
 
 def test_thunk_needs_a_function() -> None:

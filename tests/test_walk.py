@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections import OrderedDict, defaultdict, namedtuple
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -116,6 +117,57 @@ def test_leaves_have_no_children(leaf: Any) -> None:
 
 def test_random_generators_are_opaque() -> None:
     assert children(np.random.default_rng(0)) is None
+
+
+class Scaled:
+    __slots__ = ("p",)
+    scale: ClassVar[float] = 2.0  # annotated, but the class's: no part of an instance
+
+    def __init__(self, p: float) -> None:
+        self.p = p
+
+
+def test_a_slotted_objects_children_are_its_slots_not_its_class_variables() -> None:
+    assert children(Scaled(1.0)) == [(Attr("p"), 1.0)]
+    v, back = to_vec(Scaled(1.0))  # rebuilding set the read-only class attribute: it raised
+    assert (v.tolist(), back(v * 2).p) == ([1.0], 2.0)
+    assert rand_tangent(0, Scaled(1.0)).keys() == ["p"]
+    test_approx(Tangent(Scaled, p=1.0), Scaled(1.0))
+    with pytest.raises(TypeError, match=r"got field 'scale', which Scaled does not have"):
+        Tangent(Scaled, scale=1.0)
+
+
+@dataclasses.dataclass
+class Scaling:
+    w: np.ndarray
+    unit: dataclasses.InitVar[float]  # used by __post_init__, kept nowhere
+
+    def __post_init__(self, unit: float) -> None:
+        self.w = self.w * unit
+
+
+def test_a_dataclass_needing_an_init_var_is_rebuilt_as_a_copy() -> None:
+    # Its constructor cannot be called again: the InitVar's value was never kept.
+    x = Scaling(np.array([1.0, 2.0]), 1.0)
+    y = rebuild(x, [np.array([3.0, 4.0])])
+    assert (type(y), y.w.tolist(), x.w.tolist()) == (Scaling, [3.0, 4.0], [1.0, 2.0])
+    v, back = to_vec(x)
+    assert back(v * 2).w.tolist() == [2.0, 4.0]
+    assert add_to_primal(x, Tangent(Scaling, w=np.ones(2))).w.tolist() == [2.0, 3.0]
+
+
+class Mode(enum.Enum):
+    SCALE = 0.5
+
+
+def test_enum_members_are_opaque() -> None:
+    # A member is a singleton: rebuilding one with new attributes would change it everywhere.
+    assert children(Mode.SCALE) is None
+    assert rand_tangent(0, [1.0, Mode.SCALE])[1] is NoTangent()
+    v, back = to_vec([1.0, Mode.SCALE])
+    assert v.tolist() == [1.0]
+    assert back(v * 2) == [2.0, Mode.SCALE]
+    assert Mode.SCALE.value == 0.5
 
 
 def test_callable_dataclass_and_plain_objects_are_structures() -> None:
@@ -488,3 +540,26 @@ def test_a_plain_object_argument_is_checked_end_to_end() -> None:
     test_rrule(_weigh, Weights(2.0), x, rrule_f=rules_with(1.0).rrule, rng=0)
     with pytest.raises(RuleTestFailure, match=r"args\[0\]\.w: values differ"):
         test_rrule(_weigh, Weights(2.0), x, rrule_f=rules_with(2.0).rrule, rng=0)
+
+
+@dataclasses.dataclass
+class Cast:
+    w: np.ndarray
+    dtype: np.dtype[Any]
+
+
+def _cast(p: Cast) -> Any:
+    return (2 * p.w).astype(p.dtype)
+
+
+def test_a_dataclass_holding_its_dtype_is_checked_end_to_end() -> None:
+    rules = RuleSet()
+
+    @rules.register_rrule(_cast)
+    def _cast_rrule(p: Cast) -> Any:
+        def pullback(ybar: Any) -> Any:
+            return NoTangent(), Tangent(Cast, w=2 * unthunk(ybar), dtype=NoTangent())
+
+        return _cast(p), pullback
+
+    test_rrule(_cast, Cast(np.array([1.0, 2.0]), np.dtype(np.float64)), rrule_f=rules.rrule, rng=0)

@@ -22,7 +22,7 @@ import numpy as np
 
 from rruletest.approx import _render as r
 from rruletest.tangents import AbstractZero, NoTangent, Tangent, Thunk, ZeroTangent
-from rruletest.walk import is_registered
+from rruletest.walk import is_registered, is_structure
 
 __all__ = [
     "NUMERIC_KINDS",
@@ -68,7 +68,7 @@ def kind(x: Any) -> str:
         return "zero"
     if isinstance(x, Tangent):
         return "tangent"
-    if is_registered(x):
+    if is_registered(x) and is_structure(x):  # a registered number or array is still a leaf
         return "registered"
     if isinstance(x, np.ndarray) and x.dtype == object:
         return "objarray"

@@ -198,7 +198,10 @@ class StructureMixin:
             for pos, k in enumerate(v):
                 child(t._get(k), v[k], Key(k), k, pos)
         else:
-            names = dict.fromkeys([*(declared_fields(ptype) or ()), *t.keys()])
+            # The value's own fields too: one the Tangent does not store is zero there, so a
+            # plain object's attribute that no declaration names is compared with zero as well.
+            fields = [*(declared_fields(ptype) or ()), *t.keys(), *(s.key for s, _ in _pairs(v))]
+            names = dict.fromkeys(fields)
             own = _fields_of(v)
             for pos, name in enumerate(names):
                 value = own.get(name, _MISSING) if own is not None else getattr(v, name, _MISSING)

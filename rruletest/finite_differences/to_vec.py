@@ -5,8 +5,9 @@ of any precision one or two per element; tuples, lists, namedtuples, dicts, data
 ``Tangent``s, object arrays, plain objects (their attributes) and types given to
 ``rruletest.walk.register_structure`` are walked in order (by ``rruletest.walk``, so a cycle or
 a nesting deeper than ``walk.MAX_DEPTH`` is a ``WalkError`` naming the path). Integers,
-booleans, strings, functions, ``None``, ``Decimal``s and ``AbstractZero`` have no coordinates:
-they are rebuilt as they were.
+booleans, strings, functions, ``None``, ``Decimal``s, ``AbstractZero``, other numpy scalars
+(``datetime64``), dtypes, modules, random generators, enum members and dates have no
+coordinates: they are rebuilt as they were.
 
 >>> import numpy as np
 >>> v, back = to_vec((1.0, {"a": np.array([2.0, 3.0], np.float32), "n": 4}, 1 + 2j))
@@ -35,7 +36,9 @@ an infinite or NaN part rebuilds exactly:
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import decimal
+import enum
 import functools
 import types
 from collections.abc import Callable, Mapping
@@ -44,7 +47,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from rruletest.tangents import NO_TANGENT, AbstractZero, Tangent, unthunk
+from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, Tangent, unthunk
 from rruletest.walk import Path, Step, children, fold, is_registered, rebuild, render_path
 
 __all__ = ["FromVec", "to_vec"]
@@ -64,11 +67,21 @@ _CONSTANT_TYPES = (
     type(None),
     type(Ellipsis),
     decimal.Decimal,  # a number, but not one numpy can step: no coordinates, kept as it is
+    np.generic,  # numpy scalars other than float and complex ones: datetime64, str_, void
+    datetime.date,
+    datetime.time,
+    datetime.timedelta,
+    enum.Enum,  # a member is a singleton: rebuilding one would change it everywhere
     AbstractZero,
     types.FunctionType,
     types.BuiltinFunctionType,
     types.MethodType,
+    types.ModuleType,
     np.ufunc,
+    np.dtype,
+    np.random.Generator,
+    np.random.BitGenerator,
+    np.random.RandomState,
     functools.partial,
     type,
 )
@@ -347,7 +360,14 @@ def _tangent_parts(plan: _Node, t: Any, where: Callable[[], str]) -> list[Any] |
             )
         return [t.get(k) if isinstance(t, Mapping) else t[k] for k in keys]
     if isinstance(t, Tangent):
-        return [getattr(t, k) for k in keys]
+        # By name, a field it does not store being zero: reading one with getattr would fail
+        # for a plain object's attribute that its class does not name.
+        if not isinstance(x, t.primal_type) or not isinstance(t.backing, dict):
+            raise TypeError(
+                f"the tangent at {where()} is a Tangent({t.primal_type.__name__}, ...) for a "
+                f"primal of type {type(x).__name__}"
+            )
+        return [t.backing.get(k, ZERO_TANGENT) for k in keys]
     if type(t) is type(x):
         own = children(t) or []
         return [v for _, v in own]

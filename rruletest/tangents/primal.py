@@ -75,6 +75,8 @@ def _pair_children(pair: tuple[Any, Any]) -> list[tuple[Any, Any]] | None:
     if isinstance(tangent, AbstractZero):
         return None
     if isinstance(tangent, Tangent):
+        if isinstance(primal, Tangent):  # a Tangent's tangent: Tangent + Tangent, fieldwise
+            return None
         return _with_tangent(primal, tangent, children(primal))
     if isinstance(primal, tuple | list) and isinstance(tangent, tuple | list):
         if len(primal) != len(tangent):
@@ -139,6 +141,8 @@ def _add_builtin(primal: Any, tangent: Any) -> Any:
     if isinstance(tangent, AbstractZero):
         return primal
     if isinstance(tangent, Tangent):
+        if isinstance(primal, Tangent):  # a Tangent's tangent: Tangent + Tangent, fieldwise
+            return primal + tangent
         return _add_structured(primal, tangent)
     if isinstance(primal, tuple | list) and isinstance(tangent, tuple | list):
         if len(primal) != len(tangent):

@@ -16,13 +16,14 @@ from typing import Any
 import numpy as np
 
 from rruletest.tangents.fields import (
+    checked_fields,
     declared_fields,
     init_params,
     is_mapping_type,
     is_namedtuple_type,
     is_sequence_type,
 )
-from rruletest.tangents.zeros import ZERO_TANGENT, AbstractZero, conj, unthunk
+from rruletest.tangents.zeros import NOT_PARTS, ZERO_TANGENT, AbstractZero, conj, unthunk
 
 __all__ = ["Tangent", "register_primal_addition"]
 
@@ -57,7 +58,8 @@ class Tangent:
     (``Tangent(Point, x=1.0)``; namedtuples and dataclasses also take them positionally), and keys
     for dicts (``Tangent(dict, {"k": 1.0})``). A field that is not stored reads as
     ``ZeroTangent()``. A field the primal type does not declare raises ``TypeError`` naming it
-    (plain classes without ``__slots__``, annotations or dataclass fields cannot be checked).
+    (plain classes whose instances have a ``__dict__`` cannot be checked: they may hold
+    attributes their ``__slots__`` and annotations do not name).
 
     Supports ``t.x``, ``t[0]``, ``t["k"]`` (each unthunks a thunked field, as ChainRulesCore's
     ``getproperty``/``getindex`` do; ``backing`` and iteration give the stored values), iteration
@@ -79,7 +81,7 @@ class Tangent:
     __slots__ = ("_backing", "_primal_type")
     __array_ufunc__ = None
 
-    def __init__(self, primal_type: type, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, primal_type: type, /, *args: Any, **kwargs: Any) -> None:
         if not isinstance(primal_type, type):
             raise TypeError(
                 f"Tangent needs the primal's type first, got primal_type={primal_type!r}"
@@ -125,12 +127,13 @@ class Tangent:
             if doubled:
                 raise TypeError(f"Tangent({name}, ...) got field {doubled[0]!r} twice")
             kwargs = {**dict(zip(fields, args, strict=False)), **kwargs}
-        if fields is not None:
-            unknown = [k for k in kwargs if k not in fields]
+        checked = checked_fields(primal_type)
+        if checked is not None:
+            unknown = [k for k in kwargs if k not in checked]
             if unknown:
                 raise TypeError(
                     f"Tangent({name}, ...) got field {unknown[0]!r}, which {name} does not have "
-                    f"(its fields: {', '.join(fields)})"
+                    f"(its fields: {', '.join(checked)})"
                 )
         self._backing = dict(kwargs)
 
@@ -168,15 +171,25 @@ class Tangent:
         return list(zip(self.keys(), self.values(), strict=True))
 
     def _fields_for_reading(self) -> tuple[str, ...] | None:
-        fields = declared_fields(self._primal_type)
-        return fields if fields is not None else init_params(self._primal_type)
+        ptype = self._primal_type
+        fields = checked_fields(ptype)
+        if fields is not None:
+            return fields
+        return tuple(dict.fromkeys([*(declared_fields(ptype) or ()), *init_params(ptype)]))
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name in Tangent.__slots__:
             raise AttributeError(name)
+        return self._field(name)
+
+    def _field(self, name: str) -> Any:
+        """The field ``name``, unthunked (zero when not stored); ``t[name]`` reads it this way
+        too, so a field named like a method of ``Tangent`` (``values``, ``primal_type``) can be
+        read."""
         backing = self._backing
-        tname = self._primal_type.__name__
-        if isinstance(backing, tuple) or is_mapping_type(self._primal_type):
+        ptype = self._primal_type
+        tname = ptype.__name__
+        if isinstance(backing, tuple) or is_mapping_type(ptype):
             hint = "t[i]" if isinstance(backing, tuple) else "t[key]"
             raise AttributeError(
                 f"Tangent({tname}, ...) has no attribute {name!r}; read its fields as {hint}"
@@ -185,6 +198,11 @@ class Tangent:
             return unthunk(backing[name])
         fields = self._fields_for_reading()
         if fields is not None and name in fields:
+            return ZERO_TANGENT
+        if not name.startswith("_") and name not in NOT_PARTS and checked_fields(ptype) is None:
+            # Any attribute of a plain object may be a field (``self.w = np.ones(n)`` in
+            # ``__init__(self, n)``), so one not stored is zero, as a zero's fields are; the
+            # names duck-typing code probes (``shape``, ``dtype``, ``keys``) are not fields.
             return ZERO_TANGENT
         known = f" (its fields: {', '.join(fields)})" if fields else ""
         raise AttributeError(f"Tangent({tname}, ...) has no field {name!r}{known}")
@@ -210,7 +228,7 @@ class Tangent:
         if not isinstance(key, str):
             raise TypeError(f"Tangent({tname}, ...) fields are names, got {key!r}")
         try:
-            return getattr(self, key)
+            return self._field(key)
         except AttributeError as exc:
             raise KeyError(str(exc)) from None
 

@@ -162,7 +162,7 @@ class AbstractZero:
 
     def __getattr__(self, name: str) -> AbstractZero:
         """A field of a zero is the same zero (``ybar.weights`` of a zero structured cotangent)."""
-        if name.startswith("_") or name in _NOT_PARTS:
+        if name.startswith("_") or name in NOT_PARTS:
             raise AttributeError(
                 f"{type(self).__name__}() has no attribute {name!r} (a zero is not an array: "
                 f"handle {type(self).__name__}() before using array attributes)"
@@ -184,7 +184,7 @@ class AbstractZero:
 # ``astype``, ...), which duck-typing code probes with ``getattr(x, name, None)`` and pullbacks
 # call as methods, and the names that mark mappings and thunks.
 _ARRAY_NAMES = frozenset(dir(np.ndarray)) - frozenset(dir(AbstractZero))
-_NOT_PARTS: Final = _ARRAY_NAMES | {"add_into", "get", "items", "keys", "unthunk", "values"}
+NOT_PARTS: Final = _ARRAY_NAMES | {"add_into", "get", "items", "keys", "unthunk", "values"}
 
 
 class NoTangent(AbstractZero):
@@ -211,9 +211,9 @@ ZERO_TANGENT: Final = ZeroTangent()
 class Thunk:
     """A tangent computed on first use and then kept, so pullbacks can skip unneeded work.
 
-    Arithmetic (``+ - * / @ **``, unary ``-``, ``abs``), indexing, ``.T``, ``.real``, ``.imag``,
-    ``.conj()``, ``float()`` and ``complex()`` unthunk it, so a pullback can use a thunked
-    cotangent as the value; ``fn`` runs at most once (again only if it raised). It has no
+    Arithmetic (``+ - * / @ **``, unary ``-``, ``abs``), indexing, iteration, ``.T``, ``.real``,
+    ``.imag``, ``.conj()``, ``float()`` and ``complex()`` unthunk it, so a pullback can use a
+    thunked cotangent as the value; ``fn`` runs at most once (again only if it raised). It has no
     ``__array__`` (see below): call ``unthunk`` before handing it to numpy functions.
 
     >>> t = Thunk(lambda: 2.0)
@@ -299,6 +299,11 @@ class Thunk:
     # -- the protocols a pullback uses on its cotangent, all by unthunking ------------------
     def __getitem__(self, key: Any) -> Any:
         return self.unthunk()[key]
+
+    def __iter__(self) -> Iterator[Any]:
+        # Without this, Python iterates through ``__getitem__`` until an IndexError, which a
+        # zero or a Tangent never raises: ``dy1, dy2 = ybar`` failed, ``list(ybar)`` never ended.
+        return iter(self.unthunk())
 
     def __float__(self) -> float:
         return float(self.unthunk())

@@ -3,15 +3,19 @@ registry of user types (``register_structure``)."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
+import enum
+import inspect
 import types
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from rruletest.tangents.fields import declare_fields, declared_fields
+from rruletest.tangents.fields import declare_fields
 from rruletest.tangents.structured import Tangent
 from rruletest.tangents.zeros import AbstractZero, Thunk, unthunk
 from rruletest.walk._steps import Attr, Element, Index, Key, Step
@@ -90,8 +94,10 @@ def _registered(x: Any) -> _Registered | None:
 # --------------------------------------------------------------------------------------------
 
 # Values with no children, whatever attributes they carry: functions, classes, modules,
-# ufuncs, generators of random numbers (their state is compared by the testers on their own).
+# ufuncs, generators of random numbers (their state is compared by the testers on their own),
+# enum members (singletons: a rebuilt member would be the same object, changed).
 _OPAQUE = (
+    enum.Enum,
     types.FunctionType,
     types.BuiltinFunctionType,
     types.MethodType,
@@ -109,15 +115,25 @@ def _is_namedtuple(x: Any) -> bool:
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
+def _slots(t: type) -> list[str]:
+    """The slots of a class and its bases (not its annotations: an annotated name that is not a
+    slot is a class attribute, such as a ``ClassVar``, and no part of an instance)."""
+    found: list[str] = []
+    for klass in reversed(t.__mro__):
+        slots = klass.__dict__.get("__slots__", ())
+        found.extend([slots] if isinstance(slots, str) else slots)
+    return list(dict.fromkeys(found))
+
+
 def _object_fields(x: Any) -> list[str] | None:
     """The attributes of a plain object: its ``__dict__`` and slots (None: not a structure)."""
     state = getattr(x, "__dict__", None)
     names: list[str] = list(state) if isinstance(state, dict) else []
-    declared = declared_fields(type(x)) if hasattr(type(x), "__slots__") else None
-    for n in declared or ():
+    slots = [n for n in _slots(type(x)) if not n.startswith("__")]
+    for n in slots:
         if n not in names and hasattr(x, n):
             names.append(n)
-    if state is None and not declared:
+    if state is None and not slots:
         return None
     return [n for n in names if not n.startswith("__")]
 
@@ -165,6 +181,27 @@ def children(x: Any, *, thunks: bool = False) -> list[tuple[Step, Any]] | None:
     if names is None:
         return None
     return [(Attr(n), getattr(x, n)) for n in names]
+
+
+_INIT_VARS: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
+
+
+def _needs_init_vars(cls: type) -> bool:
+    """Whether a dataclass's constructor needs an argument that is none of its fields (an
+    ``InitVar`` without a default): an instance cannot be rebuilt by calling it."""
+    known = _INIT_VARS.get(cls)
+    if known is not None:
+        return known
+    names = {f.name for f in dataclasses.fields(cls)}
+    try:
+        params = list(inspect.signature(cls).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    skip = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    needs = any(p.default is p.empty and p.name not in names and p.kind not in skip for p in params)
+    with contextlib.suppress(TypeError):  # types that refuse weak references are not cached
+        _INIT_VARS[cls] = needs
+    return needs
 
 
 def is_structure(x: Any) -> bool:
@@ -216,7 +253,7 @@ def rebuild(x: Any, values: Sequence[Any]) -> Any:
             copied.update(pairs)
             return copied
         return type(x)(dict(pairs))  # type: ignore[call-arg]
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+    if dataclasses.is_dataclass(x) and not isinstance(x, type) and not _needs_init_vars(type(x)):
         new = dict(zip((s.key for s in steps), values, strict=True))
         init = {f.name: new[f.name] for f in dataclasses.fields(x) if f.init}
         made = type(x)(**init)
@@ -224,7 +261,7 @@ def rebuild(x: Any, values: Sequence[Any]) -> Any:
             if not f.init:
                 object.__setattr__(made, f.name, new[f.name])
         return made
-    obj = copy.copy(x)
+    obj = copy.copy(x)  # also a dataclass whose constructor needs an InitVar it did not keep
     for step, v in zip(steps, values, strict=True):
         object.__setattr__(obj, step.key, v)
     return obj
