@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import rruletest.rulesets.numpy as rnp
+from rruletest.broadcast import broadcasted
 from rruletest.domains import Domain
 from rruletest.projection import is_differentiable
 from rruletest.rules import RuleInfo, default_ruleset, frule, rrule
@@ -436,6 +437,37 @@ def test_infinite_derivatives_at_domain_edges_are_inf_without_warnings(
     partials = default_ruleset.derivatives_given_output(y, f, np.array([x]))
     assert partials is not None
     assert np.all(partials[0] == sign * np.inf)
+
+
+@pytest.mark.parametrize(
+    ("f", "x"),
+    [
+        (np.log, 0.0),
+        (np.log, -0.0),
+        (np.log2, 0.0),
+        (np.log10, -0.0),
+        (np.log1p, -1.0),
+        (np.arctanh, 1.0),
+        (np.arctanh, -1.0),
+        (np.sqrt, -0.0),
+    ],
+    ids=lambda v: getattr(v, "__name__", repr(v)),
+)
+def test_python_numbers_at_domain_edges_give_plus_inf(f: Any, x: float) -> None:
+    # 1 / x on a Python float raised ZeroDivisionError; -0.0 gave -inf where 0.0 gives +inf
+    with np.errstate(divide="ignore"):  # numpy's own log(0) warns; the partials must not
+        _, pullback = rrule(f, x)  # type: ignore[misc]
+        _, ydot = frule((NoTangent(), 1.0), f, x)  # type: ignore[misc]
+        _, broadcast_pullback = rrule(broadcasted, f, x)  # type: ignore[misc]
+        assert pullback(1.0)[1] == np.inf
+        assert ydot == np.inf
+        assert broadcast_pullback(1.0)[2] == np.inf
+
+
+def test_arctan_at_its_complex_pole_gives_no_zero_division() -> None:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        _, pullback = rrule(np.arctan, 1j)  # type: ignore[misc]
+        assert not np.isfinite(pullback(1.0)[1])
 
 
 def test_abs_of_complex_is_handled_although_not_holomorphic() -> None:
