@@ -748,6 +748,15 @@ def test_extrema_split_ties_and_decline_complex(f: Any) -> None:
     assert rrule(f, np.array([1 + 1j, 2.0])) is None
 
 
+@pytest.mark.parametrize("f", [rnp.logsumexp, rnp.softmax], ids=lambda f: f.__name__)
+def test_composites_decline_complex_inputs(f: Any) -> None:
+    # real functions: their rules gave wrong cotangents for complex inputs instead of declining
+    z = np.array([[0.3 + 1.2j, -0.5 - 0.7j, 1.1 + 0.4j]])
+    assert rrule(f, z, axis=1) is None
+    assert frule((NoTangent(), np.ones_like(z)), f, z, axis=1) is None
+    assert rrule(f, z.real, axis=1) is not None
+
+
 def test_std_of_constant_data_has_zero_subgradient() -> None:
     back, fwd = _grads(np.std, np.full((2, 3), 2.0), 1)
     np.testing.assert_array_equal(back[0], np.zeros((2, 3)))
