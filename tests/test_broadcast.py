@@ -626,6 +626,35 @@ class TestResolution:
         with pytest.raises(NoBroadcastRuleError, match=r"register_frule\(broadcasted, softsign\)"):
             rules.frule((NT, NT, np.ones(2)), broadcasted, softsign, np.ones(2))
 
+    def test_a_rule_declining_at_one_element_is_named_not_reported_missing(
+        self, rules: RuleSet
+    ) -> None:
+        def root(x: float) -> float:
+            return math.sqrt(x)
+
+        @rules.register_rrule(root)
+        def _root_rrule(x: float) -> Any:
+            if x < 0:
+                return None  # declines
+            return root(x), lambda ybar: (NT, ybar / (2 * root(x)))
+
+        @rules.register_frule(root)
+        def _root_frule(tangents: Any, x: float) -> Any:
+            return None if x < 0 else (root(x), tangents[1] / (2 * root(x)))
+
+        x = np.array([4.0, -1.0])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SlowBroadcastWarning)
+            with pytest.raises(NoBroadcastRuleError) as info:
+                rules.rrule(broadcasted, root, x)
+            assert str(info.value) == (
+                "rrule(broadcasted, root, ...): the rrule of root declined (returned None) at "
+                "element 1, root(-1.0), so the broadcast cannot be differentiated there"
+            )
+            assert info.value.kind == "rrule"
+            with pytest.raises(NoBroadcastRuleError, match=r"the frule of root declined .* root"):
+                rules.frule((NT, NT, np.ones(2)), broadcasted, root, x)
+
     def test_no_rule_in_default_ruleset(self, clean_default: RuleSet) -> None:
         def nothing(x: Any) -> Any:
             return x
