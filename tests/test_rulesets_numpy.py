@@ -783,6 +783,20 @@ def test_solve_sums_cotangents_over_broadcast_batch_dimensions() -> None:
     np.testing.assert_allclose(abar, -0.5 * 0.5 * 8)
 
 
+def test_solve_of_a_batch_with_one_shared_vector() -> None:
+    # numpy solves a (2, 3, 3) batch against a 1-d b as one vector per matrix, x of shape
+    # (2, 3): the pullback treated x as a (2, 3) matrix and raised ValueError
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((2, 3, 3)) + 3 * np.eye(3)
+    b = rng.standard_normal(3)
+    check(np.linalg.solve, a, b, rng=1)
+    _, pullback = rrule(np.linalg.solve, a, b)  # type: ignore[misc]
+    abar, bbar = pullback(np.ones((2, 3)))[1:]
+    expected_b = sum(np.linalg.solve(a[k].T, np.ones(3)) for k in range(2))
+    np.testing.assert_allclose(bbar, expected_b)
+    assert abar.shape == (2, 3, 3)
+
+
 def test_det_of_a_complex_batch() -> None:
     rng = np.random.default_rng(5)
     a = rng.standard_normal((2, 3, 3)) + 1j * rng.standard_normal((2, 3, 3)) + 3 * np.eye(3)
