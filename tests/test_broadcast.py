@@ -189,6 +189,10 @@ class TestBroadcasted:
             pytest.param(cmath.exp, np.ones(2, np.complex64), np.complex64, id="complex64"),
             pytest.param(lambda v: int(v) + 1, np.arange(2.0), np.int64, id="int-results"),
             pytest.param(lambda v: np.float64(v), np.ones(2, np.float32), np.float64, id="strong"),
+            # numpy functions of an element keep its precision (they gave float64 for float32)
+            pytest.param(lambda v: np.log(v), np.ones(2, np.float32), np.float32, id="np-float32"),
+            pytest.param(lambda v: np.exp(v), np.ones(2, np.float16), np.float16, id="np-float16"),
+            pytest.param(lambda v: np.exp(v), np.ones(2, np.complex64), np.complex64, id="np-c64"),
             pytest.param(lambda v: v / 2, np.array([Fraction(1)] * 2), object, id="object"),
         ],
     )
@@ -196,6 +200,18 @@ class TestBroadcasted:
         y = broadcasted(f, x)
         assert y.dtype == dtype
         assert y.shape == x.shape
+
+    def test_loop_and_per_element_rule_agree_in_float32(self, rules: RuleSet) -> None:
+        def log_of(v: Any) -> Any:
+            return np.log(v)
+
+        @rules.register_rrule(broadcasted, log_of)
+        def _log_rrule(f: Any, x: Any) -> Any:
+            return np.log(x), lambda ybar: (NT, NT, ybar / x)
+
+        x = np.array([[1.0, 2.0]], np.float32)
+        assert broadcasted(log_of, x).dtype == np.float32
+        test_rrule(broadcasted, log_of, x, rrule_f=rules.rrule)
 
     def test_loop_matches_ufunc(self) -> None:
         x = np.linspace(-2, 2, 7).reshape(7, 1)
