@@ -22,7 +22,7 @@ from rruletest._strategy_values import (
     edge_values,
     near_avoided,
 )
-from rruletest.domains import Domain, DomainLike
+from rruletest.domains import REALS, Domain, DomainLike
 from rruletest.projection import is_differentiable
 from rruletest.tangents import NO_TANGENT
 
@@ -84,8 +84,9 @@ def _elements(
     part = st.one_of(base, base, base, st.sampled_from(edge)) if edges and edge else base
     if dt.kind != "c":
         return part
-    imag_edge = [0.0, 1.0, -1.0, _tiny(real)]
-    imag_base = _floats(-mag, mag, False, False, real)
+    ilo, ihi, _, _ = _bounds(REALS, real, 0.0, mag)  # +-mag rounded inward to the precision
+    imag_edge = [v for v in (0.0, 1.0, -1.0, _tiny(real)) if ilo <= v <= ihi]
+    imag_base = _floats(ilo, ihi, False, False, real)
     imag = st.one_of(imag_base, st.sampled_from(imag_edge)) if edges else imag_base
     return st.builds(complex, part, imag)
 

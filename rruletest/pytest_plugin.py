@@ -327,9 +327,15 @@ def pytest_collection_modifyitems(
     s = config.stash[SESSION_KEY]
     if not (s.modules or s.nodes):
         return
-    for module, select in plan(s.modules, s.nodes):
+    planned = plan(s.modules, s.nodes)
+    # A module checked in full on its own (``--rruletest-check`` or its node id) leaves its
+    # parent package: each rule is one item.
+    whole = [*s.modules, *(m for m, select in planned if select is None)]
+    for module, select in planned:
         col = RuleModule.from_parent(
             session, name=f"{opts.NODE_PREFIX}::{module}", nodeid=f"{opts.NODE_PREFIX}::{module}"
         )
-        col.setup_rules(module, select, [m for m in s.modules if m.startswith(module + ".")])
+        col.setup_rules(
+            module, select, dict.fromkeys(m for m in whole if m.startswith(module + "."))
+        )
         items.extend(session.genitems(col))

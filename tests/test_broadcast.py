@@ -189,6 +189,10 @@ class TestBroadcasted:
             pytest.param(cmath.exp, np.ones(2, np.complex64), np.complex64, id="complex64"),
             pytest.param(lambda v: int(v) + 1, np.arange(2.0), np.int64, id="int-results"),
             pytest.param(lambda v: np.float64(v), np.ones(2, np.float32), np.float64, id="strong"),
+            # numpy functions of an element keep its precision (they gave float64 for float32)
+            pytest.param(lambda v: np.log(v), np.ones(2, np.float32), np.float32, id="np-float32"),
+            pytest.param(lambda v: np.exp(v), np.ones(2, np.float16), np.float16, id="np-float16"),
+            pytest.param(lambda v: np.exp(v), np.ones(2, np.complex64), np.complex64, id="np-c64"),
             pytest.param(lambda v: v / 2, np.array([Fraction(1)] * 2), object, id="object"),
         ],
     )
@@ -196,6 +200,18 @@ class TestBroadcasted:
         y = broadcasted(f, x)
         assert y.dtype == dtype
         assert y.shape == x.shape
+
+    def test_loop_and_per_element_rule_agree_in_float32(self, rules: RuleSet) -> None:
+        def log_of(v: Any) -> Any:
+            return np.log(v)
+
+        @rules.register_rrule(broadcasted, log_of)
+        def _log_rrule(f: Any, x: Any) -> Any:
+            return np.log(x), lambda ybar: (NT, NT, ybar / x)
+
+        x = np.array([[1.0, 2.0]], np.float32)
+        assert broadcasted(log_of, x).dtype == np.float32
+        test_rrule(broadcasted, log_of, x, rrule_f=rules.rrule)
 
     def test_loop_matches_ufunc(self) -> None:
         x = np.linspace(-2, 2, 7).reshape(7, 1)
@@ -625,6 +641,35 @@ class TestResolution:
         assert info.value.ruleset is rules
         with pytest.raises(NoBroadcastRuleError, match=r"register_frule\(broadcasted, softsign\)"):
             rules.frule((NT, NT, np.ones(2)), broadcasted, softsign, np.ones(2))
+
+    def test_a_rule_declining_at_one_element_is_named_not_reported_missing(
+        self, rules: RuleSet
+    ) -> None:
+        def root(x: float) -> float:
+            return math.sqrt(x)
+
+        @rules.register_rrule(root)
+        def _root_rrule(x: float) -> Any:
+            if x < 0:
+                return None  # declines
+            return root(x), lambda ybar: (NT, ybar / (2 * root(x)))
+
+        @rules.register_frule(root)
+        def _root_frule(tangents: Any, x: float) -> Any:
+            return None if x < 0 else (root(x), tangents[1] / (2 * root(x)))
+
+        x = np.array([4.0, -1.0])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SlowBroadcastWarning)
+            with pytest.raises(NoBroadcastRuleError) as info:
+                rules.rrule(broadcasted, root, x)
+            assert str(info.value) == (
+                "rrule(broadcasted, root, ...): the rrule of root declined (returned None) at "
+                "element 1, root(-1.0), so the broadcast cannot be differentiated there"
+            )
+            assert info.value.kind == "rrule"
+            with pytest.raises(NoBroadcastRuleError, match=r"the frule of root declined .* root"):
+                rules.frule((NT, NT, np.ones(2)), broadcasted, root, x)
 
     def test_no_rule_in_default_ruleset(self, clean_default: RuleSet) -> None:
         def nothing(x: Any) -> Any:

@@ -563,3 +563,17 @@ def test_a_core_signature_draws_batches_and_is_checked(
     assert re.search(r"^  normalise\s+rrule\s+\d+\s+\S+\s+arrays 2-d .+FAILED", out, re.M)
     assert "failed checks: signature\n" in out
     assert "the rule declares the core signature (n)->(n), but f does not act on each batch" in out
+
+
+def test_a_package_and_its_submodule_check_each_rule_once(tmp_path: Path) -> None:
+    # both given: the package's row group also held the submodule's rules, which ran twice
+    pkg = tmp_path / "twopkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(GOOD.replace("def cube", "import twopkg.sub\n\ndef cube"))
+    (pkg / "sub.py").write_text(BAD.replace("triple", "thrice"))
+    run = _cli(tmp_path, "check", "twopkg", "twopkg.sub", "--seed", "1", "--examples", "2")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "\ntwopkg (2 rules)\n" in run.stdout
+    assert "\ntwopkg.sub (2 rules)\n" in run.stdout
+    assert "rruletest check: 4 rules in 2 modules: 3 passed, 1 failed (seed=1)" in run.stdout
+    assert run.stdout.count("rule half[scalar]") == 1

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rruletest import RuleSet, test_rrule, with_tangent
-from rruletest._plugin.cases import Case, generated_cases
+from rruletest._plugin.cases import Case, generated_cases, probe_cases
 from rruletest._plugin.options import RuleTestConfig
 from rruletest.rules import RuleInfo
 from rruletest.spaces import Simplex, SymmetricPositiveDefinite
@@ -19,11 +19,11 @@ SPD = SymmetricPositiveDefinite()
 CONFIG = RuleTestConfig(seed=1)
 
 
-def _info(spaces: Any, examples: Any = ()) -> RuleInfo:
+def _info(spaces: Any, examples: Any = (), shapes: Any = None) -> RuleInfo:
     rules = RuleSet("gen")
     plain = cholesky_rules()
 
-    @rules.register_rrule(cholesky, spaces=spaces, examples=examples)
+    @rules.register_rrule(cholesky, spaces=spaces, examples=examples, shapes=shapes)
     def _rrule(a: Any) -> Any:
         return plain.rrule(cholesky, a)
 
@@ -40,6 +40,18 @@ def test_generated_inputs_are_points_of_the_space(data: st.DataObject) -> None:
     (x,) = case.args
     assert SPD.contains(x), x
     test_rrule(cholesky, with_tangent(x, SPD), rrule_f=cholesky_rules().rrule, rng=0)
+
+
+@settings(max_examples=15, deadline=None, database=None)
+@given(st.data())
+def test_inputs_of_declared_shapes_are_points_of_the_space(data: st.DataObject) -> None:
+    # with shapes= too, the shapes' plain arrays were drawn and the fixed probe case ran on a
+    # non-symmetric matrix: a correct rule failed with NotInSpaceError
+    info = _info([SPD], shapes=[("n", "n")])
+    assert probe_cases(info) == []
+    (x,) = data.draw(generated_cases(info, CONFIG)).args
+    assert SPD.contains(x), x
+    assert x.shape in {(n, n) for n in range(1, 5)}
 
 
 @settings(max_examples=15, deadline=None, database=None)

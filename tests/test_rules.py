@@ -643,6 +643,26 @@ def test_scalar_frule_needs_one_tangent_per_argument_plus_f(rules: RuleSet) -> N
         rules.frule((1.0, 1.0), np.add, 1.0, 2.0)
 
 
+def test_scalar_rules_refuse_tangents_of_the_wrong_shape(rules: RuleSet) -> None:
+    # the pullback summed a (2, 3) cotangent of a (3,) output silently; the frule failed with
+    # numpy's "input operand has more dimensions than allowed by the axis remapping"
+    rules.scalar_rule(np.sin, lambda x, y: np.cos(x))
+    _, pullback = rules.rrule(np.sin, np.ones(3))  # type: ignore[misc]
+    with pytest.raises(
+        ValueError,
+        match=r"^pullback of sin: the output cotangent has shape \(2, 3\), the output has "
+        r"shape \(3,\)$",
+    ):
+        pullback(np.ones((2, 3)))
+    assert pullback(2.0)[1].shape == (3,)  # a cotangent that broadcasts to the output is fine
+    with pytest.raises(
+        ValueError,
+        match=r"^frule for sin: the tangent of args\[0\] has shape \(2, 3\), args\[0\] has "
+        r"shape \(3,\)$",
+    ):
+        rules.frule((NoTangent(), np.ones((2, 3))), np.sin, np.ones(3))
+
+
 def test_derivatives_given_output_without_a_scalar_rule(rules: RuleSet) -> None:
     assert rules.derivatives_given_output(1.0, np.sin, 0.0) is None
     rules.register_rrule(np.sin)(_rrule_returning("s"))

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import rruletest.rulesets.numpy as rnp
+from rruletest.broadcast import broadcasted
 from rruletest.domains import Domain
 from rruletest.projection import is_differentiable
 from rruletest.rules import RuleInfo, default_ruleset, frule, rrule
@@ -438,6 +439,37 @@ def test_infinite_derivatives_at_domain_edges_are_inf_without_warnings(
     assert np.all(partials[0] == sign * np.inf)
 
 
+@pytest.mark.parametrize(
+    ("f", "x"),
+    [
+        (np.log, 0.0),
+        (np.log, -0.0),
+        (np.log2, 0.0),
+        (np.log10, -0.0),
+        (np.log1p, -1.0),
+        (np.arctanh, 1.0),
+        (np.arctanh, -1.0),
+        (np.sqrt, -0.0),
+    ],
+    ids=lambda v: getattr(v, "__name__", repr(v)),
+)
+def test_python_numbers_at_domain_edges_give_plus_inf(f: Any, x: float) -> None:
+    # 1 / x on a Python float raised ZeroDivisionError; -0.0 gave -inf where 0.0 gives +inf
+    with np.errstate(divide="ignore"):  # numpy's own log(0) warns; the partials must not
+        _, pullback = rrule(f, x)  # type: ignore[misc]
+        _, ydot = frule((NoTangent(), 1.0), f, x)  # type: ignore[misc]
+        _, broadcast_pullback = rrule(broadcasted, f, x)  # type: ignore[misc]
+        assert pullback(1.0)[1] == np.inf
+        assert ydot == np.inf
+        assert broadcast_pullback(1.0)[2] == np.inf
+
+
+def test_arctan_at_its_complex_pole_gives_no_zero_division() -> None:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        _, pullback = rrule(np.arctan, 1j)  # type: ignore[misc]
+        assert not np.isfinite(pullback(1.0)[1])
+
+
 def test_abs_of_complex_is_handled_although_not_holomorphic() -> None:
     z = np.array([3 + 4j, -1 + 0.5j])
     check(np.abs, z, rng=0)
@@ -716,6 +748,15 @@ def test_extrema_split_ties_and_decline_complex(f: Any) -> None:
     assert rrule(f, np.array([1 + 1j, 2.0])) is None
 
 
+@pytest.mark.parametrize("f", [rnp.logsumexp, rnp.softmax], ids=lambda f: f.__name__)
+def test_composites_decline_complex_inputs(f: Any) -> None:
+    # real functions: their rules gave wrong cotangents for complex inputs instead of declining
+    z = np.array([[0.3 + 1.2j, -0.5 - 0.7j, 1.1 + 0.4j]])
+    assert rrule(f, z, axis=1) is None
+    assert frule((NoTangent(), np.ones_like(z)), f, z, axis=1) is None
+    assert rrule(f, z.real, axis=1) is not None
+
+
 def test_std_of_constant_data_has_zero_subgradient() -> None:
     back, fwd = _grads(np.std, np.full((2, 3), 2.0), 1)
     np.testing.assert_array_equal(back[0], np.zeros((2, 3)))
@@ -740,6 +781,20 @@ def test_solve_sums_cotangents_over_broadcast_batch_dimensions() -> None:
     assert bbar.shape == (4, 3, 2)
     np.testing.assert_allclose(bbar, 0.5)
     np.testing.assert_allclose(abar, -0.5 * 0.5 * 8)
+
+
+def test_solve_of_a_batch_with_one_shared_vector() -> None:
+    # numpy solves a (2, 3, 3) batch against a 1-d b as one vector per matrix, x of shape
+    # (2, 3): the pullback treated x as a (2, 3) matrix and raised ValueError
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((2, 3, 3)) + 3 * np.eye(3)
+    b = rng.standard_normal(3)
+    check(np.linalg.solve, a, b, rng=1)
+    _, pullback = rrule(np.linalg.solve, a, b)  # type: ignore[misc]
+    abar, bbar = pullback(np.ones((2, 3)))[1:]
+    expected_b = sum(np.linalg.solve(a[k].T, np.ones(3)) for k in range(2))
+    np.testing.assert_allclose(bbar, expected_b)
+    assert abar.shape == (2, 3, 3)
 
 
 def test_det_of_a_complex_batch() -> None:

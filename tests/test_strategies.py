@@ -107,6 +107,21 @@ def test_complex_primals_keep_the_real_part_in_the_interval(x: np.ndarray) -> No
     assert np.all(np.isfinite(x))
 
 
+@settings(max_examples=40)
+@given(
+    x=primals(Domain.of("(0, inf)", complex=True), dtype="complex64", shape=(3,)),
+    z=primals(Domain.of(None, complex=True), dtype="complex64", magnitude=0.1),
+)
+def test_complex64_primals_are_drawn(x: np.ndarray, z: np.complexfloating) -> None:
+    # the imaginary part's bounds (+-44.36...) were not rounded to float32 (InvalidArgument),
+    # and its edge values +-1 ignored magnitude
+    assert x.dtype == np.complex64
+    assert np.all(x.real > 0)
+    assert np.all(np.abs(x.imag) <= 44.5)
+    assert z.dtype == np.complex64
+    assert abs(z.imag) <= 0.1
+
+
 def test_complex_dtype_needs_a_complex_domain() -> None:
     with pytest.raises(ValueError, match=r"does not accept complex inputs, got dtype='complex64'"):
         elements("(0, 1)", dtype="complex64")

@@ -39,6 +39,7 @@ from rruletest._plugin.draws import (
     perturbed,
     scalar_args,
     space_args,
+    spaced_shapes,
     where_outside,
 )
 from rruletest._plugin.options import RuleTestConfig
@@ -238,6 +239,10 @@ def generated_cases(info: RuleInfo, config: RuleTestConfig) -> st.SearchStrategy
     elif shapes is not None:
         dtypes = usable_dtypes(config, domain, info.name, len(shapes))
         strategies = [declared_args(domain, shapes, d) for d in dtypes]
+        if info.spaces:  # the declared spaces' points, of the sizes the shapes drew
+            strategies = [
+                spaced_shapes(s, info.spaces, d) for s, d in zip(strategies, dtypes, strict=True)
+            ]
     else:
         n = rule_arity(info)
         if n is None:
@@ -305,12 +310,15 @@ def example_cases(info: RuleInfo) -> list[Case]:
 def probe_cases(info: RuleInfo) -> list[Case]:
     """For an rrule or frule registered without examples: one fixed array case (the declared
     ``shapes=`` or those of its core signature, else shape (3,) for every argument when the
-    function accepts arrays), run
-    before the generated ones so every run checks the rule on arrays at least once."""
+    function accepts arrays), run before the generated ones so every run checks the rule on
+    arrays at least once. None for a rule registered with ``spaces=``: its generated inputs
+    are the spaces' points."""
     from rruletest.broadcast import broadcasted
 
     if info.examples or info.kind not in ("rrule", "frule") or info.key[0] is broadcasted:
         return []
+    if any(space is not None for space in info.spaces):
+        return []  # fixed values are no points of a declared space; the generated ones are
     domain = info.domain or Domain()
     prefix = info.key[1:]
     shapes = getattr(info, "shapes", None)

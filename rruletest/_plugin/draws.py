@@ -32,6 +32,7 @@ __all__ = [
     "perturbed",
     "scalar_args",
     "space_args",
+    "spaced_shapes",
     "where_outside",
 ]
 
@@ -136,6 +137,24 @@ def space_args(
         else:
             parts.append(numbers.map(operator.itemgetter(i)))
     return st.tuples(*parts)
+
+
+def spaced_shapes(
+    shaped: st.SearchStrategy[tuple[Any, ...]], spaces: tuple[Any, ...], dtype: str
+) -> st.SearchStrategy[tuple[Any, ...]]:
+    """Arguments of declared ``shapes=`` (drawn by ``shaped``) where each argument with a
+    declared space is replaced by a point of it, of the size its shape drew (its last axis)."""
+    real = dtype if np.dtype(dtype).kind == "f" else "float64"
+
+    @st.composite
+    def draw(data: Any) -> tuple[Any, ...]:
+        xs = list(data(shaped))
+        for i, space in enumerate(spaces):
+            if space is not None and i < len(xs) and np.ndim(xs[i]) >= 1:
+                xs[i] = data(space.points(np.shape(xs[i])[-1], dtype=real))
+        return tuple(xs)
+
+    return draw()
 
 
 def inside(domain: Domain, args: list[Any]) -> bool:

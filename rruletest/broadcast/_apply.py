@@ -9,7 +9,9 @@ How ``f`` is applied (the *vectorisation rule*):
    result is used when it has the broadcast shape; a ``TypeError``/``ValueError`` or a result of
    another shape falls through to 4;
 4. otherwise ``f`` is called once per element through ``np.frompyfunc`` (so each call sees Python
-   numbers) and the output dtype is restored (see ``collect_elements``).
+   numbers; elements of float16, float32 and complex64 arrays are passed as numpy scalars of their
+   dtype, so that numpy functions of them keep their precision, as the per-element rules see them)
+   and the output dtype is restored (see ``collect_elements``).
 
 An arbitrary Python function is never called on whole arrays unless declared elementwise: it could
 compute something that is not elementwise (``sum``, ``max``, ``len``) and silently give a wrong
@@ -33,6 +35,9 @@ __all__ = ["broadcasted", "broadcasted_in", "declare_vectorised"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 _VECTORISED: set[Hashable] = set()
+
+#: The precisions of Python's ``float`` and ``complex``.
+_PYTHON_PRECISION = (np.dtype(np.float64), np.dtype(np.complex128))
 
 
 def fname(f: Any) -> str:
@@ -205,10 +210,27 @@ def apply(
     if math.prod(shape) == 0:
         return collect_elements([], shape, args, f, array_out)
     call = (lambda *xs: f(*xs, **kwargs)) if kwargs else f
+    types = [_element_type(a) for a in args]
+    if any(t is not None for t in types):
+        plain = call
+
+        def call(*xs: Any) -> Any:
+            return plain(*(x if t is None else t(x) for x, t in zip(xs, types, strict=True)))
+
     values = np.frompyfunc(call, len(args), 1)(*args)
     return collect_outputs(
         list(np.asarray(values, dtype=object).ravel()), shape, args, f, array_out
     )
+
+
+def _element_type(a: Any) -> type[np.generic] | None:
+    """The numpy scalar type the per-element loop passes ``a``'s elements as: their own for
+    float and complex arrays of another precision than Python's numbers (float32: ``np.log`` of
+    a Python float would give float64), None where a Python number keeps it."""
+    if isinstance(a, np.ndarray) and a.dtype.kind in "fc" and a.dtype not in _PYTHON_PRECISION:
+        scalar: type[np.generic] = a.dtype.type
+        return scalar
+    return None
 
 
 def collect_outputs(

@@ -68,6 +68,20 @@ def no_rule(rules: RuleSet, f: Any, kind: str) -> NoBroadcastRuleError:
     )
 
 
+def declined(
+    rules: RuleSet, f: Any, kind: str, k: int, element: Sequence[Any]
+) -> NoBroadcastRuleError:
+    """The error for ``f``'s own rule returning None (declining) at one broadcast element."""
+    shown = ", ".join(repr(v.item() if isinstance(v, np.generic) else v) for v in element)
+    return NoBroadcastRuleError(
+        f"{call_text(kind, f)}: the {kind} of {fname(f)} declined (returned None) at element "
+        f"{k}, {fname(f)}({shown}), so the broadcast cannot be differentiated there",
+        f,
+        kind,
+        rules,
+    )
+
+
 def warn_slow(f: Any, what: str) -> None:
     """Warn, once per function, that differentiating its broadcast is slow."""
     try:

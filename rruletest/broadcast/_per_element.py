@@ -21,9 +21,9 @@ from rruletest.broadcast._apply import call_text, collect_outputs, fname
 from rruletest.broadcast._common import (
     assemble,
     cotangent_in,
+    declined,
     elements,
     like_output,
-    no_rule,
     owned,
     warn_slow,
     zero_cotangents,
@@ -133,7 +133,7 @@ def element_rrule(
     for k, e in enumerate(elements(args, shape)):
         r = rules.rrule(f, *e, **kwargs)
         if r is None:
-            raise no_rule(rules, f, "rrule")
+            raise declined(rules, f, "rrule", k, e)
         _check_pair(r, f, "rrule", "(y, pullback)", k)
         ys.append(r[0])
         pbs.append(r[1])
@@ -159,7 +159,7 @@ def element_frule(
     for k, e in enumerate(elements([*args, *dots], shape)):
         r = rules.frule((fdot, *e[n:]), f, *e[:n], **kwargs)
         if r is None:
-            raise no_rule(rules, f, "frule")
+            raise declined(rules, f, "frule", k, e[:n])
         _check_pair(r, f, "frule", "(y, ydot)", k)
         ys.append(r[0])
         ydots.append(r[1])

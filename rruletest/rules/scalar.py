@@ -123,6 +123,14 @@ def output_cotangents(ybar: Any, y: tuple[Any, ...], where: str) -> list[Any]:
     return entries
 
 
+def _fits(shape: tuple[int, ...], into: tuple[int, ...]) -> bool:
+    """Whether an array of ``shape`` broadcasts to ``into`` without growing it."""
+    try:
+        return np.broadcast_shapes(shape, into) == into
+    except ValueError:
+        return False
+
+
 def _accepts(fn: Callable[..., Any], n: int) -> bool | None:
     """Whether ``fn`` can take ``n`` positional arguments (None when its signature is unknown)."""
     try:
@@ -196,6 +204,11 @@ class ScalarRRule(_ScalarRule):
             ybar = unthunk(ybar)
             if isinstance(ybar, AbstractZero):
                 return (NO_TANGENT, *(ybar if is_differentiable(a) else NO_TANGENT for a in args))
+            if not _fits(np.shape(ybar), np.shape(y)):
+                raise ValueError(
+                    f"pullback of {self.name}: the output cotangent has shape {np.shape(ybar)}, "
+                    f"the output has shape {np.shape(y)}"
+                )
             ps = partials()
             return (
                 NO_TANGENT,
@@ -257,6 +270,12 @@ class ScalarFRule(_ScalarRule):
             for i, (a, d) in enumerate(zip(args, xdots, strict=True))
             if is_differentiable(a) and not isinstance(d, AbstractZero)
         ]
+        for i in live:
+            if not _fits(np.shape(xdots[i]), np.shape(args[i])):
+                raise ValueError(
+                    f"frule for {self.name}: the tangent of args[{i}] has shape "
+                    f"{np.shape(xdots[i])}, args[{i}] has shape {np.shape(args[i])}"
+                )
         if isinstance(y, tuple):
             if not live:
                 return y, tuple(ZERO_TANGENT if is_differentiable(v) else NO_TANGENT for v in y)

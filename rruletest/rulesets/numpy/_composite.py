@@ -3,7 +3,7 @@
 numpy has neither, so they are defined here (``rruletest.rulesets.numpy.logsumexp``) as an
 example of a rule for a function written in terms of others: the rule is cheaper and more
 accurate than differentiating the composition, and its test proves it right. Both are real
-functions (complex inputs are not supported).
+functions: complex inputs make the rules decline (return None), as for ``max``.
 
 >>> import numpy as np
 >>> float(logsumexp(np.array([0.0, 0.0])))  # log(2)
@@ -109,7 +109,7 @@ _SOFTMAX_SIG = along_last_axis("(n)->(n)", axis_at=1, axis_default=-1)
 def _logsumexp_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     """``xbar = ybar * softmax(x)`` over the reduced axes (``exp(x - y)``)."""
     res = evaluate(logsumexp, x, rest, kwargs, _LSE, {"keepdims": False})
-    if res is None:
+    if res is None or np.iscomplexobj(x):
         return None
     y, opts = res
     axes, keepdims = reduction_axes(x, opts)
@@ -127,7 +127,7 @@ def _logsumexp_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | Non
 def _logsumexp_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -> Any:
     """``ydot = sum(softmax(x) * xdot)`` over the reduced axes."""
     res = evaluate(logsumexp, x, rest, kwargs, _LSE, {"keepdims": False})
-    if res is None:
+    if res is None or np.iscomplexobj(x):
         return None
     y, opts = res
     axes, keepdims = reduction_axes(x, opts)
@@ -145,7 +145,7 @@ def _logsumexp_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any)
 def _softmax_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
     """``xbar = y * (ybar - sum(ybar * y))`` along ``axis``."""
     res = evaluate(softmax, x, rest, kwargs, _SOFTMAX, {"axis": -1})
-    if res is None:
+    if res is None or np.iscomplexobj(x):
         return None
     y, opts = res
     axis = opts["axis"]
@@ -163,7 +163,7 @@ def _softmax_rrule(x: Any, *rest: Any, **kwargs: Any) -> tuple[Any, Any] | None:
 def _softmax_frule(tangents: Sequence[Any], x: Any, *rest: Any, **kwargs: Any) -> Any:
     """``ydot = y * (xdot - sum(y * xdot))`` along ``axis``."""
     res = evaluate(softmax, x, rest, kwargs, _SOFTMAX, {"axis": -1})
-    if res is None:
+    if res is None or np.iscomplexobj(x):
         return None
     y, opts = res
     axis = opts["axis"]

@@ -202,11 +202,15 @@ def _solve_examples() -> list[tuple[Any, ...]]:
         (_well_conditioned(rng, (2, 2), np.float32), sample(rng, (2,), np.float32)),
         (_well_conditioned(rng, (3, 3), np.complex128), sample(rng, (3,), np.complex128)),
         (_well_conditioned(rng, (2, 2)), sample(rng, (2, 2), np.complex128)),
+        (_well_conditioned(rng, (2, 3, 3)), sample(rng, (3,))),  # one b for every matrix
     ]
 
 
-def _as_matrix(b: Any) -> Any:
-    return np.asarray(b)[..., None] if np.ndim(b) == 1 else np.asarray(b)
+def _as_matrix(v: Any, vector: bool) -> Any:
+    """``v`` as a stack of matrices: a column added where ``solve`` took ``b`` as vectors
+    (``x`` then has fewer dimensions than ``a``: ``(..., M)``; numpy 2 does so for a 1-d ``b``,
+    which every matrix of a batched ``a`` shares)."""
+    return np.asarray(v)[..., None] if vector else np.asarray(v)
 
 
 @register_rrule(np.linalg.solve, domain=_SQUARE_DOMAIN, examples=_solve_examples())
@@ -216,14 +220,16 @@ def _solve_rrule(a: Any, b: Any) -> tuple[Any, Any] | None:
     if not (is_array_input(a) and is_array_input(b)):
         return None
 
+    vector = np.ndim(x) < np.ndim(a)  # b (and x) a vector per matrix: numpy's choice
+
     def cotangents_of(xbar: Any) -> tuple[Any, Any]:
         am = np.asarray(a)
-        g = np.broadcast_to(_as_matrix(xbar), np.broadcast_shapes(_as_matrix(x).shape))
+        g = np.broadcast_to(_as_matrix(xbar, vector), _as_matrix(x, vector).shape)
         full_b = np.linalg.solve(np.broadcast_to(_h(am), (*g.shape[:-2], *am.shape[-2:])), g)
-        bbar = project(b, unbroadcast(_as_matrix(b), full_b).reshape(np.shape(b)))
+        bbar = project(b, unbroadcast(_as_matrix(b, vector), full_b).reshape(np.shape(b)))
         abar = NO_TANGENT
         if is_differentiable(a):
-            abar = project(a, unbroadcast(am, -(full_b @ _h(_as_matrix(x)))))
+            abar = project(a, unbroadcast(am, -(full_b @ _h(_as_matrix(x, vector)))))
         return abar, bbar
 
     return x, pullback_over((a, b), cotangents_of)
@@ -238,13 +244,14 @@ def _solve_frule(tangents: Sequence[Any], a: Any, b: Any) -> Any:
     adot, bdot = live_tangent(a, tangents[1]), live_tangent(b, tangents[2])
     if adot is None and bdot is None:
         return x, ZERO_TANGENT
+    vector = np.ndim(x) < np.ndim(a)  # b (and x) a vector per matrix: numpy's choice
     rhs: Any = 0
     if bdot is not None:
-        rhs = _as_matrix(bdot)
+        rhs = _as_matrix(bdot, vector)
     if adot is not None:
-        rhs = rhs - np.asarray(adot) @ _as_matrix(x)
+        rhs = rhs - np.asarray(adot) @ _as_matrix(x, vector)
     am = np.asarray(a)
-    rhs = np.broadcast_to(rhs, _as_matrix(x).shape)
+    rhs = np.broadcast_to(rhs, _as_matrix(x, vector).shape)
     xdot = np.linalg.solve(np.broadcast_to(am, (*rhs.shape[:-2], *am.shape[-2:])), rhs)
     return x, like_output(x, xdot.reshape(np.shape(x)))
 

@@ -11,9 +11,10 @@ Non-differentiable points and the value returned there:
   real (``complex=False``); complex inputs are still handled correctly: the partial is
   ``conj(z) / |z|`` and the output is real, so ``xbar = ybar * z / |z|`` and
   ``ydot = Re(conj(z) * zdot) / |z|`` (0 at ``z == 0``).
-- ``cbrt`` at 0, ``sqrt`` at 0, ``arcsin``/``arccos``/``arctanh`` at +-1, ``arccosh`` at 1:
-  the derivative is infinite there and the partial is ``inf`` (no warning); ``cbrt``'s domain
-  avoids a neighbourhood of 0, the others' intervals are open.
+- ``cbrt`` at 0, ``sqrt`` at 0, ``arcsin``/``arccos``/``arctanh`` at +-1, ``arccosh`` at 1,
+  ``log``/``log2``/``log10`` at 0, ``log1p`` at -1: the derivative is infinite there and the
+  partial is ``inf`` (no warning, for Python numbers as for arrays, at ``-0.0`` as at ``0.0``);
+  ``cbrt``'s domain avoids a neighbourhood of 0, the others' intervals are open.
 
 Generated inputs keep ``MARGIN`` away from the kinks of ``abs`` and ``cbrt`` and the pole of
 ``reciprocal`` (0), the poles of ``tan`` (``pi/2 + k*pi``) and, for complex inputs, of ``tanh``
@@ -48,6 +49,14 @@ _DEG = math.pi / 180.0
 def _const(y: Any, c: float) -> Any:
     """The constant partial ``c`` in the shape and dtype of ``y``."""
     return np.full(np.shape(y), c, dtype=np.result_type(y))
+
+
+def _inv(v: Any) -> Any:
+    """``1 / v`` computed by numpy, without a warning: a Python number at a pole gives ``inf``
+    (not ``ZeroDivisionError``), and ``-0.0`` counts as ``0.0`` (``+ 0.0`` turns it into ``0.0``),
+    so both zeros give the same partial, ``+inf`` at the edge of a domain."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.reciprocal(np.asarray(v) + 0.0)
 
 
 def _inv_sqrt(v: Any) -> Any:
@@ -125,13 +134,11 @@ def _d_arccosh(x: Any, y: Any) -> Any:
 
 
 def _d_arctanh(x: Any, y: Any) -> Any:
-    with np.errstate(divide="ignore"):
-        return 1 / (1 - x * x)
+    return _inv(1 - x * x)
 
 
 def _d_sqrt(x: Any, y: Any) -> Any:
-    with np.errstate(divide="ignore"):
-        return 0.5 / y
+    return 0.5 * _inv(y)  # sqrt(-0.0) is -0.0: the partial is +inf at both zeros
 
 
 def _d_cbrt(x: Any, y: Any) -> Any:
@@ -157,7 +164,7 @@ _TABLE: list[tuple[Any, Any, Interval, bool, Any]] = [
     (np.tan, _d_tan, REALS, _C, _avoid_tan_poles),
     (np.arcsin, _d_arcsin, UNIT_OPEN, _C, _avoid_real_cuts),
     (np.arccos, _d_arccos, UNIT_OPEN, _C, _avoid_real_cuts),
-    (np.arctan, lambda x, y: 1 / (1 + x * x), REALS, _C, _avoid_imag_cuts),
+    (np.arctan, lambda x, y: _inv(1 + x * x), REALS, _C, _avoid_imag_cuts),
     (np.sinh, lambda x, y: np.cosh(x), REALS, _C, None),
     (np.cosh, lambda x, y: np.sinh(x), REALS, _C, None),
     (np.tanh, lambda x, y: 1 - y * y, REALS, _C, _avoid_tanh_poles),
@@ -167,10 +174,10 @@ _TABLE: list[tuple[Any, Any, Interval, bool, Any]] = [
     (np.exp, lambda x, y: y, REALS, _C, None),
     (np.exp2, lambda x, y: y * _LN2, REALS, _C, None),
     (np.expm1, lambda x, y: y + 1, REALS, _C, None),
-    (np.log, lambda x, y: 1 / x, POSITIVE, _C, _avoid_log_cut),
-    (np.log2, lambda x, y: 1 / (x * _LN2), POSITIVE, _C, _avoid_log_cut),
-    (np.log10, lambda x, y: 1 / (x * _LN10), POSITIVE, _C, _avoid_log_cut),
-    (np.log1p, lambda x, y: 1 / (1 + x), Interval(-1.0, math.inf), _C, _avoid_log1p_cut),
+    (np.log, lambda x, y: _inv(x), POSITIVE, _C, _avoid_log_cut),
+    (np.log2, lambda x, y: _inv(x * _LN2), POSITIVE, _C, _avoid_log_cut),
+    (np.log10, lambda x, y: _inv(x * _LN10), POSITIVE, _C, _avoid_log_cut),
+    (np.log1p, lambda x, y: _inv(1 + x), Interval(-1.0, math.inf), _C, _avoid_log1p_cut),
     (np.sqrt, _d_sqrt, POSITIVE, _C, _avoid_log_cut),
     (np.cbrt, _d_cbrt, REALS, _R, _avoid_zero),
     (np.square, lambda x, y: 2 * x, REALS, _C, None),
