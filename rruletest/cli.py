@@ -320,11 +320,32 @@ def _submodules_with_rules(module: str) -> list[tuple[str, int]]:
     return found
 
 
+def _own_rulesets(module: str) -> str:
+    """The names of the ``module``'s attributes that are RuleSets with rules, other than the
+    default one (``"mypkg.rules"``), joined by commas."""
+    from rruletest.rules import RuleSet, default_ruleset
+
+    mod = sys.modules.get(module)
+    names = [
+        f"{module}.{name}"
+        for name, value in sorted(vars(mod).items() if mod is not None else ())
+        if isinstance(value, RuleSet) and value is not default_ruleset and value.rules()
+    ]
+    return ", ".join(names)
+
+
 def _no_rules_message(module: str) -> str:
     where = (
         f"rruletest check: {module} registers no rules (looked for rules defined in {module} "
         f"and in the submodules importing {module} loads)"
     )
+    own = _own_rulesets(module)
+    if own:
+        where += (
+            f"; {own} {'is a RuleSet' if ',' not in own else 'are RuleSets'} of its own, which "
+            "the gate does not collect: register the rules with the module-level "
+            "register_rrule, register_frule and scalar_rule (the default RuleSet)"
+        )
     subs = _submodules_with_rules(module)
     if not subs:
         return where

@@ -45,6 +45,9 @@ from rruletest._plugin.items import (
     plan,
 )
 
+#: Modules given to ``--rruletest-check`` that registered no rules (said in the summary).
+_UNCHECKED_KEY = pytest.StashKey[list[str]]()
+
 __all__ = [
     "RuleItem",
     "RuleModule",
@@ -338,4 +341,20 @@ def pytest_collection_modifyitems(
         col.setup_rules(
             module, select, dict.fromkeys(m for m in whole if m.startswith(module + "."))
         )
+        before = len(items)
         items.extend(session.genitems(col))
+        if len(items) == before and module in s.modules and col.registers is False:
+            # (``rruletest check`` says so itself, and exits 3; a warning would be an error
+            # under ``-W error``)
+            config.stash[_UNCHECKED_KEY] = [*config.stash.get(_UNCHECKED_KEY, []), module]
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    for module in config.stash.get(_UNCHECKED_KEY, []):
+        terminalreporter.write_line(
+            f"rruletest: {module} (given to --rruletest-check or the rruletest_check ini key) "
+            "registers no rules, so none was checked (rules in a RuleSet of their own are not "
+            "collected: the module-level register_rrule, register_frule and scalar_rule "
+            "register in the default one)",
+            yellow=True,
+        )

@@ -181,6 +181,23 @@ def test_module_without_rules_is_reported(
     assert "rruletest check: no rule was checked; exit code 3" in out
 
 
+def test_a_ruleset_of_its_own_is_named_when_nothing_is_collected(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = (
+        "import numpy as np\nfrom rruletest import NoTangent, RuleSet\n"
+        "rules = RuleSet('mine')\n"
+        "rules.register_rrule(np.sin)(lambda x: (np.sin(x), lambda g: (NoTangent(), g)))\n"
+    )
+    mod = _module(tmp_path, source, "own")
+    code, out, _ = _run(capsys, "check", mod)
+    assert code == 3
+    assert (
+        f"{mod}.rules is a RuleSet of its own, which the gate does not collect: register the "
+        "rules with the module-level register_rrule, register_frule and scalar_rule"
+    ) in out
+
+
 def test_entry_points_name_the_modules_when_none_is_given(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

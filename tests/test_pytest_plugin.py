@@ -540,6 +540,20 @@ def test_unknown_module_is_a_collection_error(pytester: pytest.Pytester) -> None
     result.stdout.fnmatch_lines(["*rruletest: no module named 'no_such_rules_module'*"])
 
 
+def test_a_module_without_rules_is_said(pytester: pytest.Pytester) -> None:
+    # `rruletest check` exits 3 there; a plain pytest run must not pass it in silence either
+    # (a line of the summary: a warning would be an error under -W error).
+    pytester.makepyfile(rules_none="x = 1\n", test_other="def test_a():\n    pass\n")
+    result = pytester.runpytest("--rruletest-check=rules_none", "test_other.py")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "rruletest: rules_none (given to --rruletest-check or the "
+            "rruletest_check ini key) registers no rules, so none was checked*"
+        ]
+    )
+
+
 def test_unknown_rule_node_lists_what_the_module_registers(
     pytester: pytest.Pytester, passing_module: str
 ) -> None:

@@ -94,6 +94,7 @@ class RuleModule(pytest.Collector):
         self, module: str, select: tuple[str, ...] | None, exclude: Iterable[str]
     ) -> None:
         self.module_name, self.select, self.exclude = module, select, tuple(exclude)
+        self.registers: bool | None = None  # whether the module registers rules, once imported
 
     def collect(self) -> list[pytest.Item]:
         top = self.module_name.split(".")[0]
@@ -108,9 +109,11 @@ class RuleModule(pytest.Collector):
         importlib.import_module(self.module_name)
         from rruletest.rules import default_ruleset
 
+        registered = default_ruleset.rules(module=self.module_name)
+        self.registers = bool(registered)
         infos = [
             i
-            for i in default_ruleset.rules(module=self.module_name)
+            for i in registered
             if not any(i.module == e or i.module.startswith(e + ".") for e in self.exclude)
         ]
         # A module imported again (importlib.reload, a fresh in-process pytest run) registers
