@@ -244,7 +244,9 @@ def broadcast_vjp_kinks(
     ``xbars`` holds the rule's cotangent per argument (``None``, zeros or ``NoTangent()``
     where it gave none). An element's accepted set is every ``unbroadcast(ybar * d)`` with
     each partial ``d`` between its one-sided values (a box: for ``maximum`` at a tie, values
-    ``(1, 1)`` for both arguments are accepted, although only ``(t, 1 - t)`` are subgradients).
+    ``(1, 1)`` for both arguments are accepted here, although only ``(t, 1 - t)`` are
+    subgradients; the testers check such coordinates together too, with the ``sides`` each
+    report carries where the argument has the output's shape: ``testers._joint``).
 
     ``first`` is the position of ``xs[0]`` among the tester's arguments, for the paths
     (``1`` under ``broadcasted``, whose ``args[0]`` is the function); ``central`` the central
@@ -289,7 +291,9 @@ def broadcast_vjp_kinks(
             lines = describe(name, x, sides, partial, kinds=kinds, notes=notes)
         else:
             lines = _reduced_lines(name, x, bounds, value, kinds)
-        out.append(KinkReport(kinds, lines, agree))
+        # The sides along this argument alone, where they are per output element: a tester
+        # checks the coordinates it accepted one by one together too (their kinks may be one).
+        out.append(KinkReport(kinds, lines, agree, sides if np.shape(x) == shape else None))
     return tuple(out)
 
 
@@ -299,7 +303,7 @@ def broadcast_jvp_kinks(
     ydot: Any,
     *pairs: Any,
     rtol: float = 0.0,
-    atol: float = 0.0,
+    atol: Any = 0.0,
     root: str = "output",
     central: Any = None,
 ) -> KinkReport:

@@ -30,8 +30,9 @@ from rruletest.finite_differences.kink_checks import (
 from rruletest.finite_differences.kinks import Kind
 from rruletest.finite_differences.noise import measure_noise
 from rruletest.finite_differences.to_vec import to_vec
-from rruletest.tangents import AbstractZero, ZeroTangent, unthunk
+from rruletest.tangents import AbstractZero, unthunk
 from rruletest.testers._fd_inputs import widen
+from rruletest.testers._joint import Taken, broadcast_jointly, dense_jointly, sides_of
 
 __all__ = [
     "contracted",
@@ -118,16 +119,25 @@ def kinks_vjp(
         fdm, g, ybar, xbars, *xs, rtol=rtol, first=1, central=list(expected)
     )
     out, lines = list(expected), []
+    inside: list[np.ndarray | None] = []  # per argument: subgradients accepted one by one
     for j, (rep, mask) in enumerate(zip(reports, masks, strict=True)):
+        inside.append(None)
         if rep is None or mask is None or not mask.any():
             continue
         agree, notes = _agreed(f"args[{j + 1}]", rep, mask, mask.shape)
         accepted = (np.asarray(rep.accepted) & mask) | agree
         if accepted.any():
             out[j] = _accept(expected[j], xbars[j], accepted)
+            inside[j] = (np.asarray(rep.kinds) == Kind.INSIDE) & mask
         if (np.asarray(rep.accepted | rep.failed) & mask).any():
             lines += list(rep.lines)
         lines += notes
+    if sum(m is not None and bool(m.any()) for m in inside) > 1:  # together too?
+        bad, joint = broadcast_jointly(fdm, g, ybar, xbars, xs, reports, inside, tolerances, 1)
+        for j, b in enumerate(bad):
+            if b is not None and b.any():
+                out[j] = _rejected(out[j], expected[j], b)
+        lines += joint
     return out, lines
 
 
@@ -298,7 +308,7 @@ def kinks_dense_vjp(
                 agree, notes = _agreed(root, rep, np.ones((), dtype=bool), ())
                 if bool(rep.accepted) or bool(agree):
                     accepted[index] = True
-                    sums += _sides(rep)
+                    sums += sides_of(rep)
                 lines += notes
             if bool(rep.accepted) or bool(rep.failed):
                 lines += list(rep.lines)
@@ -308,7 +318,7 @@ def kinks_dense_vjp(
         if budget <= 0:
             break
     if sum(int(m.sum()) for m, _ in taken.values()) > 1:  # accepted one by one: together too?
-        line = _jointly(fdm, contracted(g, yb), xs, xbars, taken, paths, sums)
+        line = dense_jointly(fdm, contracted(g, yb), xs, xbars, taken, paths, sums)
         if line is not None:
             lines.append(line)
             out = [_rejected(v, expected[j], taken[j][0]) if j in taken else v
@@ -316,59 +326,9 @@ def kinks_dense_vjp(
     return out, errs, lines
 
 
-Taken = dict[int, tuple[np.ndarray, np.ndarray]]  # per argument: the accepted, the allowed
-
-
 def _rejected(out: Any, expected: Any, mask: np.ndarray) -> Any:
     """``out`` with the central estimate back at ``mask`` (accepted values taken back)."""
     return expected if np.ndim(out) == 0 else _accept(out, expected, mask)
-
-
-def _sides(rep: Any) -> np.ndarray:
-    """A scalar directional check's (left, right) one-sided derivatives (NaN if none)."""
-    if rep.sides is None:
-        return np.full(2, np.nan)
-    return np.array([float(np.asarray(rep.sides.left)), float(np.asarray(rep.sides.right))])
-
-
-def _jointly(fdm: Any, h: Callable[..., Any], xs: Sequence[Any], xbars: Sequence[Any],
-             taken: Taken, paths: Sequence[str], sums: np.ndarray) -> str | None:  # fmt: skip
-    """Why coordinates accepted one by one as subgradients are no subgradient together, or
-    None when they are: where their kinks are one (at a tie of ``max(a, b)`` each entry of
-    ``(1, 1)`` lies in ``[0, 1]``, but along ``(1, 1)`` the slope is 1, not 2), ``<xbar, d>``
-    along the direction ``d`` that moves them all at once must lie between the one-sided
-    derivatives along ``d`` too. Kinks of their own (``relu(a) - relu(b)`` at 0: ``(1, 0)``
-    is a subgradient, though the slope along ``(1, 1)`` is 0) add up: the one-sided
-    derivatives along ``d`` are then the ``sums`` of the coordinates', and nothing is new."""
-    pairs: list[tuple[Any, Any]] = []
-    value, allow = 0.0, 0.0
-    for j, x in enumerate(xs):
-        if j not in taken:
-            pairs.append((x, ZeroTangent()))
-            continue
-        mask, tol = taken[j]
-        arr = np.asarray(x)
-        d = mask.astype(arr.dtype)
-        pairs.append((x if arr.ndim else arr, d if arr.ndim else d[()]))
-        value += float(np.asarray(unthunk(xbars[j]), dtype=np.float64)[mask].sum())
-        allow += float(tol[mask].sum())
-    rep = directional_kinks(fdm, h, value, *pairs, atol=allow)
-    joint = _sides(rep)
-    if bool(rep.accepted) or bool(rep.sides_agree) or not np.isfinite(joint).all():
-        return None
-    if np.allclose(joint, sums, rtol=1e-6, atol=allow):  # separate kinks: checked one by one
-        return None
-    where = " and ".join(
-        f"{paths[j]}[{', '.join(map(str, i))}]" if i else paths[j]
-        for j, (mask, _) in taken.items()
-        for i in (tuple(int(k) for k in idx) for idx in np.argwhere(mask))
-    )
-    left, right = joint
-    return (
-        f"{where}: each lies between its one-sided derivatives, but not together: moving them "
-        f"all at once, the pullback gives {value:.6g} where the one-sided derivatives are "
-        f"{left:.6g} and {right:.6g}, so they are no subgradient (fails)"
-    )
 
 
 def _put(arr: Any, index: tuple[int, ...], v: Any) -> Any:
