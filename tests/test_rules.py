@@ -292,6 +292,36 @@ def test_rules_are_listed_by_module_and_kind(rules: RuleSet) -> None:
     assert by_kind["scalar"].function is np.exp
 
 
+def test_rules_made_by_a_factory_record_the_module_whose_import_called_it(
+    rules: RuleSet,
+) -> None:
+    helpers = _run_module(
+        "pkg_h._helpers",
+        "def elementwise(f, df):\n"
+        "    @rules.register_rrule(f)\n"
+        "    def rule(x):\n"
+        "        return f(x), lambda ybar: (NoTangent(), ybar * df(x))\n"
+        "    return rule\n",
+        rules,
+    )
+    module = types.ModuleType("pkg_h.rules")
+    module.__dict__.update(elementwise=helpers.elementwise, np=np)
+    source = (
+        "elementwise(np.sin, np.cos)\n"  # at import, directly
+        "def _more():\n"
+        "    elementwise(np.cos, lambda x: -np.sin(x))\n"
+        "_more()\n"  # and through a function of its own
+    )
+    exec(compile(source, "<pkg_h.rules>", "exec"), module.__dict__)
+    assert [(i.name, i.module) for i in rules.rules()] == [
+        ("sin", "pkg_h.rules"),
+        ("cos", "pkg_h.rules"),
+    ]
+    # At run time (a test function calling the factory) the factory's module stays.
+    helpers.elementwise(np.tan, lambda x: 1 / np.cos(x) ** 2)
+    assert rules.rrule_info(np.tan, 0.5).module == "pkg_h._helpers"  # type: ignore[union-attr]
+
+
 def test_non_function_rules_record_the_registering_module(rules: RuleSet) -> None:
     import functools
 

@@ -121,7 +121,8 @@ class RuleInfo:
 
     ``kind`` is ``"rrule"``, ``"frule"``, ``"scalar"`` (from ``scalar_rule``: ``rrule``,
     ``frule`` and ``partials`` are all set) or ``"non_differentiable"``. ``module`` is the
-    module that defined the rule (the function's ``__module__``, else the registering module).
+    module that defined the rule (the function's ``__module__``, else the registering module;
+    for a rule a factory function makes while another module is imported, that module).
     ``examples`` are argument tuples the rule should be tested at (used by the pytest plugin
     and ``rruletest check`` in addition to generated inputs). ``signature`` is the gufunc core
     signature the rule declared (``"(n)->(n)"``), or a function of the call's arguments giving

@@ -80,6 +80,24 @@ def _caller_module() -> str:
     return str(frame.f_globals.get("__name__", "?")) if frame is not None else "?"
 
 
+def _importing_caller(defined: str) -> str | None:
+    """For a rule made inside a function of module ``defined`` (a factory such as
+    ``elementwise(f, df)`` in a package's helpers): the module whose import called that
+    function, directly or through its own functions, or None (called from ``defined`` itself,
+    or at run time: a test function making a rule of its own keeps its module)."""
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None and (_ours(frame) or frame.f_globals.get("__name__") == defined):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    caller = str(frame.f_globals.get("__name__", ""))
+    while frame is not None and frame.f_globals.get("__name__") == caller:
+        if frame.f_code.co_name == "<module>":
+            return caller
+        frame = frame.f_back
+    return None
+
+
 class RuleSet:
     """An independent registry of rules. Tests build fresh ones; the module-level functions
     (``rrule``, ``register_rrule``, ...) use ``default_ruleset``.
@@ -141,6 +159,8 @@ class RuleSet:
             # A function records where it was defined; other callables (partials, instances)
             # where they were registered.
             module = getattr(rule, "__module__", None) if _is_def(rule) else None
+            if isinstance(module, str) and "<locals>" in getattr(rule, "__qualname__", ""):
+                module = _importing_caller(module) or module
             info = RuleInfo(
                 key,
                 kind,
