@@ -166,8 +166,18 @@ def write_report(
         from rruletest._plugin import report_plots
 
         if report_plots.available():
+            undrawn = []
             for row in rows:
-                row.images = report_plots.images_for(row)
+                try:
+                    row.images = report_plots.images_for(row)
+                except Exception as exc:  # a picture never costs the page
+                    row.images = []
+                    undrawn.append(f"{row.name} ({type(exc).__name__}: {exc})")
+            if undrawn:
+                note = (
+                    '<div class="note">Pictures that could not be drawn: '
+                    f"{html.escape('; '.join(undrawn))}.</div>"
+                )
         else:
             note = (
                 '<div class="note">Pictures need matplotlib: <code>pip install '
