@@ -281,3 +281,34 @@ def test_a_picture_that_cannot_be_drawn_leaves_the_page_and_says_so(
         "(ValueError: no &lt;picture&gt;).</div>"
     ) in text
     assert "<pre>b is wrong</pre>" in text
+
+
+def test_under_xdist_the_workers_draw_the_pictures(tmp_path: Path) -> None:
+    # The controller sees neither the items' exceptions nor their rule infos: under -n the
+    # page had no heatmap and no curve at all, and did not say why.
+    import importlib.util
+    import os
+    import sys
+
+    if importlib.util.find_spec("xdist") is None or not report_plots.available():
+        pytest.skip("needs pytest-xdist and matplotlib")
+    rules = RULES + (
+        "\n\ndef rep_cumsum(x):\n    return np.cumsum(x)\n\n\n"
+        "@register_rrule(rep_cumsum, examples=[np.arange(1.0, 9.0)])\n"
+        "def _rep_cumsum(x):\n"
+        "    return np.cumsum(x), lambda yb: (NoTangent(), np.full(x.shape, np.nan))\n"
+    )
+    (tmp_path / "rep_rules_xdist.py").write_text(rules)
+    root = Path(__file__).resolve().parent.parent  # this checkout, not an installed copy
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(root)])}
+    cmd = [sys.executable, "-m", "rruletest", "check", "rep_rules_xdist", "-n", "2"]
+    run = subprocess.run(
+        [*cmd, "--report", "out", "--junitxml", "out.xml", "--seed", "1"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout + run.stderr
+    page = (tmp_path / "out" / "index.html").read_text()
+    captions = re.findall(r"<figcaption>(.*?)</figcaption>", page)
+    assert sorted(c.split(":")[0] for c in captions) == ["args[0]", "rep_bad_cos", "rep_sin"]
+    assert "worst inf at [0], 8 of 8 elements over" in page
+    assert "base64" not in (tmp_path / "out.xml").read_text()  # not sent in the reports
