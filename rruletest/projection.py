@@ -248,12 +248,18 @@ def _leaf(primal: Any, tangent: Any, space: Any, path: Path) -> Any:
         return out
     if not isinstance(primal, np.ndarray):
         raise TypeError(f"project: {where} has a space {space!r} but its primal is not an array")
-    return space.project(primal, out)
+    try:
+        return space.project(primal, out)
+    except ValueError as e:  # a primal of no shape the space has
+        raise ValueError(f"project: {where}: {e}") from None
 
 
 def _space_of(space: Any, key: Any, index: int, primal: Any, n: int, where: str) -> Any:
     if space is None:
         return None
+    if type(space) is type(primal) and not isinstance(space, tuple | list | Mapping):
+        found = {step.key: v for step, v in children(space) or ()}  # D(m=S) for a dataclass D
+        return found.get(key)
     if isinstance(space, Mapping):
         return space.get(key)
     if isinstance(space, tuple | list) and not isinstance(primal, Mapping):

@@ -260,6 +260,10 @@ def pytest_configure(config: pytest.Config) -> None:
         seed = config.stash[SESSION_KEY].seed
         collector = ReportCollector(report_dir, meta=f"seed={seed}")
         config.pluginmanager.register(collector, "rruletest-report")
+    elif report_dir:  # a pytest-xdist worker draws the pictures of the items it runs
+        from rruletest._plugin.report_collect import ReportWorker
+
+        config.pluginmanager.register(ReportWorker(), "rruletest-report-worker")
 
 
 @pytest.hookimpl(optionalhook=True)

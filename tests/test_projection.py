@@ -490,3 +490,29 @@ def test_a_cotangent_that_is_not_a_number_is_refused(xbar: Any) -> None:
         project((np.ones(2),), (xbar,))
     mixed = np.array([1.0, ZeroTangent(), np.float32(2.0)], dtype=object)
     assert unbroadcast(np.ones(3), mixed).tolist() == [1.0, 0.0, 2.0]
+
+
+def test_a_space_on_a_primal_of_the_wrong_shape_is_a_clear_value_error() -> None:
+    # Symmetric's projection swapped axes -1 and -2 of a vector: numpy's AxisError leaked.
+    with pytest.raises(ValueError, match="the point does not fit") as info:
+        project(np.ones(3), np.ones(3), Symmetric())
+    assert str(info.value) == (
+        "project: tangent: Symmetric(): the point does not fit: expected a symmetric matrix "
+        "(an array of at least 2 dimensions), got shape (3,)"
+    )
+
+
+def test_a_dataclass_primal_takes_its_spaces_as_an_instance_of_its_own_type() -> None:
+    # D(m=Symmetric(), s=None) was refused with "must be a structure matching its primal (a
+    # D), got D(...)", as a namedtuple of spaces is not.
+    @dataclasses.dataclass
+    class D:
+        m: Any
+        s: Any
+
+    x = np.array([[2.0, 0.5], [0.5, 1.0]])
+    t = np.array([[1.0, 3.0], [1.0, 0.0]])
+    out = project(D(x, 1.0), Tangent(D, m=t, s=2.0), D(Symmetric(), None))
+    assert isinstance(out, Tangent)
+    np.testing.assert_array_equal(out.m, [[1.0, 2.0], [2.0, 0.0]])
+    assert out.s == 2.0

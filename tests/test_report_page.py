@@ -225,3 +225,90 @@ def test_rule_items_record_the_inputs_tried(pytester: pytest.Pytester, tmp_path:
     tried = collector.tried["rruletest::rep_rules::rep_sin[scalar]"]
     assert len(tried) >= 1
     assert all(isinstance(t, float) for t in tried)
+
+
+def _mismatch(actual: np.ndarray, expected: np.ndarray) -> Mismatch:
+    return Mismatch(check="numeric", path="args[0]", actual=actual, expected=expected,
+                    message="differ", rtol=1e-9, atol=1e-9)  # fmt: skip
+
+
+def test_a_cotangent_of_nans_is_drawn_as_the_worst_cells() -> None:
+    # np.nanargmax of an all-NaN ratio raised ValueError in the report writer: the gate run
+    # ended in a traceback and wrote no page.
+    pytest.importorskip("matplotlib")
+    expected = np.arange(1.0, 7.0)
+    nans = np.full(6, np.nan)
+    ratio = report_plots.error_ratio(nans, expected, 1e-9, 1e-9)
+    assert ratio.tolist() == [np.inf] * 6
+    both = report_plots.error_ratio(np.array([np.nan, 1.0]), np.array([np.nan, 2.0]), 0.0, 0.5)
+    assert both.tolist() == [0.0, 2.0]  # NaN in both is equal, as test_approx compares them
+    row = RuleRow("rruletest::m::b[rrule]", "b", "rrule", "failed",
+                  mismatches=[_mismatch(nans, expected)])  # fmt: skip
+    [(caption, uri)] = report_plots.images_for(row)
+    assert caption == (
+        "args[0]: |rule - reference| / tolerance over shape (6,); worst inf at [0], "
+        "6 of 6 elements over"
+    )
+    assert uri.startswith("data:image/png;base64,")
+
+
+def test_a_short_vector_wrong_at_one_element_gets_its_heatmap() -> None:
+    # A 1-D array of at most 64 elements is drawn as one row, and matplotlib's contour needs
+    # 2 x 2: every failing short vector raised TypeError in the report writer.
+    pytest.importorskip("matplotlib")
+    expected = np.arange(1.0, 50.0)
+    actual = expected.copy()
+    actual[3] *= 1.1
+    row = RuleRow("rruletest::m::b[rrule]", "b", "rrule", "failed",
+                  mismatches=[_mismatch(actual, expected)])  # fmt: skip
+    [(caption, _)] = report_plots.images_for(row)
+    assert caption.endswith("worst 8e+07 at [3], 1 of 49 elements over")
+
+
+def test_a_picture_that_cannot_be_drawn_leaves_the_page_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("matplotlib")
+
+    def broken(row: RuleRow) -> list[tuple[str, str]]:
+        raise ValueError("no <picture>")
+
+    monkeypatch.setattr(report_plots, "images_for", broken)
+    row = RuleRow("rruletest::m::b[rrule]", "b<i>", "rrule", "failed", failure="b is wrong")
+    text = write_report(tmp_path, [row]).read_text()
+    assert (
+        '<div class="note">Pictures that could not be drawn: b&lt;i&gt; '
+        "(ValueError: no &lt;picture&gt;).</div>"
+    ) in text
+    assert "<pre>b is wrong</pre>" in text
+
+
+def test_under_xdist_the_workers_draw_the_pictures(tmp_path: Path) -> None:
+    # The controller sees neither the items' exceptions nor their rule infos: under -n the
+    # page had no heatmap and no curve at all, and did not say why.
+    import importlib.util
+    import os
+    import sys
+
+    if importlib.util.find_spec("xdist") is None or not report_plots.available():
+        pytest.skip("needs pytest-xdist and matplotlib")
+    rules = RULES + (
+        "\n\ndef rep_cumsum(x):\n    return np.cumsum(x)\n\n\n"
+        "@register_rrule(rep_cumsum, examples=[np.arange(1.0, 9.0)])\n"
+        "def _rep_cumsum(x):\n"
+        "    return np.cumsum(x), lambda yb: (NoTangent(), np.full(x.shape, np.nan))\n"
+    )
+    (tmp_path / "rep_rules_xdist.py").write_text(rules)
+    root = Path(__file__).resolve().parent.parent  # this checkout, not an installed copy
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(root)])}
+    cmd = [sys.executable, "-m", "rruletest", "check", "rep_rules_xdist", "-n", "2"]
+    run = subprocess.run(
+        [*cmd, "--report", "out", "--junitxml", "out.xml", "--seed", "1"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout + run.stderr
+    page = (tmp_path / "out" / "index.html").read_text()
+    captions = re.findall(r"<figcaption>(.*?)</figcaption>", page)
+    assert sorted(c.split(":")[0] for c in captions) == ["args[0]", "rep_bad_cos", "rep_sin"]
+    assert "worst inf at [0], 8 of 8 elements over" in page
+    assert "base64" not in (tmp_path / "out.xml").read_text()  # not sent in the reports

@@ -314,7 +314,7 @@ def test_sphere_has_no_step_bound_and_stays_on_the_sphere() -> None:
             SymmetricPositiveDefinite(),
             np.diag([2.0, -0.5]),
             "args[0] is not in SymmetricPositiveDefinite(): its smallest eigenvalue is -0.5, not "
-            "positive (tolerance 2.3e-13); a @ a.T + n * np.eye(n) is positive definite for any a",
+            "positive (tolerance 3.6e-15); a @ a.T + n * np.eye(n) is positive definite for any a",
             id="SPD",
         ),
         pytest.param(
@@ -569,3 +569,20 @@ def test_normal_part_is_what_projection_removes(space: Space) -> None:
     tangent = space.rand_tangent(x, 2)
     np.testing.assert_allclose(space.normal_part(x, tangent), 0.0, atol=1e-12)
     assert space.normal_part(x, ZeroTangent()) is ZeroTangent()
+
+
+@pytest.mark.parametrize(
+    "x",
+    [
+        pytest.param(1e-14 * np.eye(2), id="small-scale"),
+        pytest.param(np.diag([1000.0, 1.0, 0.01]).astype(np.float32), id="float32-cond-1e5"),
+    ],
+)
+def test_spd_membership_is_relative_to_the_matrix_own_eigenvalues(x: np.ndarray) -> None:
+    # The threshold was absolute (256 eps max(1, max|x|) sqrt(size)): both were "not positive"
+    # (tolerance 1.1e-13 and 0.092), and every test of a rule at them a NotInSpaceError.
+    assert SymmetricPositiveDefinite().contains(x)
+    singular = np.array([[1.0, 1.0], [1.0, 1.0 + 1e-15]])
+    with pytest.raises(NotInSpaceError) as info:
+        SymmetricPositiveDefinite().check(singular, "args[0]")
+    assert "not positive (tolerance 3.6e-15)" in str(info.value)

@@ -226,3 +226,38 @@ def test_a_scipy_ufunc_reproduces(tmp_path: Path) -> None:
     shown = _rerun(runnable, tmp_path)
     assert "AttributeError" not in shown
     assert "RuleTestFailure" in shown, shown
+
+
+def test_an_argument_declared_in_a_space_reproduces_with_its_space(
+    user: ModuleType, tmp_path: Path
+) -> None:
+    # The line wrote with_tangent(x, None) for with_tangent(x, S): run, it raised ValueError
+    # ("dx does not fit x: NoneType ...") instead of failing the same way.
+    from rruletest import with_tangent
+    from rruletest.spaces import Sparsity, Sphere, Symmetric
+
+    mod, x = user.__name__, np.array([0.6, 0.0, 0.8])
+    for space, text in [
+        (Sphere(), "Sphere()"),
+        (Sphere(2.0), "Sphere(2.0)"),
+        (
+            Sparsity(np.array([True, False, True])),
+            "Sparsity(np.array([True, False, True], dtype=bool))",
+        ),
+    ]:
+        y = x * space.radius if isinstance(space, Sphere) else x
+        arg = with_tangent(y, space)
+        err = _failure(lambda: test_rrule(user.cube, arg, rrule_f=user.rules.rrule, rng=0))  # noqa: B023
+        assert f"test_rrule({mod}.cube, with_tangent(np.array({y.tolist()}), {text})" in (
+            err.reproduce
+        )
+        assert _first_line(err) in _rerun(err.reproduce, tmp_path)
+    line = reproduce_line(
+        "test_frule", np.trace, (with_tangent(np.eye(2), np.ones((2, 2)), space=Symmetric()),),
+        {}, {}, 3,
+    )  # fmt: skip
+    assert line.endswith(
+        "test_frule(np.trace, with_tangent(np.array([[1.0, 0.0], [0.0, 1.0]]), "
+        "np.array([[1.0, 1.0], [1.0, 1.0]]), space=Symmetric()), rng=3)"
+    )
+    assert "from rruletest.spaces import Symmetric" in line

@@ -389,3 +389,67 @@ def test_a_float32_frule_along_a_space_is_stepped_for_a_unit_tangent(seed: int) 
         lambda: test_frule(np.linalg.eigvalsh, x, frule_f=_eigvalsh_rules(1.01).frule, rng=seed)
     )
     assert "ydot: the output tangent differs from the numerical jvp" in str(err)
+
+
+def _logdet(m: Any) -> Any:
+    return np.linalg.slogdet(m)[1]
+
+
+def _logdet_rules(error: float = 0.0) -> RuleSet:
+    """``inv(m)`` as the cotangent (and the frule's gradient), one off-diagonal element of it
+    scaled by ``1 + error`` (so its symmetric part is ``error / 2`` off there)."""
+    rules = RuleSet("logdet")
+
+    def grad(m: Any) -> Any:
+        g = np.linalg.inv(m)
+        g[0, 2] *= 1 + error
+        return g
+
+    @rules.register_rrule(_logdet)
+    def _rrule(m: Any) -> Any:
+        return _logdet(m), lambda yb: (NT, np.asarray(unthunk(yb) * grad(m), dtype=m.dtype))
+
+    @rules.register_frule(_logdet)
+    def _frule(dots: Any, m: Any) -> Any:
+        return _logdet(m), np.sum(grad(m) * dots[1]).astype(m.dtype)
+
+    return rules
+
+
+def test_a_float32_point_is_evaluated_in_float64_where_f_takes_it() -> None:
+    # Stepped in float32, the error bound of the vjp along the space was 0.0044 (entries of
+    # 0.1 to 1.5): a rule 0.5% off at one element of its symmetric part passed.
+    a32 = (A + A.T).astype(np.float32) / 2
+    x = with_tangent(a32, SPD)
+    report = test_rrule(_logdet, x, rrule_f=_logdet_rules().rrule, rng=0, check_transpose=False)
+    assert report.numerical == (
+        "finite-difference vjp along the declared spaces (6 coordinates, evaluated in float64)"
+    )
+    wrong = _logdet_rules(error=0.01)
+    text = str(failure(lambda: test_rrule(_logdet, x, rrule_f=wrong.rrule, rng=0,
+                                          check_transpose=False)))  # fmt: skip
+    assert "[numeric] args[0]: the cotangent (projected onto SymmetricPositiveDefinite())" in text
+    assert "max rel diff 0.005 at [0, 2]" in text
+    for seed in range(3):
+        right = test_frule(_logdet, x, frule_f=_logdet_rules().frule, rng=seed,
+                           check_transpose=False)  # fmt: skip
+        assert right.numerical == (
+            "finite-difference jvp along the declared spaces (evaluated in float64)"
+        )
+    # the error bound of the jvp was that of float32 outputs (0.02): 1.0665 for 1.0622 passed
+    text = str(failure(lambda: test_frule(_logdet, x, frule_f=wrong.frule, rng=2,
+                                          check_transpose=False)))  # fmt: skip
+    assert "ydot: the output tangent differs from the numerical jvp" in text
+
+
+def test_a_float32_point_f_rejects_in_float64_is_stepped_in_float32() -> None:
+    def strict(m: Any) -> Any:
+        if m.dtype != np.float32:
+            raise TypeError("float32 only")
+        return _logdet(m)
+
+    rules = _logdet_rules()
+    rules.register_rrule(strict)(lambda m: rules.rrule(_logdet, m))
+    a32 = (A + A.T).astype(np.float32) / 2
+    report = test_rrule(strict, with_tangent(a32, SPD), rrule_f=rules.rrule, rng=0)
+    assert report.numerical == "finite-difference vjp along the declared spaces (6 coordinates)"

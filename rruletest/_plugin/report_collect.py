@@ -4,8 +4,10 @@
 checked on, its failure text and reproduce line, and (in the process that ran the item) the
 ``Mismatch`` records of a ``RuleTestFailure`` for the heatmaps. At the end of the session it
 computes the curves of scalar rules and writes the page with ``report_page.write_report``.
-Under pytest-xdist the workers' exceptions stay in the workers, so the page then has the table
-and the failure texts without heatmaps.
+Under pytest-xdist the workers' exceptions and rule infos stay in the workers: a
+``ReportWorker`` there draws the pictures of the items it runs and hands them, as PNG data URIs,
+to the controller in the worker's output (``workeroutput["rruletest_pictures"]``, not in the
+items' reports, which JUnit XML would copy).
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ import pytest
 
 from rruletest._plugin.report_page import RuleRow, ScalarCurve, write_report
 
-__all__ = ["ReportCollector", "scalar_curve"]
+__all__ = ["ReportCollector", "ReportWorker", "scalar_curve"]
 
 _PREFIX = "rruletest::"
+_PICTURES = "rruletest_pictures"  # a pytest-xdist worker's output: {nodeid: (images, undrawn)}
 _GRID = 401  # points of a scalar rule's curve
 _WINDOW = 4.0  # an unbounded side of a domain is shown this far from zero (or from the bound)
 
@@ -162,6 +165,15 @@ class ReportCollector:
                 if line.strip().startswith(("reproduce:", "rerun with:")):
                     row.reproduce = line.split(":", 1)[1].strip()
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """pytest-xdist: the pictures a worker drew (``ReportWorker``)."""
+        drawn = getattr(node, "workeroutput", {}).get(_PICTURES, {})
+        for nodeid, (images, undrawn) in drawn.items():
+            row = self._row(nodeid)
+            row.images = [(str(c), str(uri)) for c, uri in images]
+            row.undrawn = str(undrawn)
+
     def pytest_sessionfinish(self, session: Any) -> None:
         if self.pictures:
             for nodeid, info in self.infos.items():
@@ -175,3 +187,33 @@ class ReportCollector:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.page is not None:
             terminalreporter.write_line(f"rruletest report: {self.page}")
+
+
+class ReportWorker:
+    """In a pytest-xdist worker: draws the pictures of each rule item it runs (the heatmaps of
+    a failure's mismatches, a scalar rule's curve) and sends them with the item's report, since
+    the controller sees neither the exception nor the rule's info."""
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: Any, call: Any) -> Generator[None, Any, None]:
+        outcome = yield
+        info = getattr(item, "info", None)
+        if call.when != "call" or not item.nodeid.startswith(_PREFIX) or info is None:
+            return
+        from rruletest._plugin import report_plots
+
+        if not report_plots.available():
+            return
+        row = RuleRow(item.nodeid, info.name, info.kind, outcome.get_result().outcome)
+        if call.excinfo is not None:
+            row.mismatches = list(getattr(call.excinfo.value, "mismatches", None) or ())
+        tried = dict(item.user_properties).get("rruletest_tried")
+        row.curve = scalar_curve(info, [float(t) for t in tried] if tried else None)
+        images: list[tuple[str, str]] = []
+        undrawn = ""
+        try:
+            images = report_plots.images_for(row)
+        except Exception as exc:  # a picture never costs the page
+            undrawn = f"{type(exc).__name__}: {exc}"
+        drawn = item.config.workeroutput.setdefault(_PICTURES, {})
+        drawn[item.nodeid] = ([list(i) for i in images], undrawn)

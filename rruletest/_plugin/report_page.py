@@ -67,6 +67,7 @@ class RuleRow:
     mismatches: Sequence[Any] = ()
     curve: ScalarCurve | None = None
     images: list[tuple[str, str]] = field(default_factory=list)  # (caption, data URI)
+    undrawn: str = ""  # why its pictures could not be drawn, if they could not
 
 
 _STYLE = """
@@ -166,8 +167,19 @@ def write_report(
         from rruletest._plugin import report_plots
 
         if report_plots.available():
+            undrawn = [f"{row.name} ({row.undrawn})" for row in rows if row.undrawn]
             for row in rows:
-                row.images = report_plots.images_for(row)
+                if row.images or row.undrawn:  # drawn (or not) by a pytest-xdist worker
+                    continue
+                try:
+                    row.images = report_plots.images_for(row)
+                except Exception as exc:  # a picture never costs the page
+                    undrawn.append(f"{row.name} ({type(exc).__name__}: {exc})")
+            if undrawn:
+                note = (
+                    '<div class="note">Pictures that could not be drawn: '
+                    f"{html.escape('; '.join(undrawn))}.</div>"
+                )
         else:
             note = (
                 '<div class="note">Pictures need matplotlib: <code>pip install '

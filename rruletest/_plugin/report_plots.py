@@ -83,7 +83,8 @@ def _block_max(grid: np.ndarray) -> tuple[np.ndarray, int, int]:
 
 def error_ratio(actual: Any, expected: Any, rtol: float | None, atol: float | None) -> Any:
     """``|actual - expected| / (atol + rtol * |expected|)`` (below 1 passes), or None when the
-    two are not numeric arrays of one shape."""
+    two are not numeric arrays of one shape. NaN in one of the two and not the other is
+    infinitely wrong; NaN in both is equal (as ``test_approx`` compares them)."""
     try:
         a = np.asarray(actual)
         e = np.asarray(expected)
@@ -93,7 +94,9 @@ def error_ratio(actual: Any, expected: Any, rtol: float | None, atol: float | No
         return None
     tol = (atol if atol is not None else 1e-9) + (rtol if rtol is not None else 1e-9) * np.abs(e)
     with np.errstate(all="ignore"):
-        return np.abs(a - e) / np.maximum(tol, np.finfo(np.float64).tiny)
+        ratio = np.abs(a - e) / np.maximum(tol, np.finfo(np.float64).tiny)
+        nan_a, nan_e = np.isnan(a), np.isnan(e)
+    return np.where(nan_a & nan_e, 0.0, np.where(nan_a | nan_e, np.inf, ratio))
 
 
 def _png(fig: Any) -> str:
@@ -111,11 +114,15 @@ def error_map(ratio: Any, title: str) -> str:
     grid, br, bc = _block_max(as_grid(ratio))
     with np.errstate(divide="ignore"):
         logs = np.log10(np.maximum(grid, 1e-12))
-    top = float(np.nanmax(logs)) if np.isfinite(logs).any() else 1.0
+    finite = logs[np.isfinite(logs)]
+    top = float(finite.max()) if finite.size else 1.0
+    if np.isposinf(logs).any():  # NaN or infinite where the reference is not: the darkest cells
+        top = max(top, 0.5) + 1.0
+        logs = np.where(np.isposinf(logs), top, logs)
     norm = TwoSlopeNorm(vmin=min(-3.0, top - 6), vcenter=0.0, vmax=max(top, 0.5))
     fig, ax = plt.subplots(figsize=(6.4, max(1.6, min(6.4, 6.4 * grid.shape[0] / grid.shape[1]))))
     im = ax.imshow(logs, cmap="RdBu_r", norm=norm, aspect="auto", interpolation="nearest")
-    if grid.size > 1 and np.nanmin(logs) < 0 < np.nanmax(logs):
+    if min(grid.shape) > 1 and np.nanmin(logs) < 0 < np.nanmax(logs):  # contour needs 2 x 2
         ax.contour(logs, levels=[0.0], colors="k", linewidths=0.8)
     bar = fig.colorbar(im, ax=ax)
     bar.set_label("log10(|rule - reference| / tolerance); 0 is the tolerance")

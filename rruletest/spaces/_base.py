@@ -131,6 +131,10 @@ class Space:
     def _problem(self, x: Array) -> str | None:
         raise NotImplementedError
 
+    def _shape_problem(self, x: Array) -> str | None:
+        """What makes ``x``'s shape one no point of the space has, or None."""
+        return None
+
     def check(self, x: Any, name: str = "x") -> None:
         """Raise ``NotInSpaceError`` naming ``name`` (an argument path such as ``args[0]``)
         and saying what is wrong, with the numbers, unless ``x`` is a point of the space."""
@@ -150,6 +154,9 @@ class Space:
     def _tangent(self, x: Array, t: Any, what: str = "tangent") -> Any:
         """``t`` unthunked, checked to have ``x``'s shape, in ``x``'s dtype (real part for a
         real ``x``); a zero stays the zero."""
+        shape = self._shape_problem(x)
+        if shape is not None:  # a point of no shape the space has (a vector for matrices)
+            raise ValueError(f"{self!r}: the point does not fit: {shape}")
         t = unthunk(t)
         if isinstance(t, AbstractZero):
             return t

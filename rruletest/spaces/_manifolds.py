@@ -56,11 +56,17 @@ class Simplex(Space):
 
     __slots__ = ()
 
+    def _shape_problem(self, x: Array) -> str | None:
+        if x.ndim < 1 or x.shape[-1] < 1:
+            return f"expected probability vectors along the last axis, got shape {x.shape}"
+        return None
+
     def _problem(self, x: Array) -> str | None:
         if x.dtype.kind == "c":
             return f"the simplex is real, got a complex array of dtype {x.dtype}"
-        if x.ndim < 1 or x.shape[-1] < 1:
-            return f"expected probability vectors along the last axis, got shape {x.shape}"
+        shape = self._shape_problem(x)
+        if shape is not None:
+            return shape
         low = float(np.min(x))
         if low <= 0.0:
             idx = np.unravel_index(int(np.argmin(x)), x.shape)

@@ -40,6 +40,9 @@ __all__ = [
 ]
 
 _SQRT2 = math.sqrt(2.0)
+# A positive definite matrix's smallest eigenvalue must exceed this many ulps of its spectral
+# norm per row (what eigvalsh rounds), so it is told from a singular one.
+_EIG_ULPS = 4
 
 
 def _mT(a: Array) -> Array:
@@ -232,11 +235,18 @@ class SymmetricPositiveDefinite(Hermitian):
         problem = super()._problem(x)
         if problem is not None:
             return problem
-        low = float(np.min(np.linalg.eigvalsh(x))) if x.size else 1.0
-        if low > tolerance(x):
+        if not x.size:
+            return None
+        eigs = np.linalg.eigvalsh(x)
+        low = float(np.min(eigs))
+        # eigvalsh's own rounding, relative to the matrix's spectral norm: an absolute
+        # threshold rejected 1e-14 * I, and a float32 matrix of eigenvalues 1000, 1 and 0.01
+        tol = _EIG_ULPS * x.shape[-1] * float(np.finfo(real_dtype(x.dtype)).eps)
+        tol *= float(np.max(np.abs(eigs)))
+        if low > tol:
             return None
         return (
-            f"its smallest eigenvalue is {low:.6g}, not positive (tolerance {tolerance(x):.2g}); "
+            f"its smallest eigenvalue is {low:.6g}, not positive (tolerance {tol:.2g}); "
             f"a @ a.T + n * np.eye(n) is positive definite for any a"
         )
 

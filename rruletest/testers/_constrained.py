@@ -45,6 +45,7 @@ from rruletest.tangents import AbstractZero, unthunk
 from rruletest.testers._args import Arg
 from rruletest.testers._checks import compare
 from rruletest.testers._fd_inputs import _with_max_range, of_live, widen
+from rruletest.testers._float64 import wide_point
 from rruletest.testers._rand_tangent import rand_tangent
 from rruletest.testers._report import Check
 from rruletest.testers._setup import Setup, ruleset_of
@@ -204,7 +205,9 @@ def bounded(fdm: Any, room: float) -> Any:
     return fdm if fdm.max_range <= limit else _with_max_range(fdm, limit)
 
 
-def _along(fdm: Any, g: Callable[..., Any], chart: Chart, cdot: Any, y: Any) -> tuple[Any, Any]:
+def _along(
+    fdm: Any, g: Callable[..., Any], chart: Chart, cdot: Any, y: Any, out_dtype: Any = None
+) -> tuple[Any, Any]:
     """The jvp of ``g`` along coordinates ``cdot``, moving in the sets: one finite difference of
     ``t -> g(*chart.points(t * cdot))`` at 0; ``(value, error)`` shaped like the output ``y``.
 
@@ -216,16 +219,19 @@ def _along(fdm: Any, g: Callable[..., Any], chart: Chart, cdot: Any, y: Any) -> 
     size = float(np.max(np.abs(c), initial=0.0))
     scale = float(np.ldexp(1.0, int(np.frexp(size)[1]))) if 0 < size < math.inf else 1.0
     unit = c / scale
-    return derivative_at_zero(fdm, lambda t: g(*chart.points(t * unit)), y, chart.dtype, scale)
+    path = lambda t: g(*chart.points(t * unit))  # noqa: E731
+    return derivative_at_zero(fdm, path, y, chart.dtype, scale, out_dtype)
 
 
 def derivative_at_zero(
-    fdm: Any, path: Callable[[float], Any], y: Any, dtype: Any = np.float64, scale: float = 1.0
-) -> tuple[Any, Any]:
+    fdm: Any, path: Callable[[float], Any], y: Any, dtype: Any = np.float64, scale: float = 1.0,
+    out_dtype: Any = None,
+) -> tuple[Any, Any]:  # fmt: skip
     """``scale`` times ``d/dt path(t)`` at 0 (one finite difference stepped for ``dtype``'s
-    precision), as ``(value, error)`` shaped like ``y``."""
+    precision, its round-off that of ``out_dtype``, by default ``y``'s), as ``(value, error)``
+    shaped like ``y``."""
     y0v, yback = to_vec(y, path="output")
-    out = working_dtype(yback.coord_dtypes)
+    out = working_dtype(yback.coord_dtypes) if out_dtype is None else np.dtype(out_dtype)
     est = path_derivative(fdm, lambda t: to_vec(path(t))[0], np.dtype(dtype), out)
     value = np.broadcast_to(scale * np.asarray(est.value, dtype=np.float64), y0v.shape)
     error = np.broadcast_to(scale * np.asarray(est.error, dtype=np.float64), y0v.shape)
@@ -235,6 +241,25 @@ def derivative_at_zero(
 def _function(s: Setup, chart: Chart) -> Callable[..., Any]:
     g = of_live(s.f, s.fkwargs, s.primals, [a.index for a in chart.live])
     return g
+
+
+def _wide(g: Callable[..., Any], chart: Chart, y_ref: Any) -> Chart | None:
+    """The chart at float64 copies of the low-precision arguments when ``g`` takes them and
+    agrees with its own value (``wide_point``), else None.
+
+    As the dense reference does for undeclared arguments: finite differences of a float32
+    ``f`` stepped in float32 carry an error bound of a few tenths of a percent, wide enough to
+    accept a float32 rule 0.3% off along its space.
+    """
+    wide = wide_point(g, [a.primal for a in chart.live], [], y_ref)
+    if wide is None:
+        return None
+    live = [dataclasses.replace(a, primal=p) for a, p in zip(chart.live, wide[0], strict=True)]
+    return Chart(live)
+
+
+def _finite_error(err: Any) -> bool:
+    return bool(np.isfinite(np.asarray(err, dtype=np.float64)).all())
 
 
 def check_vjp(
@@ -257,14 +282,14 @@ def check_vjp(
         _check_adjoint(s, chart, g, out, good, (ybar, y_ref), fdm, (rtol, atol), failure)
         return
     fdm = bounded(fdm, chart.coordinate_room())
-    mode = f"finite-difference vjp along the declared spaces ({chart.size} coordinates)"
     try:
-        (est,) = jacobian_estimate(fdm, lambda c: g(*chart.points(c)), chart.zeros())
+        est, at, promoted = _jacobian(fdm, g, chart, y_ref)
         _, yback = to_vec(y_ref, path="output")
         yb = yback.tangent_vec(unthunk(ybar), "ybar")
     except Exception as exc:
         failure(report, exc, "register_rrule", g)
         return
+    mode = f"finite-difference vjp along the declared spaces ({chart.size} coordinates{promoted})"
     report.reference(mode, fdm)
     used = np.abs(yb) > 0
     with np.errstate(all="ignore"):
@@ -276,7 +301,7 @@ def check_vjp(
         xbar = out[a.index + 1]
         actual = xbar if a.space is None else project(a.primal, unthunk(xbar), a.space)
         where = "" if a.space is None else f" (projected onto {a.space!r})"
-        expected = chart.tangent(k, grad)
+        expected = at.tangent(k, grad)
         compare(
             report,
             Check.NUMERIC,
@@ -285,9 +310,22 @@ def check_vjp(
             expected,
             a.path,
             rtol,
-            widen(atol, chart.error(k, err)),
+            widen(atol, at.error(k, err)),
         )
         report.measured(actual, expected)
+
+
+def _jacobian(fdm: Any, g: Callable[..., Any], chart: Chart, y_ref: Any) -> tuple[Any, Chart, str]:
+    """The Jacobian of ``g`` in the chart's coordinates at 0, the chart it was taken in, and
+    ", evaluated in float64" when that is the chart at float64 copies (``_wide``); where that
+    one cannot estimate an element (an infinite error), the chart at the primals is used."""
+    wide = _wide(g, chart, y_ref)
+    if wide is not None:
+        (est,) = jacobian_estimate(fdm, lambda c: g(*wide.points(c)), wide.zeros())
+        if _finite_error(est.error):
+            return est, wide, ", evaluated in float64"
+    (est,) = jacobian_estimate(fdm, lambda c: g(*chart.points(c)), chart.zeros())
+    return est, chart, ""
 
 
 def _note_normal(s: Setup, a: Arg, xbar: Any) -> None:
@@ -319,15 +357,15 @@ def check_jvp(
         failure(report, exc, "register_frule", None)
         return
     g = _function(s, chart)
-    mode = "finite-difference jvp along the declared spaces"
     try:
         cdot = chart.coords(dots)
         dirs = [chart.tangent(k, cdot) for k in range(len(chart.live))]
         fdm = bounded(fdm, chart.room(dirs))
-        expected, error = _along(fdm, g, chart, cdot, y_ref)
+        expected, error, promoted = _jvp(fdm, g, chart, cdot, y_ref)
     except Exception as exc:
         failure(report, exc, "register_frule", g)
         return
+    mode = f"finite-difference jvp along the declared spaces{promoted}"
     report.reference(mode, fdm)
     compare(
         report,
@@ -340,6 +378,21 @@ def check_jvp(
         widen(atol, error),
     )
     report.measured(ydot, expected)
+
+
+def _jvp(
+    fdm: Any, g: Callable[..., Any], chart: Chart, cdot: Any, y_ref: Any
+) -> tuple[Any, Any, str]:
+    """``_along`` at float64 copies of the low-precision arguments where ``g`` takes them
+    (``_wide``; " (evaluated in float64)" then), else (or where its error is not finite) at
+    the primals: ``(value, error, promoted)``."""
+    wide = _wide(g, chart, y_ref)
+    if wide is not None:
+        value, error = _along(fdm, g, wide, cdot, y_ref, np.float64)
+        if _finite_error(to_vec(error)[0]):
+            return value, error, " (evaluated in float64)"
+    value, error = _along(fdm, g, chart, cdot, y_ref)
+    return value, error, ""
 
 
 def _check_adjoint(
@@ -359,7 +412,7 @@ def _check_adjoint(
         vs = [draw_tangent(s.gen, a) for a in chart.live]
         try:
             cdot = chart.coords(vs)
-            jv, jerr = _along(bounded(fdm, chart.room(vs)), g, chart, cdot, y_ref)
+            jv, jerr, _ = _jvp(bounded(fdm, chart.room(vs)), g, chart, cdot, y_ref)
         except Exception as exc:
             failure(report, exc, "register_rrule", g)
             return

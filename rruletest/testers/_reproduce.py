@@ -128,11 +128,27 @@ class _Writer:
         name = type(x).__name__
         if name == "WithTangent":
             self.imports["from rruletest import with_tangent"] = None
-            return f"with_tangent({self.expr(x.primal)}, {self.expr(x.tangent)})"
+            if x.space is None:
+                return f"with_tangent({self.expr(x.primal)}, {self.expr(x.tangent)})"
+            space = self._space(x.space)
+            if x.tangent is None:  # with_tangent(x, S)
+                return f"with_tangent({self.expr(x.primal)}, {space})"
+            return f"with_tangent({self.expr(x.primal)}, {self.expr(x.tangent)}, space={space})"
         if name in ("NoTangent", "ZeroTangent"):
             self.imports[f"from rruletest import {name}"] = None
             return f"{name}()"
         return self._pickle(x)
+
+    def _space(self, space: Any) -> str:
+        """A space of ``rruletest.spaces`` as its constructor call (they print as they are
+        built, but for ``Sparsity``, whose mask is an array); others are saved whole."""
+        name = type(space).__name__
+        if type(space).__module__.startswith("rruletest.spaces"):
+            self.imports[f"from rruletest.spaces import {name}"] = None
+            if name == "Sparsity":
+                return f"Sparsity({self.expr(space.mask(None))})"
+            return repr(space)
+        return self._pickle(space)
 
     def _fdm(self, fdm: Any) -> str:
         self.imports["from rruletest.finite_differences import FiniteDifferenceMethod"] = None
