@@ -149,8 +149,10 @@ class FunctionContext:
 
     @property
     def saved_tensors(self) -> tuple[Any, ...]:
-        if self._phase == "jvp" and self._saved_forward is not None:
-            return self._saved_forward
+        if self._phase == "jvp":
+            # torch's forward mode records no backward graph, so jvp sees only what
+            # save_for_forward saved (an empty tuple without it), never save_for_backward's.
+            return () if self._saved_forward is None else self._saved_forward
         for i, (t, v) in enumerate(zip(self._saved, self._versions, strict=True)):
             if t is not None and t._version != v:
                 raise SavedTensorModifiedError(

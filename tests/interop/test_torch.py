@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from rruletest import NoTangent, Tangent, Thunk, ZeroTangent, with_tangent
 from rruletest.interop import InteropError, MissingRuleError
 from rruletest.interop import torch as rtorch
+from rruletest.interop._torch_context import quiet_torch_internals
 
 from ._numeric import (
     WRONG_RULE_LINES,
@@ -52,6 +53,7 @@ class ScaledSin(Function):
     @staticmethod
     def forward(ctx: Any, x: Any, w: Any) -> Any:
         ctx.save_for_backward(x, w)
+        ctx.save_for_forward(x, w)  # jvp sees only these (torch's forward mode)
         return torch.sin(x) * w
 
     @staticmethod
@@ -450,6 +452,28 @@ def test_wrong_jvp_fails_test_frule(testers: Any) -> None:
         f.test_frule(X, W, rng=0)
     assert str(info.value).startswith("test_frule(WrongJvp, float64[3, 2], float64[1, 2]) failed")
     assert "float32" in str(info.value)
+
+
+class JvpReadsBackwardSaves(ScaledSin):
+    """A jvp that reads what only save_for_backward saved: torch's forward mode shows it
+    nothing (``ctx.saved_tensors`` is empty in ``jvp``), so the rule fails in torch."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, w: Any) -> Any:
+        ctx.save_for_backward(x, w)
+        return torch.sin(x) * w
+
+
+def test_jvp_sees_only_what_save_for_forward_saved(testers: Any) -> None:
+    fwad = torch.autograd.forward_ad
+    with quiet_torch_internals(), fwad.dual_level():
+        tx = fwad.make_dual(torch.from_numpy(X), torch.ones(X.shape, dtype=torch.float64))
+        with pytest.raises(ValueError, match="not enough values"):
+            JvpReadsBackwardSaves.apply(tx, torch.from_numpy(W))  # torch itself
+    f = rtorch.from_function(JvpReadsBackwardSaves)
+    with pytest.raises(AssertionError, match=r"raised ValueError: not enough values to unpack"):
+        f.test_frule(X, W, rng=0)
+    f.test_rrule(X, W, rng=0)  # backward still sees save_for_backward's tensors
 
 
 class IgnoresNeedsInputGrad(Function):
