@@ -11,6 +11,7 @@ array([1.-2.j])
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ from rruletest.interop._convert import (
 from rruletest.tangents import NO_TANGENT, AbstractZero
 
 __all__ = [
+    "SequenceBoxed",
     "autograd_core",
     "autograd_cotangent",
     "cotangent_out",
@@ -94,3 +96,31 @@ def raise_no_rule(f: Adapted, missing: dict[int, str]) -> None:
     if missing:
         i = min(missing)
         raise NoRuleError(f"args[{i}]", f.__qualname__, missing[i])
+
+
+class SequenceBoxed:
+    """``fn`` with a plain tuple or list output returned as autograd's own container.
+
+    autograd traces a function's output only when it is a box: a plain tuple of boxes reads
+    to it as an output independent of the input ("Output seems independent of input", zero
+    cotangents, boxes in the result), while ``autograd.builtins.tuple`` of the same values is
+    differentiated element by element with the elements' own rules. ``unboxed(ans)`` gives
+    the output back in the function's own container type (a namedtuple stays one).
+    """
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.like: Any = None
+
+    def __call__(self, *args: Any) -> Any:
+        out = self.fn(*args)
+        if isinstance(out, tuple | list):
+            builtins = require("autograd.builtins", "autograd")
+            self.like = out
+            return (builtins.list if isinstance(out, list) else builtins.tuple)(out)
+        return out
+
+    def unboxed(self, ans: Any) -> Any:
+        if self.like is not None and isinstance(ans, tuple | list):
+            return rebuild(self.like, ans)
+        return ans
