@@ -45,6 +45,8 @@ def autograd_core() -> Any:
 
 
 def output(out: Any) -> Any:
+    if isinstance(out, dict):
+        return {k: leaf_out(o) for k, o in out.items()}
     if isinstance(out, tuple | list):
         return rebuild(out, (leaf_out(o) for o in out))
     return leaf_out(out)
@@ -79,6 +81,8 @@ def cotangent_out(raw: Any, primal: Any) -> Any:
 
 
 def tangent_out(raw: Any, out: Any) -> Any:
+    if isinstance(out, dict):
+        return {k: tangent_out(raw[k], o) for k, o in out.items()}
     if isinstance(out, tuple | list):
         return rebuild(out, (tangent_out(r, o) for r, o in zip(raw, out, strict=True)))
     if np.result_type(out).kind not in "fc":
@@ -99,7 +103,7 @@ def raise_no_rule(f: Adapted, missing: dict[int, str]) -> None:
 
 
 class SequenceBoxed:
-    """``fn`` with a plain tuple or list output returned as autograd's own container.
+    """``fn`` with a plain tuple, list or dict output returned as autograd's own container.
 
     autograd traces a function's output only when it is a box: a plain tuple of boxes reads
     to it as an output independent of the input ("Output seems independent of input", zero
@@ -114,13 +118,17 @@ class SequenceBoxed:
 
     def __call__(self, *args: Any) -> Any:
         out = self.fn(*args)
-        if isinstance(out, tuple | list):
+        if isinstance(out, tuple | list | dict):
             builtins = require("autograd.builtins", "autograd")
             self.like = out
+            if isinstance(out, dict):
+                return builtins.dict(out)
             return (builtins.list if isinstance(out, list) else builtins.tuple)(out)
         return out
 
     def unboxed(self, ans: Any) -> Any:
+        if isinstance(self.like, dict) and isinstance(ans, dict):
+            return dict(ans)
         if self.like is not None and isinstance(ans, tuple | list):
             return rebuild(self.like, ans)
         return ans

@@ -137,6 +137,8 @@ def tangent_in(xdot: Any, primal: Any) -> Any:
 
 
 def tangent_tree_out(tout: Any, out: Any) -> Any:
+    if isinstance(out, dict):
+        return {k: tangent_leaf(tout[k], o) for k, o in out.items()}
     if isinstance(out, tuple | list):
         return rebuild(out, (tangent_leaf(t, o) for t, o in zip(tout, out, strict=True)))
     return tangent_leaf(tout, out)

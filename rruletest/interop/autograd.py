@@ -295,7 +295,8 @@ class AutogradFunction(Adapted):
         autograd = require("autograd", "autograd")
         missing: dict[int, str] = {}
         for i in differentiable_argnums(args, self.nondiff_argnums, structured=True):
-            jvp = autograd.make_jvp(partial_in(self.wrapped, args, [i], kwargs))(args[i])
+            fn_i = SequenceBoxed(partial_in(self.wrapped, args, [i], kwargs))
+            jvp = autograd.make_jvp(fn_i)(args[i])
             try:
                 jvp(tangent_in(None, args[i]))
             except (KeyError, NotImplementedError) as exc:

@@ -417,3 +417,14 @@ def test_a_function_returning_a_plain_tuple_is_differentiated_element_by_element
     h = rautograd.from_function(lambda x, w: (x * 2.0, wrong(x, w)), name="pair")
     with pytest.raises(AssertionError, match=r"\[numeric\] args\[1\]"):
         h.test_rrule(X, W, rng=0)
+
+
+def test_a_function_returning_a_dict_is_differentiated(testers: Any) -> None:
+    f = rautograd.from_function(lambda x: {"s": anp.sin(x), "c": anp.cos(x)}, name="sincos")
+    y, pullback = f.rrule(f, X)
+    assert sorted(y) == ["c", "s"]
+    np.testing.assert_allclose(pullback({"c": np.ones_like(X)})[1], -np.sin(X), rtol=1e-14)
+    f.test_rrule(X, rng=0)
+    # autograd's forward mode has no JVP for building a dict: said as no rule.
+    with pytest.raises(AssertionError, match=r"no rule for args\[0\].*_make_dict"):
+        f.test_frule(X, rng=0)

@@ -563,3 +563,34 @@ def test_custom_rules_get_python_floats_as_jax_arrays(testers: Any) -> None:
     g.test_frule(1.3, rng=0)
     g.test_rrule(1.3, rng=0)
     testers.test_scalar(g, 0.5, rrule_f=g.rrule, frule_f=g.frule)
+
+
+def test_dict_outputs(testers: Any) -> None:
+    """A dict output takes a dict (or ``Tangent(dict, ...)``) cotangent; the pullback raised
+    "'dict' object has no attribute 'dtype'" (custom_vjp) or "entry not a 2- or 3- tuple"."""
+
+    def make(sign: float) -> Any:
+        @jax.custom_vjp
+        def sincos(x: Any) -> Any:
+            return {"s": jnp.sin(x), "c": jnp.cos(x)}
+
+        def bwd(x: Any, g: Any) -> Any:
+            return (g["s"] * jnp.cos(x) + sign * g["c"] * jnp.sin(x),)
+
+        sincos.defvjp(lambda x: (sincos(x), x), bwd)
+        return sincos
+
+    x = np.array([1.0, 2.0])
+    f = rjax.from_custom_vjp(make(-1.0))
+    y, pullback = f.rrule(f, x)
+    assert sorted(y) == ["c", "s"]
+    np.testing.assert_allclose(pullback({"c": np.ones(2)})[1], -np.sin(x), rtol=1e-14)
+    np.testing.assert_allclose(pullback(Tangent(dict, s=np.ones(2)))[1], np.cos(x), rtol=1e-14)
+    f.test_rrule(x, rng=0)
+    with pytest.raises(AssertionError, match=r"\[numeric\] args\[0\]"):
+        rjax.from_custom_vjp(make(1.0)).test_rrule(x, rng=0)
+    with pytest.raises(InteropError, match="the output is a dict, so its cotangent must be"):
+        pullback(np.ones(2))
+    g = rjax.from_function(lambda x: {"s": jnp.sin(x), "c": jnp.cos(x)}, name="sincos")
+    g.test_rrule(x, rng=0)
+    g.test_frule(x, rng=0)
