@@ -117,6 +117,18 @@ class TorchFunction(Adapted):
         Function's ``backward`` run with ``create_graph=True``: its double backward)."""
         return derived_torch(self.wrapped.apply, key)
 
+    def no_rule_argnums(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], *, forward: bool = False
+    ) -> dict[int, str]:
+        """Python numbers: torch passes them to ``forward`` as they are and never
+        differentiates them (``needs_input_grad`` is False; a gradient for one is an error)."""
+        return {
+            i: f"torch never differentiates a Python {type(a).__name__}; pass np.float64(x) "
+            f"to make it a tensor"
+            for i, a in enumerate(args)
+            if isinstance(a, float | complex) and not isinstance(a, np.generic)
+        }
+
     def _forward(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, list[int]]:
         torch = torch_module()
         cls = self.wrapped

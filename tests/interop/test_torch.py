@@ -602,3 +602,27 @@ def test_a_function_without_jvp_has_no_frule_for_the_cross_check() -> None:
     assert not f.has_frule
     report = f.test_rrule(x, rng=0)
     assert "frule/rrule cross-check: not run (there is no frule for f)" in report.notes
+
+
+class TimesPythonNumber(Function):
+    @staticmethod
+    def forward(ctx: Any, x: Any, a: Any) -> Any:
+        ctx.a = a
+        return x * a
+
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        return g * ctx.a, None  # torch requires None for a Python number
+
+
+def test_a_python_number_argument_reaches_the_tester_as_not_differentiated(testers: Any) -> None:
+    """torch never differentiates a Python number given to a Function: a correct rule failed
+    test_rrule with a numeric mismatch for it, as if its None were a wrong zero."""
+    f = rtorch.from_function(TimesPythonNumber)
+    x = np.array([3.0, 1.0], np.float32)
+    report = f.test_rrule(x, 2.5, rng=0)
+    assert report.notes[-1] == (
+        "args[1]: not differentiated by the rule (the framework has no rule for it (torch never "
+        "differentiates a Python float; pass np.float64(x) to make it a tensor))"
+    )
+    assert f.rrule(f, x, 2.5)[1](np.ones(2, np.float32))[2] == NoTangent()
