@@ -20,13 +20,16 @@ from rruletest.tangents import NO_TANGENT
 
 __all__ = [
     "FunctionContext",
+    "GradOutputModifiedError",
     "SavedTensorModifiedError",
+    "check_unmodified",
     "engine_grad",
     "engine_missing",
     "is_diff_tensor",
     "output_to_numpy",
     "outputs",
     "quiet_torch_internals",
+    "shares_memory",
     "tangent_leaf",
     "tangent_out",
     "to_numpy",
@@ -112,6 +115,33 @@ def is_diff_tensor(torch: Any, t: Any) -> bool:
 
 class SavedTensorModifiedError(RuntimeError):
     """A tensor saved for backward was modified in place afterwards (torch raises here too)."""
+
+
+class GradOutputModifiedError(RuntimeError):
+    """``backward`` modified a gradient it was given (``grad_outputs``) in place.
+
+    torch hands ``backward`` the caller's gradient (``y.backward(g)`` or another rule's
+    result), so writing into it corrupts the caller's values. An array ``ybar`` is handed on
+    sharing its memory, and the tester reports the mutation; a numpy scalar cannot be shared,
+    so the adapter checks the tensor it made from it.
+    """
+
+
+def shares_memory(t: Any, x: Any) -> bool:
+    """Whether tensor ``t`` is a view of the numpy array ``x`` (no copy was made)."""
+    return isinstance(x, np.ndarray) and bool(np.shares_memory(t.numpy(), x))
+
+
+def check_unmodified(given: list[tuple[int, Any, int]]) -> None:
+    """Raise ``GradOutputModifiedError`` for a ``(position, tensor, version)`` whose tensor's
+    version moved on (it was modified in place)."""
+    for i, t, version in given:
+        if t._version != version:
+            raise GradOutputModifiedError(
+                f"backward modified grad_outputs[{i}] (shape {tuple(t.shape)}, {t.dtype}) in "
+                f"place (version {version} -> {t._version}): it is the caller's gradient, "
+                f"which a rule must not write into; compute a new tensor instead"
+            )
 
 
 class FunctionContext:

@@ -51,10 +51,13 @@ from rruletest.interop._convert import (
 )
 from rruletest.interop._torch_context import (
     FunctionContext,
+    GradOutputModifiedError,
     SavedTensorModifiedError,
+    check_unmodified,
     is_diff_tensor,
     output_to_numpy,
     outputs,
+    shares_memory,
     tangent_out,
     to_numpy,
     to_tensor,
@@ -65,6 +68,7 @@ from rruletest.tangents import NO_TANGENT, AbstractZero
 
 __all__ = [
     "FunctionContext",
+    "GradOutputModifiedError",
     "SavedTensorModifiedError",
     "TorchCallable",
     "TorchFunction",
@@ -165,16 +169,21 @@ class TorchFunction(Adapted):
 
         def pullback(ybar: Any) -> tuple[Any, ...]:
             grads: list[Any] = []
+            copied: list[tuple[int, Any, int]] = []  # from ybar, not sharing its memory
             for g, o in zip(cotangent_leaves(ybar, n), outs, strict=True):
                 if not isinstance(o, torch.Tensor):
                     grads.append(None)
                 elif g is None or not is_diff_tensor(torch, o) or ctx._marked_non_differentiable(o):
                     grads.append(torch.zeros_like(o) if ctx.materialize_grads else None)
                 else:
-                    grads.append(to_tensor(torch, g, dtype=o.dtype))
+                    t = to_tensor(torch, g, dtype=o.dtype)
+                    if isinstance(t, torch.Tensor) and not shares_memory(t, g):
+                        copied.append((len(grads), t, t._version))
+                    grads.append(t)
             ctx._phase = "backward"
             with torch.no_grad():
                 raw = backward(ctx, *grads)
+            check_unmodified(copied)
             raw = raw if isinstance(raw, tuple) else (raw,)
             if len(raw) > nargs and all(r is None for r in raw[nargs:]):
                 raw = raw[:nargs]  # torch accepts trailing Nones

@@ -626,3 +626,38 @@ def test_a_python_number_argument_reaches_the_tester_as_not_differentiated(teste
         "differentiates a Python float; pass np.float64(x) to make it a tensor))"
     )
     assert f.rrule(f, x, 2.5)[1](np.ones(2, np.float32))[2] == NoTangent()
+
+
+class ScalesGradInPlace(Function):
+    """``sum(x**2)`` whose backward writes into its grad_output (correct values)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return (x * x).sum()
+
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        (x,) = ctx.saved_tensors
+        return g.mul_(2) * x
+
+
+def test_a_backward_writing_into_a_scalar_grad_output_fails(testers: Any) -> None:
+    """An array ybar is shared with backward (the tester sees a mutation); a numpy scalar
+    cannot be, so a loss-like rule writing into its gradient passed unseen."""
+    f = rtorch.from_function(ScalesGradInPlace)
+    with pytest.raises(AssertionError) as info:
+        f.test_rrule(np.array([1.5, -2.0]), rng=0)
+    assert (
+        "[exception] pullback(ybar) raised GradOutputModifiedError: backward modified "
+        "grad_outputs[0] (shape (), torch.float64) in place (version 0 -> 1): it is the "
+        "caller's gradient, which a rule must not write into; compute a new tensor instead"
+    ) in str(info.value)
+    rtorch.from_function(SumOfSquares).test_rrule(np.array([1.5, -2.0]), rng=0)
+
+
+class SumOfSquares(ScalesGradInPlace):
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        (x,) = ctx.saved_tensors
+        return 2 * g * x
