@@ -118,7 +118,8 @@ class SavedTensorModifiedError(RuntimeError):
 
 
 class GradOutputModifiedError(RuntimeError):
-    """``backward`` modified a gradient it was given (``grad_outputs``) in place.
+    """``backward`` modified a gradient it was given (``grad_outputs``) in place, or ``jvp``
+    an input tangent.
 
     torch hands ``backward`` the caller's gradient (``y.backward(g)`` or another rule's
     result), so writing into it corrupts the caller's values. An array ``ybar`` is handed on
@@ -132,14 +133,15 @@ def shares_memory(t: Any, x: Any) -> bool:
     return isinstance(x, np.ndarray) and bool(np.shares_memory(t.numpy(), x))
 
 
-def check_unmodified(given: list[tuple[int, Any, int]]) -> None:
+def check_unmodified(given: list[tuple[int, Any, int]], what: str = "backward") -> None:
     """Raise ``GradOutputModifiedError`` for a ``(position, tensor, version)`` whose tensor's
-    version moved on (it was modified in place)."""
+    version moved on (``what``, ``"backward"`` or ``"jvp"``, modified it in place)."""
+    name, whose = ("grad_outputs", "gradient") if what == "backward" else ("tangents", "tangent")
     for i, t, version in given:
         if t._version != version:
             raise GradOutputModifiedError(
-                f"backward modified grad_outputs[{i}] (shape {tuple(t.shape)}, {t.dtype}) in "
-                f"place (version {version} -> {t._version}): it is the caller's gradient, "
+                f"{what} modified {name}[{i}] (shape {tuple(t.shape)}, {t.dtype}) in "
+                f"place (version {version} -> {t._version}): it is the caller's {whose}, "
                 f"which a rule must not write into; compute a new tensor instead"
             )
 

@@ -210,6 +210,7 @@ class TorchFunction(Adapted):
         ctx, out, diff = self._forward(args, kwargs)
         ctx._phase = "jvp"
         tangents: list[Any] = []
+        copied: list[tuple[int, Any, int]] = []  # from xdots, not sharing their memory
         for i, (a, xd) in enumerate(zip(args, xdots, strict=True)):
             ta = to_tensor(torch, a)
             if not isinstance(ta, torch.Tensor):
@@ -217,9 +218,13 @@ class TorchFunction(Adapted):
             elif i not in diff or xd is None or isinstance(xd, AbstractZero):
                 tangents.append(torch.zeros_like(ta) if ctx.materialize_grads else None)
             else:
-                tangents.append(to_tensor(torch, xd, dtype=ta.dtype))
+                t = to_tensor(torch, xd, dtype=ta.dtype)
+                if isinstance(t, torch.Tensor) and not shares_memory(t, xd):
+                    copied.append((i, t, t._version))
+                tangents.append(t)
         with torch.no_grad():
             raw = self._jvp(ctx, *tangents)
+        check_unmodified(copied, "jvp")
         return output_to_numpy(torch, out), tangent_out(torch, raw, out)
 
 

@@ -656,6 +656,26 @@ def test_a_backward_writing_into_a_scalar_grad_output_fails(testers: Any) -> Non
     rtorch.from_function(SumOfSquares).test_rrule(np.array([1.5, -2.0]), rng=0)
 
 
+class ScalesTangentInPlace(Function):
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_forward(x)
+        return x * x
+
+    @staticmethod
+    def jvp(ctx: Any, dx: Any) -> Any:
+        (x,) = ctx.saved_tensors
+        return dx.mul_(2 * x)
+
+
+def test_a_jvp_writing_into_a_scalar_tangent_fails(testers: Any) -> None:
+    f = rtorch.from_function(ScalesTangentInPlace)
+    with pytest.raises(AssertionError, match=r"jvp modified tangents\[0\] \(shape \(\), "):
+        f.test_frule(np.float64(0.5), rng=0)
+    with pytest.raises(AssertionError, match=r"\[mutation\] xdots\[0\]"):
+        f.test_frule(np.array([0.5, 2.0]), rng=0)  # shared: the tester sees it
+
+
 class SumOfSquares(ScalesGradInPlace):
     @staticmethod
     def backward(ctx: Any, g: Any) -> Any:
