@@ -11,6 +11,7 @@ array([1.-2.j])
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ from rruletest.interop._convert import (
 from rruletest.tangents import NO_TANGENT, AbstractZero
 
 __all__ = [
+    "SequenceBoxed",
     "autograd_core",
     "autograd_cotangent",
     "cotangent_out",
@@ -43,6 +45,8 @@ def autograd_core() -> Any:
 
 
 def output(out: Any) -> Any:
+    if isinstance(out, dict):
+        return {k: leaf_out(o) for k, o in out.items()}
     if isinstance(out, tuple | list):
         return rebuild(out, (leaf_out(o) for o in out))
     return leaf_out(out)
@@ -77,6 +81,8 @@ def cotangent_out(raw: Any, primal: Any) -> Any:
 
 
 def tangent_out(raw: Any, out: Any) -> Any:
+    if isinstance(out, dict):
+        return {k: tangent_out(raw[k], o) for k, o in out.items()}
     if isinstance(out, tuple | list):
         return rebuild(out, (tangent_out(r, o) for r, o in zip(raw, out, strict=True)))
     if np.result_type(out).kind not in "fc":
@@ -94,3 +100,35 @@ def raise_no_rule(f: Adapted, missing: dict[int, str]) -> None:
     if missing:
         i = min(missing)
         raise NoRuleError(f"args[{i}]", f.__qualname__, missing[i])
+
+
+class SequenceBoxed:
+    """``fn`` with a plain tuple, list or dict output returned as autograd's own container.
+
+    autograd traces a function's output only when it is a box: a plain tuple of boxes reads
+    to it as an output independent of the input ("Output seems independent of input", zero
+    cotangents, boxes in the result), while ``autograd.builtins.tuple`` of the same values is
+    differentiated element by element with the elements' own rules. ``unboxed(ans)`` gives
+    the output back in the function's own container type (a namedtuple stays one).
+    """
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.like: Any = None
+
+    def __call__(self, *args: Any) -> Any:
+        out = self.fn(*args)
+        if isinstance(out, tuple | list | dict):
+            builtins = require("autograd.builtins", "autograd")
+            self.like = out
+            if isinstance(out, dict):
+                return builtins.dict(out)
+            return (builtins.list if isinstance(out, list) else builtins.tuple)(out)
+        return out
+
+    def unboxed(self, ans: Any) -> Any:
+        if isinstance(self.like, dict) and isinstance(ans, dict):
+            return dict(ans)
+        if self.like is not None and isinstance(ans, tuple | list):
+            return rebuild(self.like, ans)
+        return ans

@@ -171,13 +171,35 @@ def map_cotangent(ybar: Any, out: Any, leaf: Callable[[Any, Any], Any]) -> Any:
     """``leaf(g, o)`` for each leaf ``g`` of ``ybar`` (``None`` for a zero) and output ``o``, in
     the container of ``out`` (a tuple or list output; any other value is a single output).
 
-    >>> map_cotangent((1.0, 2.0), [3.0, 4.0], lambda g, o: g * o)
-    [3.0, 8.0]
+    A dict output (jax and autograd return them) takes a dict or ``Tangent(dict, ...)``
+    cotangent, a missing key being a zero:
+
+    >>> map_cotangent({"b": 2.0}, {"a": 3.0, "b": 4.0}, lambda g, o: g)
+    {'a': None, 'b': 2.0}
     """
+    if isinstance(out, dict):
+        given = unthunk(ybar)
+        if isinstance(given, AbstractZero):
+            given = {}
+        elif not isinstance(given, dict | Tangent):
+            raise InteropError(
+                f"the output is a dict, so its cotangent must be a dict or a Tangent(dict, ...) "
+                f"with its keys; got ybar={ybar!r}"
+            )
+        items = dict(given.items())
+        unknown = sorted(map(repr, set(items) - set(out)))
+        if unknown:
+            raise InteropError(f"the cotangent has keys the output has not: {', '.join(unknown)}")
+        return {k: leaf(_zero_as_none(items.get(k)), o) for k, o in out.items()}
     if isinstance(out, tuple | list):
         leaves = cotangent_leaves(ybar, len(out))
         return rebuild(out, (leaf(g, o) for g, o in zip(leaves, out, strict=True)))
     return leaf(cotangent_leaves(ybar, None)[0], out)
+
+
+def _zero_as_none(t: Any) -> Any:
+    t = unthunk(t)
+    return None if t is None or isinstance(t, AbstractZero) else t
 
 
 def natural_tangent(t: Any, primal: Any, zeros: Callable[[Any], Any]) -> Any:

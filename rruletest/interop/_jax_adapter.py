@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 import numpy as np
@@ -92,12 +92,22 @@ class JaxAdapter(Adapted):
         docstring); yields whether it is 64-bit."""
         yield x64_enabled()
 
-    def _to_jax(self, args: tuple[Any, ...], x64: bool) -> tuple[Any, ...]:
+    def _to_jax(
+        self, args: tuple[Any, ...], x64: bool, *, numbers_except: Collection[int] | None = None
+    ) -> tuple[Any, ...]:
         """numpy arrays and scalars (also inside tuples, lists and dicts) as jax arrays of the
-        same dtype; ``PrecisionError`` where jax would change a float dtype."""
+        same dtype; ``PrecisionError`` where jax would change a float dtype.
+
+        With ``numbers_except``, Python floats and complexes are made jax arrays too, except
+        at those positions (a custom rule's ``nondiff_argnums``): jax hands a rule's
+        ``fwd``/``jvp`` arrays, never Python numbers.
+        """
         jax = jax_module()
 
         def convert(a: Any, i: int) -> Any:
+            number = isinstance(a, float | complex) and not isinstance(a, np.generic)
+            if number and numbers_except is not None and i not in numbers_except:
+                return jax.numpy.asarray(a)
             if not isinstance(a, np.ndarray | np.generic):
                 return a
             j = jax.numpy.asarray(a)

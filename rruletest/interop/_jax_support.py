@@ -80,11 +80,16 @@ def cotangent_tree(ybar: Any, out: Any) -> Any:
     return map_cotangent(ybar, out, cotangent_leaf)
 
 
+def _dtype(out: Any) -> np.dtype[Any]:
+    """The dtype of an output leaf: an array's, or a Python number's (a rule may return one)."""
+    dtype = getattr(out, "dtype", None)
+    return np.dtype(dtype) if dtype is not None else np.result_type(out)
+
+
 def cotangent_leaf(g: Any, out: Any) -> Any:
     jax = jax_module()
     jnp = jax.numpy
-    dtype = np.dtype(out.dtype)
-    if dtype.kind not in "fc":
+    if _dtype(out).kind not in "fc":
         return np.zeros(np.shape(out), dtype=jax.dtypes.float0)
     if g is None:
         return jnp.zeros_like(out)
@@ -132,13 +137,15 @@ def tangent_in(xdot: Any, primal: Any) -> Any:
 
 
 def tangent_tree_out(tout: Any, out: Any) -> Any:
+    if isinstance(out, dict):
+        return {k: tangent_leaf(tout[k], o) for k, o in out.items()}
     if isinstance(out, tuple | list):
         return rebuild(out, (tangent_leaf(t, o) for t, o in zip(tout, out, strict=True)))
     return tangent_leaf(tout, out)
 
 
 def tangent_leaf(t: Any, out: Any) -> Any:
-    if np.dtype(out.dtype).kind not in "fc":
+    if _dtype(out).kind not in "fc":
         return NO_TANGENT
     return as_cotangent(np.asarray(t), None)
 

@@ -31,10 +31,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rruletest.interop._declarations import is_marked_nondiff, marked_example
+from rruletest.interop._declarations import declared, is_marked_nondiff, marked_example
 from rruletest.interop._errors import InteropError
 from rruletest.interop._protocol import AdapterLike, Pullback
 from rruletest.rules import RuleSet, default_ruleset
+from rruletest.rules.inputs import example_kwargs
 
 if TYPE_CHECKING:
     from rruletest.domains import DomainLike
@@ -124,7 +125,12 @@ def register(
     # by the framework either, and one the adapter does not differentiate is marked so.
     marked = {i for e in exs for i, a in enumerate(e) if is_marked_nondiff(a)}
     inner = adapter.with_nondiff(marked)
-    exs = [marked_example(e, inner.nondiff_argnums) for e in exs]
+    # As the adapter's test_rrule does: an argument the framework has no rule for (a Python
+    # number given to a torch Function) is marked too, example by example.
+    exs = [
+        marked_example(e, {*inner.nondiff_argnums, *declared(inner, tuple(e), example_kwargs(e))})
+        for e in exs
+    ]
 
     def rrule(*args: Any, **kwargs: Any) -> Any:
         return inner.dispatch_rrule(inner, args, kwargs)

@@ -20,13 +20,16 @@ from rruletest.tangents import NO_TANGENT
 
 __all__ = [
     "FunctionContext",
+    "GradOutputModifiedError",
     "SavedTensorModifiedError",
+    "check_unmodified",
     "engine_grad",
     "engine_missing",
     "is_diff_tensor",
     "output_to_numpy",
     "outputs",
     "quiet_torch_internals",
+    "shares_memory",
     "tangent_leaf",
     "tangent_out",
     "to_numpy",
@@ -114,6 +117,35 @@ class SavedTensorModifiedError(RuntimeError):
     """A tensor saved for backward was modified in place afterwards (torch raises here too)."""
 
 
+class GradOutputModifiedError(RuntimeError):
+    """``backward`` modified a gradient it was given (``grad_outputs``) in place, or ``jvp``
+    an input tangent.
+
+    torch hands ``backward`` the caller's gradient (``y.backward(g)`` or another rule's
+    result), so writing into it corrupts the caller's values. An array ``ybar`` is handed on
+    sharing its memory, and the tester reports the mutation; a numpy scalar cannot be shared,
+    so the adapter checks the tensor it made from it.
+    """
+
+
+def shares_memory(t: Any, x: Any) -> bool:
+    """Whether tensor ``t`` is a view of the numpy array ``x`` (no copy was made)."""
+    return isinstance(x, np.ndarray) and bool(np.shares_memory(t.numpy(), x))
+
+
+def check_unmodified(given: list[tuple[int, Any, int]], what: str = "backward") -> None:
+    """Raise ``GradOutputModifiedError`` for a ``(position, tensor, version)`` whose tensor's
+    version moved on (``what``, ``"backward"`` or ``"jvp"``, modified it in place)."""
+    name, whose = ("grad_outputs", "gradient") if what == "backward" else ("tangents", "tangent")
+    for i, t, version in given:
+        if t._version != version:
+            raise GradOutputModifiedError(
+                f"{what} modified {name}[{i}] (shape {tuple(t.shape)}, {t.dtype}) in "
+                f"place (version {version} -> {t._version}): it is the caller's {whose}, "
+                f"which a rule must not write into; compute a new tensor instead"
+            )
+
+
 class FunctionContext:
     """A stand-in for torch's ``ctx``: the same methods, plain attribute storage, no engine.
 
@@ -149,8 +181,10 @@ class FunctionContext:
 
     @property
     def saved_tensors(self) -> tuple[Any, ...]:
-        if self._phase == "jvp" and self._saved_forward is not None:
-            return self._saved_forward
+        if self._phase == "jvp":
+            # torch's forward mode records no backward graph, so jvp sees only what
+            # save_for_forward saved (an empty tuple without it), never save_for_backward's.
+            return () if self._saved_forward is None else self._saved_forward
         for i, (t, v) in enumerate(zip(self._saved, self._versions, strict=True)):
             if t is not None and t._version != v:
                 raise SavedTensorModifiedError(

@@ -38,6 +38,7 @@ from typing import Any
 
 from rruletest.domains import DomainLike
 from rruletest.interop._autograd_support import (
+    SequenceBoxed,
     autograd_core,
     autograd_cotangent,
     cotangent_out,
@@ -225,11 +226,12 @@ class AutogradFunction(Adapted):
         vjps: dict[int, Callable[[Any], Any]] = {}
         missing: dict[int, str] = {}
         for i in differentiable_argnums(args, self.nondiff_argnums, structured=True):
-            fn_i = partial_in(self.wrapped, args, [i], kwargs)
+            fn_i = SequenceBoxed(partial_in(self.wrapped, args, [i], kwargs))
             try:
                 vjps[i], ans = autograd.make_vjp(fn_i)(args[i])
             except NotImplementedError as exc:  # autograd makes VJPs while tracing forward
                 missing[i] = no_rule_reason(exc) or repr(exc)
+            ans = fn_i.unboxed(ans)
         if ans is None:
             ans = self.wrapped(*args, **kwargs)
         return ans, vjps, missing
@@ -274,10 +276,11 @@ class AutogradFunction(Adapted):
         if not diff:
             ans = self.wrapped(*args, **kwargs)
             return output(ans), tangent_out(None, ans)
-        fn_diff = partial_in(self.wrapped, args, diff, kwargs)
+        fn_diff = SequenceBoxed(partial_in(self.wrapped, args, diff, kwargs))
         jvp = autograd.make_jvp(fn_diff, argnum=tuple(range(len(diff))))(*(args[i] for i in diff))
         try:
             ans, raw = jvp(tuple(tangent_in(xdots[i], args[i]) for i in diff))
+            ans = fn_diff.unboxed(ans)
         except (KeyError, NotImplementedError) as exc:
             missing = self._jvp_missing(args, kwargs)
             if not missing:
@@ -292,7 +295,8 @@ class AutogradFunction(Adapted):
         autograd = require("autograd", "autograd")
         missing: dict[int, str] = {}
         for i in differentiable_argnums(args, self.nondiff_argnums, structured=True):
-            jvp = autograd.make_jvp(partial_in(self.wrapped, args, [i], kwargs))(args[i])
+            fn_i = SequenceBoxed(partial_in(self.wrapped, args, [i], kwargs))
+            jvp = autograd.make_jvp(fn_i)(args[i])
             try:
                 jvp(tangent_in(None, args[i]))
             except (KeyError, NotImplementedError) as exc:

@@ -132,7 +132,7 @@ class JaxCustomVJP(JaxAdapter):
             return self._vjp_rrule(self.wrapped, args, kwargs)
         nd = tuple(custom.nondiff_argnums)
         with self._scope(args) as x64:
-            jargs = self._to_jax(args, x64)
+            jargs = self._to_jax(args, x64, numbers_except=nd)
             out, res = custom.fwd(*jargs)
         positions = [i for i in range(len(args)) if i not in nd]
 
@@ -199,7 +199,7 @@ class JaxCustomJVP(JaxAdapter):
         nd = tuple(custom.nondiff_argnums)
         skip = set(self.nondiff_argnums) | set(range(len(args), len(full)))
         with self._scope(full) as x64:
-            jargs = self._to_jax(full, x64)
+            jargs = self._to_jax(full, x64, numbers_except=nd)
             primals, tangents = [], []
             for i, (a, xd) in enumerate(zip(jargs, xdots, strict=True)):
                 if i in nd:

@@ -51,10 +51,13 @@ from rruletest.interop._convert import (
 )
 from rruletest.interop._torch_context import (
     FunctionContext,
+    GradOutputModifiedError,
     SavedTensorModifiedError,
+    check_unmodified,
     is_diff_tensor,
     output_to_numpy,
     outputs,
+    shares_memory,
     tangent_out,
     to_numpy,
     to_tensor,
@@ -65,6 +68,7 @@ from rruletest.tangents import NO_TANGENT, AbstractZero
 
 __all__ = [
     "FunctionContext",
+    "GradOutputModifiedError",
     "SavedTensorModifiedError",
     "TorchCallable",
     "TorchFunction",
@@ -117,6 +121,18 @@ class TorchFunction(Adapted):
         Function's ``backward`` run with ``create_graph=True``: its double backward)."""
         return derived_torch(self.wrapped.apply, key)
 
+    def no_rule_argnums(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], *, forward: bool = False
+    ) -> dict[int, str]:
+        """Python numbers: torch passes them to ``forward`` as they are and never
+        differentiates them (``needs_input_grad`` is False; a gradient for one is an error)."""
+        return {
+            i: f"torch never differentiates a Python {type(a).__name__}; pass np.float64(x) "
+            f"to make it a tensor"
+            for i, a in enumerate(args)
+            if isinstance(a, float | complex) and not isinstance(a, np.generic)
+        }
+
     def _forward(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, list[int]]:
         torch = torch_module()
         cls = self.wrapped
@@ -153,16 +169,21 @@ class TorchFunction(Adapted):
 
         def pullback(ybar: Any) -> tuple[Any, ...]:
             grads: list[Any] = []
+            copied: list[tuple[int, Any, int]] = []  # from ybar, not sharing its memory
             for g, o in zip(cotangent_leaves(ybar, n), outs, strict=True):
                 if not isinstance(o, torch.Tensor):
                     grads.append(None)
                 elif g is None or not is_diff_tensor(torch, o) or ctx._marked_non_differentiable(o):
                     grads.append(torch.zeros_like(o) if ctx.materialize_grads else None)
                 else:
-                    grads.append(to_tensor(torch, g, dtype=o.dtype))
+                    t = to_tensor(torch, g, dtype=o.dtype)
+                    if isinstance(t, torch.Tensor) and not shares_memory(t, g):
+                        copied.append((len(grads), t, t._version))
+                    grads.append(t)
             ctx._phase = "backward"
             with torch.no_grad():
                 raw = backward(ctx, *grads)
+            check_unmodified(copied)
             raw = raw if isinstance(raw, tuple) else (raw,)
             if len(raw) > nargs and all(r is None for r in raw[nargs:]):
                 raw = raw[:nargs]  # torch accepts trailing Nones
@@ -189,6 +210,7 @@ class TorchFunction(Adapted):
         ctx, out, diff = self._forward(args, kwargs)
         ctx._phase = "jvp"
         tangents: list[Any] = []
+        copied: list[tuple[int, Any, int]] = []  # from xdots, not sharing their memory
         for i, (a, xd) in enumerate(zip(args, xdots, strict=True)):
             ta = to_tensor(torch, a)
             if not isinstance(ta, torch.Tensor):
@@ -196,9 +218,13 @@ class TorchFunction(Adapted):
             elif i not in diff or xd is None or isinstance(xd, AbstractZero):
                 tangents.append(torch.zeros_like(ta) if ctx.materialize_grads else None)
             else:
-                tangents.append(to_tensor(torch, xd, dtype=ta.dtype))
+                t = to_tensor(torch, xd, dtype=ta.dtype)
+                if isinstance(t, torch.Tensor) and not shares_memory(t, xd):
+                    copied.append((i, t, t._version))
+                tangents.append(t)
         with torch.no_grad():
             raw = self._jvp(ctx, *tangents)
+        check_unmodified(copied, "jvp")
         return output_to_numpy(torch, out), tangent_out(torch, raw, out)
 
 

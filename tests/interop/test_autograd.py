@@ -388,3 +388,43 @@ def test_no_jvp_for_an_argument_is_no_rule_in_forward_mode_too(testers: Any) -> 
         with pytest.raises(AssertionError, match=r"raised NoRuleError: no rule for args\[1\]"):
             testers.test_frule(f, x, 0.0, 1.0, frule_f=f.frule, rng=0)
         assert f.test_frule(x, 0.0, 1.0, rng=0).not_checked == ("args[1]", "args[2]")
+
+
+def test_a_function_returning_a_plain_tuple_is_differentiated_element_by_element(
+    testers: Any,
+) -> None:
+    """autograd traces only boxed outputs: a plain tuple of boxes read as independent of the
+    input (zero cotangents, ArrayBoxes in y). The adapter returns it as autograd's own
+    container, so each element keeps its own rule, right or wrong."""
+    import collections
+
+    Pair = collections.namedtuple("Pair", "s c")
+    f = rautograd.from_function(lambda x: Pair(anp.sin(x), anp.cos(x)), name="pair")
+    y, pullback = f.rrule(f, X)
+    assert type(y) is Pair
+    np.testing.assert_array_equal(y.c, np.cos(X))
+    ones = np.ones_like(X)
+    np.testing.assert_allclose(pullback((ones, ones))[1], np.cos(X) - np.sin(X), rtol=1e-14)
+    f.test_rrule(X, rng=0)
+    f.test_frule(X, rng=0)
+    g = rautograd.from_function(lambda x, w: [make_scaled_sin()(x, w), x * 2.0], name="pair")
+    g.test_rrule(X, W, rng=0)
+
+    def off(ans: Any, x: Any, w: Any) -> Any:
+        return lambda g: 1.001 * np.sum(g * np.sin(x), axis=0, keepdims=True)
+
+    wrong = make_scaled_sin(vjp_w=off)
+    h = rautograd.from_function(lambda x, w: (x * 2.0, wrong(x, w)), name="pair")
+    with pytest.raises(AssertionError, match=r"\[numeric\] args\[1\]"):
+        h.test_rrule(X, W, rng=0)
+
+
+def test_a_function_returning_a_dict_is_differentiated(testers: Any) -> None:
+    f = rautograd.from_function(lambda x: {"s": anp.sin(x), "c": anp.cos(x)}, name="sincos")
+    y, pullback = f.rrule(f, X)
+    assert sorted(y) == ["c", "s"]
+    np.testing.assert_allclose(pullback({"c": np.ones_like(X)})[1], -np.sin(X), rtol=1e-14)
+    f.test_rrule(X, rng=0)
+    # autograd's forward mode has no JVP for building a dict: said as no rule.
+    with pytest.raises(AssertionError, match=r"no rule for args\[0\].*_make_dict"):
+        f.test_frule(X, rng=0)

@@ -530,3 +530,67 @@ def test_a_forward_derivative_jax_does_not_support_is_no_rule(testers: Any) -> N
     with pytest.raises(AssertionError, match=r"raised NoRuleError: no rule for args\[0\]"):
         testers.test_frule(f, a, b, x, frule_f=f.frule, rng=0)
     assert f.test_frule(a, b, x, rng=0).not_checked == ("args[0]", "args[1]")
+
+
+def test_custom_rules_get_python_floats_as_jax_arrays(testers: Any) -> None:
+    """jax hands a custom rule's ``fwd``/``jvp`` arrays, never Python numbers (the pullback of
+    ``square(1.3)`` raised "'float' object has no attribute 'dtype'"); the rule's own
+    ``nondiff_argnums`` stay as they were given."""
+    seen: list[type] = []
+
+    @partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def scale(x: Any, k: Any) -> Any:
+        return x * k
+
+    def fwd(x: Any, k: Any) -> Any:
+        seen.append(type(x))
+        seen.append(type(k))
+        return x * k, None
+
+    scale.defvjp(fwd, lambda k, _, g: (g * k,))
+    f = rjax.from_custom_vjp(scale)
+    y, pullback = f.rrule(f, 1.5, 2.0)
+    assert (y, pullback(1.0)) == (3.0, (NoTangent(), 2.0, NoTangent()))
+    assert seen == [type(jnp.asarray(1.5)), float]
+    f.test_rrule(1.5, 2.0, rng=0)
+
+    @jax.custom_jvp
+    def square(x: Any) -> Any:
+        return x * x
+
+    square.defjvp(lambda p, t: (p[0] * p[0], 2 * p[0] * t[0]))
+    g = rjax.from_custom_jvp(square)
+    g.test_frule(1.3, rng=0)
+    g.test_rrule(1.3, rng=0)
+    testers.test_scalar(g, 0.5, rrule_f=g.rrule, frule_f=g.frule)
+
+
+def test_dict_outputs(testers: Any) -> None:
+    """A dict output takes a dict (or ``Tangent(dict, ...)``) cotangent; the pullback raised
+    "'dict' object has no attribute 'dtype'" (custom_vjp) or "entry not a 2- or 3- tuple"."""
+
+    def make(sign: float) -> Any:
+        @jax.custom_vjp
+        def sincos(x: Any) -> Any:
+            return {"s": jnp.sin(x), "c": jnp.cos(x)}
+
+        def bwd(x: Any, g: Any) -> Any:
+            return (g["s"] * jnp.cos(x) + sign * g["c"] * jnp.sin(x),)
+
+        sincos.defvjp(lambda x: (sincos(x), x), bwd)
+        return sincos
+
+    x = np.array([1.0, 2.0])
+    f = rjax.from_custom_vjp(make(-1.0))
+    y, pullback = f.rrule(f, x)
+    assert sorted(y) == ["c", "s"]
+    np.testing.assert_allclose(pullback({"c": np.ones(2)})[1], -np.sin(x), rtol=1e-14)
+    np.testing.assert_allclose(pullback(Tangent(dict, s=np.ones(2)))[1], np.cos(x), rtol=1e-14)
+    f.test_rrule(x, rng=0)
+    with pytest.raises(AssertionError, match=r"\[numeric\] args\[0\]"):
+        rjax.from_custom_vjp(make(1.0)).test_rrule(x, rng=0)
+    with pytest.raises(InteropError, match="the output is a dict, so its cotangent must be"):
+        pullback(np.ones(2))
+    g = rjax.from_function(lambda x: {"s": jnp.sin(x), "c": jnp.cos(x)}, name="sincos")
+    g.test_rrule(x, rng=0)
+    g.test_frule(x, rng=0)

@@ -159,3 +159,21 @@ def test_register_keeps_an_examples_keywords(testers: Any) -> None:
     assert [getattr(e, "kwargs", None) for e in kept] == [{"out": None}, None, {"k": 1}]
     assert repr(kept[2]) == "Example(array([0.5, 1.5]), with_tangent(2.0, NoTangent()), k=1)"
     assert isinstance(kept[2][1], type(with_tangent(2.0, NoTangent())))
+
+
+def test_register_marks_the_arguments_the_framework_has_no_rule_for(testers: Any) -> None:
+    """As the adapter's test_rrule does: a Python number given to a torch Function (never
+    differentiated by torch) is marked in the gate's examples; the gate failed a correct rule
+    with a numeric mismatch for it."""
+    pytest.importorskip("torch")
+    from rruletest.interop import torch as rtorch
+
+    from .test_torch import TimesPythonNumber
+
+    x = np.array([0.5, 1.5])
+    rules = RuleSet()
+    f = register(rtorch.from_function(TimesPythonNumber), rules=rules, examples=[(x, 2.5)])
+    (example,) = rules.rrule_info(f).examples
+    assert repr(example[1]) == "with_tangent(2.5, NoTangent())"
+    report = testers.test_rrule(f, *example, rrule_f=rules.rrule, rng=0)
+    assert report.not_checked == ("args[1]",)

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from rruletest import NoTangent, Tangent, Thunk, ZeroTangent, with_tangent
 from rruletest.interop import InteropError, MissingRuleError
 from rruletest.interop import torch as rtorch
+from rruletest.interop._torch_context import quiet_torch_internals
 
 from ._numeric import (
     WRONG_RULE_LINES,
@@ -52,6 +53,7 @@ class ScaledSin(Function):
     @staticmethod
     def forward(ctx: Any, x: Any, w: Any) -> Any:
         ctx.save_for_backward(x, w)
+        ctx.save_for_forward(x, w)  # jvp sees only these (torch's forward mode)
         return torch.sin(x) * w
 
     @staticmethod
@@ -452,6 +454,28 @@ def test_wrong_jvp_fails_test_frule(testers: Any) -> None:
     assert "float32" in str(info.value)
 
 
+class JvpReadsBackwardSaves(ScaledSin):
+    """A jvp that reads what only save_for_backward saved: torch's forward mode shows it
+    nothing (``ctx.saved_tensors`` is empty in ``jvp``), so the rule fails in torch."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, w: Any) -> Any:
+        ctx.save_for_backward(x, w)
+        return torch.sin(x) * w
+
+
+def test_jvp_sees_only_what_save_for_forward_saved(testers: Any) -> None:
+    fwad = torch.autograd.forward_ad
+    with quiet_torch_internals(), fwad.dual_level():
+        tx = fwad.make_dual(torch.from_numpy(X), torch.ones(X.shape, dtype=torch.float64))
+        with pytest.raises(ValueError, match="not enough values"):
+            JvpReadsBackwardSaves.apply(tx, torch.from_numpy(W))  # torch itself
+    f = rtorch.from_function(JvpReadsBackwardSaves)
+    with pytest.raises(AssertionError, match=r"raised ValueError: not enough values to unpack"):
+        f.test_frule(X, W, rng=0)
+    f.test_rrule(X, W, rng=0)  # backward still sees save_for_backward's tensors
+
+
 class IgnoresNeedsInputGrad(Function):
     @staticmethod
     def forward(ctx: Any, x: Any, n: Any) -> Any:
@@ -578,3 +602,82 @@ def test_a_function_without_jvp_has_no_frule_for_the_cross_check() -> None:
     assert not f.has_frule
     report = f.test_rrule(x, rng=0)
     assert "frule/rrule cross-check: not run (there is no frule for f)" in report.notes
+
+
+class TimesPythonNumber(Function):
+    @staticmethod
+    def forward(ctx: Any, x: Any, a: Any) -> Any:
+        ctx.a = a
+        return x * a
+
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        return g * ctx.a, None  # torch requires None for a Python number
+
+
+def test_a_python_number_argument_reaches_the_tester_as_not_differentiated(testers: Any) -> None:
+    """torch never differentiates a Python number given to a Function: a correct rule failed
+    test_rrule with a numeric mismatch for it, as if its None were a wrong zero."""
+    f = rtorch.from_function(TimesPythonNumber)
+    x = np.array([3.0, 1.0], np.float32)
+    report = f.test_rrule(x, 2.5, rng=0)
+    assert report.notes[-1] == (
+        "args[1]: not differentiated by the rule (the framework has no rule for it (torch never "
+        "differentiates a Python float; pass np.float64(x) to make it a tensor))"
+    )
+    assert f.rrule(f, x, 2.5)[1](np.ones(2, np.float32))[2] == NoTangent()
+
+
+class ScalesGradInPlace(Function):
+    """``sum(x**2)`` whose backward writes into its grad_output (correct values)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return (x * x).sum()
+
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        (x,) = ctx.saved_tensors
+        return g.mul_(2) * x
+
+
+def test_a_backward_writing_into_a_scalar_grad_output_fails(testers: Any) -> None:
+    """An array ybar is shared with backward (the tester sees a mutation); a numpy scalar
+    cannot be, so a loss-like rule writing into its gradient passed unseen."""
+    f = rtorch.from_function(ScalesGradInPlace)
+    with pytest.raises(AssertionError) as info:
+        f.test_rrule(np.array([1.5, -2.0]), rng=0)
+    assert (
+        "[exception] pullback(ybar) raised GradOutputModifiedError: backward modified "
+        "grad_outputs[0] (shape (), torch.float64) in place (version 0 -> 1): it is the "
+        "caller's gradient, which a rule must not write into; compute a new tensor instead"
+    ) in str(info.value)
+    rtorch.from_function(SumOfSquares).test_rrule(np.array([1.5, -2.0]), rng=0)
+
+
+class ScalesTangentInPlace(Function):
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_forward(x)
+        return x * x
+
+    @staticmethod
+    def jvp(ctx: Any, dx: Any) -> Any:
+        (x,) = ctx.saved_tensors
+        return dx.mul_(2 * x)
+
+
+def test_a_jvp_writing_into_a_scalar_tangent_fails(testers: Any) -> None:
+    f = rtorch.from_function(ScalesTangentInPlace)
+    with pytest.raises(AssertionError, match=r"jvp modified tangents\[0\] \(shape \(\), "):
+        f.test_frule(np.float64(0.5), rng=0)
+    with pytest.raises(AssertionError, match=r"\[mutation\] xdots\[0\]"):
+        f.test_frule(np.array([0.5, 2.0]), rng=0)  # shared: the tester sees it
+
+
+class SumOfSquares(ScalesGradInPlace):
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        (x,) = ctx.saved_tensors
+        return 2 * g * x
