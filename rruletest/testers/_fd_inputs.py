@@ -37,6 +37,7 @@ __all__ = [
     "recorded",
     "unchecked",
     "widen",
+    "zero_where_not_finite",
 ]
 
 
@@ -179,6 +180,28 @@ def coordinate_count(args: Sequence[Arg]) -> int:
             vec, _ = to_vec(p)
             n += int(np.size(vec))
     return n
+
+
+def zero_where_not_finite(x: Any, t: Any) -> tuple[Any, int, str]:
+    """A drawn tangent (or cotangent) ``t`` of the array ``x`` with zeros where ``x`` is NaN
+    or infinite, how many such elements there are and where (the first three): finite
+    differences cannot move such an element (``nan + h`` is ``nan``), and a tangent there
+    makes ``0 * NaN`` of every estimate it enters. ``t`` as it is (and 0) where no element,
+    or every one, is not finite, or ``t`` is not an array of ``x``'s shape.
+
+    >>> zero_where_not_finite(np.array([1.0, np.nan]), np.array([2.0, 3.0]))
+    (array([2., 0.]), 1, '(1,)')
+    """
+    if not (isinstance(x, np.ndarray) and x.dtype.kind in "fc" and isinstance(t, np.ndarray)):
+        return t, 0, ""
+    bad = ~np.isfinite(x)
+    n = int(bad.sum())
+    if n == 0 or n == bad.size or t.shape != x.shape:
+        return t, 0, ""
+    t = t.copy()
+    t[bad] = 0
+    where = ", ".join(str(tuple(int(k) for k in i)) for i in np.argwhere(bad)[:3])
+    return t, n, where + (f" and {n - 3} more" if n > 3 else "")
 
 
 def domain_room(domain: Domain | None, primals: Sequence[Any]) -> float | None:

@@ -17,8 +17,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import numpy as np
-
 from rruletest.rules import frule
 from rruletest.tangents import NO_TANGENT, AbstractZero
 from rruletest.testers._args import Arg, describe, has_coordinates
@@ -34,6 +32,7 @@ from rruletest.testers._checks import (
 from rruletest.testers._constrained import declare_registered, draw_tangent
 from rruletest.testers._cross_check import after_frule, check_transpose_option, partner
 from rruletest.testers._f_tangent import check_jvp_with_f, f_tangent, random_fdot
+from rruletest.testers._fd_inputs import zero_where_not_finite
 from rruletest.testers._fit import fit_problems
 from rruletest.testers._reference import check_jvp
 from rruletest.testers._report import Check, TesterReport
@@ -174,24 +173,15 @@ def _tangents(s: Setup) -> list[Any]:
 
 
 def _zero_where_not_finite(s: Setup, a: Arg, xdot: Any) -> Any:
-    """The drawn ``xdot`` with zeros where the argument array is NaN or infinite: a finite
-    difference cannot move such an element (``nan + h`` is ``nan``), so a tangent there would
-    leave every output it might reach unchecked; ``test_rrule`` zeroes ``ybar`` at such
-    outputs alike."""
-    x = a.primal
-    if not (isinstance(x, np.ndarray) and x.dtype.kind in "fc" and isinstance(xdot, np.ndarray)):
-        return xdot
-    bad = ~np.isfinite(x)
-    if not bad.any() or bad.all() or xdot.shape != x.shape:
-        return xdot
-    xdot = xdot.copy()
-    xdot[bad] = 0
-    where = ", ".join(str(tuple(int(k) for k in i)) for i in np.argwhere(bad)[:3])
-    more = f" and {int(bad.sum()) - 3} more" if bad.sum() > 3 else ""
-    s.report.note(
-        f"{a.path}: tangent zero at the {int(bad.sum())} element(s) not finite at the primal "
-        f"point (at {where}{more}): finite differences cannot move them"
-    )
+    """The drawn ``xdot`` with zeros where the argument array is NaN or infinite (a note): a
+    tangent there would leave every output it might reach unchecked; ``test_rrule`` zeroes
+    ``ybar`` at such outputs alike."""
+    xdot, n, where = zero_where_not_finite(a.primal, xdot)
+    if n:
+        s.report.note(
+            f"{a.path}: tangent zero at the {n} element(s) not finite at the primal point "
+            f"(at {where}): finite differences cannot move them"
+        )
     return xdot
 
 

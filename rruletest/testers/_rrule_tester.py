@@ -25,8 +25,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import numpy as np
-
 from rruletest.rules import rrule
 from rruletest.tangents import (
     AbstractZero,
@@ -45,6 +43,7 @@ from rruletest.testers._checks import (
 from rruletest.testers._constrained import declare_registered
 from rruletest.testers._cross_check import after_rrule, check_transpose_option, partner
 from rruletest.testers._f_tangent import check_f_cotangent
+from rruletest.testers._fd_inputs import zero_where_not_finite
 from rruletest.testers._fit import fit_problems
 from rruletest.testers._inplace import check_inplace
 from rruletest.testers._pullback_checks import (
@@ -326,21 +325,13 @@ def _output_tangent(s: Setup, y_ref: Any, output_tangent: Any) -> Any:
 
 def _zero_where_not_finite(s: Setup, y: Any, ybar: Any) -> Any:
     """The drawn ``ybar`` with zeros where the output array is NaN or infinite at the primal
-    point (``log`` of a negative element): such an output has no derivative to check, and a
-    cotangent there would make ``0 * NaN`` of every numerical estimate it enters."""
-    if not (isinstance(y, np.ndarray) and y.dtype.kind in "fc" and isinstance(ybar, np.ndarray)):
-        return ybar
-    bad = ~np.isfinite(y)
-    if not bad.any() or bad.all() or ybar.shape != y.shape:
-        return ybar
-    ybar = ybar.copy()
-    ybar[bad] = 0
-    where = ", ".join(str(tuple(int(k) for k in i)) for i in np.argwhere(bad)[:3])
-    more = f" and {int(bad.sum()) - 3} more" if bad.sum() > 3 else ""
-    s.report.note(
-        f"ybar: zero at the {int(bad.sum())} output element(s) not finite at the primal point "
-        f"(at {where}{more}): they have no derivative to check"
-    )
+    point (``log`` of a negative element; a note): such an output has no derivative to check."""
+    ybar, n, where = zero_where_not_finite(y, ybar)
+    if n:
+        s.report.note(
+            f"ybar: zero at the {n} output element(s) not finite at the primal point "
+            f"(at {where}): they have no derivative to check"
+        )
     return ybar
 
 
