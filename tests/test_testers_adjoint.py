@@ -262,3 +262,19 @@ def test_directions_move_exactly_equal_elements_together(seed: int) -> None:
     )
     with pytest.raises(AssertionError, match="adjoint identity fails"):
         test_rrule(np.sort, x, rrule_f=_sort_rules(0.1).rrule, rng=seed)
+
+
+def test_a_sort_of_many_values_is_checked_without_the_outputs_no_step_resolves() -> None:
+    """1e5 normal draws (seed 3): the closest entries are about 1e-10 apart, and along every
+    random direction some outputs of sort cross within each step the engine takes, so
+    ``<ybar, J v>`` was void on all three directions and a right rule failed with "nothing
+    was compared". ``ybar`` is now zeroed at those few outputs, the rule called once more for
+    its cotangent, and the identity checks every other output: the right rule passes with a
+    note, and an element off by 3x fails, saying what was zeroed."""
+    x = np.random.default_rng(3).standard_normal(100_000)
+    report = test_rrule(np.sort, x, rrule_f=_sort_rules(0.0).rrule, rng=3)
+    (note,) = [n for n in report.notes if "zeroed" in n]
+    assert note.startswith("args: J v along random directions 0, 1, 2 of the adjoint identity")
+    assert "could not be estimated at 6 of 100000 outputs" in note
+    with pytest.raises(AssertionError, match=r"direction \d \(with ybar zeroed at 6 outputs\)"):
+        test_rrule(np.sort, x, rrule_f=_sort_rules(3.0).rrule, rng=3)

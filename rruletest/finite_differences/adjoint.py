@@ -33,6 +33,7 @@ False
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -42,8 +43,8 @@ import numpy.typing as npt
 
 from rruletest.finite_differences.dense import check_fdm, working_dtype
 from rruletest.finite_differences.estimation import run
-from rruletest.finite_differences.noise import agrees, amplification
-from rruletest.finite_differences.problem import Problem, eps
+from rruletest.finite_differences.line import Line
+from rruletest.finite_differences.problem import Estimate, Problem, eps
 from rruletest.finite_differences.ties import tie_groups
 from rruletest.finite_differences.to_vec import to_vec
 
@@ -133,20 +134,18 @@ class AdjointCheck:
     ) -> None:
         self.fdm = check_fdm(fdm)
         self.f = f
-        self.calls = 1
         self.xs = tuple(xs)
-        self.v, self.back = to_vec(self.xs, path="args")
-        self.n = self.v.size
-        self.xbar = _coords(xbar, self.n, lambda t: self.back.tangent_vec(t, "xbar"))
         y = f(*self.xs)
         yv, yback = to_vec(y, path="output")
+        self.line = Line(f, self.xs, yv.size)
+        self.v, self.back = self.line.v, self.line.back
+        self.n = self.v.size
+        self.xbar = _coords(xbar, self.n, lambda t: self.back.tangent_vec(t, "xbar"))
+        self.yback = yback
         self.ybar = _coords(ybar, yv.size, lambda t: yback.tangent_vec(t, "ybar"))
-        dt = working_dtype(self.back.coord_dtypes)
-        self.dtype = dt
-        self.back_dtype = dt  # the inputs' own (``dtype`` becomes float64 when promoted)
-        self.out_dtype = working_dtype(yback.coord_dtypes)
-        self.rel = ROUND_ULPS * eps(dt) if rel is None else rel
-        self.default_rel = rel is None
+        self.back_dtype = self.line.dtype  # the inputs' own (``dtype`` is float64 if promoted)
+        self.line.out_dtype = working_dtype(yback.coord_dtypes)
+        self.rel = ROUND_ULPS * eps(self.line.dtype) if rel is None else rel
         #: Absolute rounding per element of a correct ``xbar`` beyond ``rel * |xbar_i|`` (the
         #: rounding a low-precision ``f`` accumulates, ``noise.amplification``); 0 for most.
         self.floor = 0.0
@@ -155,14 +154,16 @@ class AdjointCheck:
         self.atol = atol
         self.count = directions(self.n) if count is None else count
         self.signs = rng.integers(0, 2, size=(self.count, self.n), dtype=np.int8) * 2 - 1
-        # One real float array: points are built in its dtype, without rebuilding structures.
-        x0 = self.xs[0] if len(self.xs) == 1 else None
-        self.array = x0 if isinstance(x0, np.ndarray) and x0.dtype.kind == "f" else None
-        self.promoted = False
-        if promote and self.array is not None and self.array.dtype.itemsize < 8:
-            self._promote(y)
-        self._buffer: Arr | None = None
+        if promote:
+            self.line.promote(y)
+            amp = self.line.amplification
+            if rel is None and amp > 1.0:
+                self.floor = self.rel * amp * _norm(self.xbar) / math.sqrt(max(self.n, 1))
         self._y0: F64 | None = None  # f's kept output coordinates at x (``_vector_jvp``)
+        #: ``J v`` output by output along whole directions, by direction (``output_jvp``).
+        self._jvps: dict[int, Estimate] = {}
+        #: Kept output coordinates at which ``ybar`` was zeroed (``without_outputs``).
+        self.void: Index | None = None
         # psi's rounding comes from every term of <ybar, f>, however much they cancel: its
         # values carry an offset of that size, so the engine's round-off model sees it.
         # Output coordinates not finite at x with a zero ybar take no part in <ybar, f>
@@ -182,25 +183,28 @@ class AdjointCheck:
     def _kept(self, yv: Arr) -> Arr:
         return yv if self.keep is None else yv[self.keep]
 
-    def _promote(self, y: Any) -> None:
-        """Evaluate a float32 (or float16) ``f`` in float64 when it accepts float64 inputs and
-        gives float64 outputs close to its own: the rounding of a million float32 values would
-        hide one wrong element in the gaps. The cotangent keeps its own rounding allowance."""
-        assert self.array is not None
-        x64 = self.array.astype(np.float64)
-        try:
-            y64 = self.f(x64)
-        except Exception:
-            return
-        self.calls += 1
-        # (a reduction's output is a numpy scalar: np.median of float32 values is np.float32)
-        if agrees(y, y64):
-            y, y64 = np.asarray(y), np.asarray(y64)
-            self.array, self.dtype, self.out_dtype = x64, np.dtype(np.float64), y64.dtype
-            self.promoted = True
-            amp = amplification(y, y64, eps(y.dtype)) if self.default_rel else 1.0
-            if amp > 1.0:
-                self.floor = self.rel * amp * _norm(self.xbar) / math.sqrt(max(self.n, 1))
+    @property
+    def calls(self) -> int:
+        """Evaluations of ``f``, the one at ``x`` included."""
+        return 1 + self.line.calls
+
+    @property
+    def array(self) -> Arr | None:
+        """The one real float array argument the points are built in (float64 if promoted)."""
+        return self.line.array
+
+    @property
+    def promoted(self) -> bool:
+        return self.line.promoted
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The points' working dtype."""
+        return self.line.dtype
+
+    @property
+    def out_dtype(self) -> np.dtype[Any]:
+        return self.line.out_dtype
 
     # -- gaps -------------------------------------------------------------------------------
 
@@ -232,11 +236,11 @@ class AdjointCheck:
             restrict=restrict,
         )
         est = run(self.fdm, prob, check_all=True, c1_scale=ROUND_OFF_SCALE)
-        lhs = np.array([self._lhs(k, idx) for k, idx in groups])
+        lhs = np.array([self.inner(k, idx) for k, idx in groups])
         gap = np.asarray(est.value, dtype=np.float64) - lhs
         error = np.array(est.error, dtype=np.float64)
         for r in np.flatnonzero(~np.isfinite(error)).tolist():
-            value, error[r] = self._vector_jvp(*parts[r])
+            value, error[r] = self._vector_jvp(*groups[r])
             gap[r] = value - lhs[r]
         tol = np.array([self.tolerance(e, idx) for e, (_, idx) in zip(error, groups, strict=True)])
         return Gaps(gap, error, tol, lhs)
@@ -249,7 +253,7 @@ class AdjointCheck:
             found = self._directions[k] = self.signs[k].astype(dt)
         return found
 
-    def _lhs(self, k: int, idx: Index | None) -> float:
+    def inner(self, k: int, idx: Index | None) -> float:
         """``<xbar, v>`` for direction ``k`` restricted to ``idx``."""
         sel = slice(None) if idx is None else idx
         return _dot(self.xbar[sel], self.direction(k)[sel])
@@ -296,8 +300,24 @@ class AdjointCheck:
         kinks of some output (``sort`` of many close values), a central difference of the sum
         converges to a slope of the wider neighbourhood, not to the one at ``x``. NaN and an
         infinite error where it cannot be estimated so (a point below float64)."""
-        value, error = self._vector_jvp(self.direction(k), None)
-        return value - self._lhs(k, None), error, self.tolerance(error, None)
+        value, error = self._vector_jvp(k, None)
+        return value - self.inner(k, None), error, self.tolerance(error, None)
+
+    def without_outputs(self, void: Index, ybar: F64, xbar: Any) -> AdjointCheck:
+        """This check for the cotangent pair ``ybar`` (zero at the kept outputs ``void``) and
+        ``xbar`` (the rule's cotangent for it): ``J v`` output by output at outputs with a
+        zero ``ybar`` weighs nothing, so where the engine cannot estimate ``J v`` at a few
+        outputs (``sort`` of a million values, whose closest entries cross at every step),
+        the identity still checks the rule on all the others. The directions and the ``J v``
+        already estimated are shared."""
+        other = copy.copy(self)
+        other.ybar = ybar
+        other.xbar = _coords(xbar, self.n, lambda t: self.back.tangent_vec(t, "xbar"))
+        other.void = void
+        other.spread = None
+        if self._y0 is not None:
+            other.offset = OFFSET * _norm(self._kept(ybar) * self._y0)
+        return other
 
     def retolerate(self, found: Gaps) -> Gaps:
         """``found`` (the gaps of ``run``) with tolerances for the allowances as they are now."""
@@ -313,88 +333,63 @@ class AdjointCheck:
         self.tie_order, self.tie_group, lead, tied = found
         self.signs[:, self.tie_order] = self.signs[:, lead]
         self._directions.clear()
+        self._jvps.clear()
         return tied
 
     def _psi(self, t: float, d: Arr | None, idx: Index | None) -> float:
         """``<ybar, f(z)>`` at ``z = x + t * d`` on ``idx`` (rounded to x's dtype), less
         ``<xbar, z - x - t * d>``: the rounding of the point, so that the derivative at 0 is
         ``<ybar, J d>`` along the displacement really made."""
-        yv, rounding = self._output(t, d, idx)
+        yv, rounding = self._output_at(t, d, idx)
         return _dot(self._kept(self.ybar), self._kept(yv)) - rounding + self.offset
 
-    def _output(self, t: float, d: Arr | None, idx: Index | None) -> tuple[Arr, float]:
-        """``f(z)``'s coordinates at ``z = x + t * d`` on ``idx``, and ``<xbar, z - x - t * d>``
-        (a view of ``f``'s output, which may live in the point's buffer: read it at once)."""
-        self.calls += 1
-        moved = d is not None and t != 0.0
-        d = np.zeros(0) if d is None else d
-        rounding = 0.0
-        if self.array is not None:
-            x = self.array
-            # One buffer for the points (fresh memory of that size costs more than filling it).
-            z = self._buffer if self._buffer is not None else np.empty_like(x, order="C")
-            self._buffer = z
-            flat = z.reshape(-1)
-            if moved and idx is None:
-                np.multiply(d, x.dtype.type(t), out=flat)
-                flat += x.reshape(-1)
-            else:
-                flat[...] = x.reshape(-1)
-                if moved:
-                    flat[idx] += x.dtype.type(t) * d[idx]
-            if moved and x.dtype != np.float64:  # float64 rounding is far below tolerances
-                sel = slice(None) if idx is None else idx
-                dz = flat[sel].astype(np.float64) - self.v[sel] - t * d[sel].astype(np.float64)
-                rounding = _dot(self.xbar[sel], dz)
-            y = self.f(z)
-        else:
-            zw = self.v.copy()
-            if moved:
-                step = t * np.asarray(d, dtype=np.float64)
-                if idx is None:
-                    zw += step
-                else:
-                    zw[idx] += step[idx]
-            args = self.back(zw)
-            if moved:
-                zv = to_vec(args, path="args")[0]  # the point really used (rounded per leaf)
-                rounding = _dot(self.xbar, zv - zw)
-            y = self.f(*args)
-        if isinstance(y, np.ndarray) and y.dtype.kind == "f":
-            yv: Arr = y.reshape(-1)
-        else:
-            yv = to_vec(y, path="output")[0]
-        if yv.size != self.ybar.size:
-            raise ValueError(
-                f"the function's output changed size under perturbation: {self.ybar.size} "
-                f"coordinates at the primal point, {yv.size} at a perturbed one"
-            )
-        return yv, rounding
+    def _output_at(self, t: float, d: Arr | None, idx: Index | None) -> tuple[Arr, float]:
+        """``Line.output`` with this check's ``xbar`` weighing the rounding of the point."""
+        return self.line.output(t, d, idx, self.xbar)
 
-    def _vector_jvp(self, d: Arr, idx: Index | None) -> tuple[float, float]:
-        """``<ybar, J d>`` along ``d`` on ``idx`` from the engine's estimate of ``J d`` itself,
-        output by output, and its error (``sum |ybar_k| * error_k``): where ``psi``, a sum over
-        every output, has no step that suits them all (``sort`` of 1e5 values crosses some tie
-        at every step but one far below the gaps between neighbours), each output of ``J d``
-        settles at its own (``converge.converge``). Float64 points only (the rounding of a
-        lower-precision point would differ output by output); else NaN with an infinite error
-        (the gap stays unchecked)."""
+    def _vector_jvp(self, k: int, idx: Index | None) -> tuple[float, float]:
+        """``<ybar, J d>`` along direction ``k`` on ``idx`` from the engine's estimate of
+        ``J d`` itself, output by output, and its error (``sum |ybar_k| * error_k`` over the
+        outputs ``ybar`` weighs): where ``psi``, a sum over every output, has no step that
+        suits them all (``sort`` of 1e5 values crosses some tie at every step but one far
+        below the gaps between neighbours), each output of ``J d`` settles at its own
+        (``converge.converge``). Float64 points only (the rounding of a lower-precision point
+        would differ output by output); else NaN with an infinite error (the gap stays
+        unchecked)."""
         if self.dtype != np.float64:
             return math.nan, math.inf
-
-        def phi(t: Arr) -> F64:
-            yv, _ = self._output(float(t.reshape(-1)[0]), d, idx)
-            return np.array(self._kept(yv), dtype=np.float64)
-
-        if self._y0 is None:
-            y0, _ = self._output(0.0, None, None)
-            self._y0 = np.array(self._kept(y0), dtype=np.float64)
-        prob = Problem(phi, np.zeros(1), centre=self._y0, out_dtype=self.out_dtype)
-        est = run(self.fdm, prob, check_all=True)
+        est = self.output_jvp(k) if idx is None else self._output_jvp(k, idx)
         ybar = self._kept(self.ybar)
+        used = ybar != 0
+        if not used.all():
+            ybar, est = ybar[used], Estimate(est.value[used], est.error[used], None)
         error = _dot(np.abs(ybar), np.asarray(est.error, dtype=np.float64))
         value = _dot(ybar, np.asarray(est.value, dtype=np.float64))
         return value, (error if math.isfinite(error) else math.inf)
+
+    def output_jvp(self, k: int) -> Estimate:
+        """``J v`` along whole direction ``k``, output by output over the kept outputs
+        (float64 points; estimated once)."""
+        found = self._jvps.get(k)
+        if found is None:
+            found = self._jvps[k] = self._output_jvp(k, None)
+        return found
+
+    def _output_jvp(self, k: int, idx: Index | None) -> Estimate:
+        d = self.direction(k)
+
+        def phi(t: Arr) -> F64:
+            yv, _ = self._output_at(float(t.reshape(-1)[0]), d, idx)
+            return np.array(self._kept(yv), dtype=np.float64)
+
+        if self._y0 is None:
+            y0, _ = self._output_at(0.0, None, None)
+            self._y0 = np.array(self._kept(y0), dtype=np.float64)
+        prob = Problem(phi, np.zeros(1), centre=self._y0, out_dtype=self.out_dtype)
+        est = run(self.fdm, prob, check_all=True)
+        return Estimate(
+            np.asarray(est.value, dtype=np.float64), np.asarray(est.error, dtype=np.float64), None
+        )
 
     # -- the check and the localisation -------------------------------------------------------
 
