@@ -280,3 +280,15 @@ def test_a_jvp_with_outputs_not_finite_at_x_estimates_the_others() -> None:
     assert np.all(est.error[finite] < 1e-9)
     assert np.isnan(est.value[1])
     assert np.isinf(est.error[1])
+
+
+def test_a_function_that_is_not_callable_is_named():
+    # The arguments swapped (f and x) raised "'float' object is not callable" from deep inside.
+    fdm = central_fdm(5, 1)
+    msg = r"^f must be callable, got f=1.0 \(float\)$"
+    with pytest.raises(TypeError, match=msg):
+        jvp(fdm, 1.0, (1.0, 1.0))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=msg):
+        vjp(fdm, 1.0, 1.0, 1.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=msg):
+        jacobian(fdm, 1.0, 1.0)  # type: ignore[arg-type]

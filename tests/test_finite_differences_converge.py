@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from rruletest.finite_differences import central_fdm
+from rruletest.finite_differences import central_fdm, jvp_estimate
 from rruletest.finite_differences.attempt import attempt
 from rruletest.finite_differences.converge import CONVERGE_LEVELS, converge
 from rruletest.finite_differences.problem import Problem
@@ -72,3 +72,29 @@ def test_round_off_growing_as_the_step_shrinks_stops_at_the_retrys_levels() -> N
     _, alone, _ = converge(M, prob, first, np.array([True]))
     assert not bool(alone[0])
     assert calls[0] <= 4 * CONVERGE_LEVELS
+
+
+def _coarse(r: float) -> Problem:
+    """``sin(1 + t)`` of an input that resolves ``t`` only in steps of ``r``: below them every
+    point rounds to the same few inputs."""
+    return Problem(lambda t: np.sin(1.0 + np.round(t / r) * r), np.array([0.0]), resolution=r)
+
+
+def test_no_step_below_what_the_input_resolves() -> None:
+    # Steps of h/8, h/64 round every point to t = 0: estimates of exactly 0 agreed, and 0 was
+    # taken as converged with a finite error (a float32 jvp of sin(x) * x at 2060: 0 +- 5 for
+    # a derivative of 69).
+    r = 1e-3
+    prob = _coarse(r)
+    first = attempt(M, prob, np.array([8 * r]))
+    res, _, _ = converge(M, prob, first, np.array([True]))
+    assert not (np.isfinite(res.error[0]) and abs(res.value[0] - np.cos(1.0)) > res.error[0])
+
+
+def test_a_float32_jvp_where_the_retries_reached_below_the_input_resolution() -> None:
+    x = np.array([-2060.3042], dtype=np.float32)
+    d = np.array([-0.04019046], dtype=np.float32)
+    est = jvp_estimate(M, lambda x: np.sin(x) * x[::-1], (x, d))
+    x64 = x.astype(np.float64)
+    truth = (np.cos(x64) * x64 + np.sin(x64)) * d
+    assert abs(float(est.value[0]) - truth[0]) <= est.error[0]

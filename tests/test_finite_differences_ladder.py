@@ -108,3 +108,13 @@ def test_inverse_rules_near_the_pole_pass_when_right_and_fail_when_off(
     test_rrule(np.linalg.inv, a, rrule_f=right.rrule, rng=seed)
     with pytest.raises(RuleTestFailure, match=r"ydot: 1 of 16 elements differ"):
         test_frule(np.linalg.inv, a, frule_f=_inv_rules(wrong=True).frule, rng=seed)
+
+
+def test_rungs_below_what_the_input_resolves_are_not_taken() -> None:
+    # The lower rungs round every point to t = 0: their estimates (0) agree, a spread of 0,
+    # and 0 was taken with an error of 0.
+    r = 1e-3
+    prob = Problem(lambda t: np.sin(1.0 + np.round(t / r) * r), np.array([0.0]), resolution=r)
+    first = attempt(M, prob, np.array([r]))
+    est = ladder(M, prob, first, np.array([True]))
+    assert not (est.done[0] and abs(est.value[0] - np.cos(1.0)) > est.error[0])

@@ -316,6 +316,59 @@ def test_extrapolate_arrays_and_forward():
     assert np.all(np.abs(est.value - np.exp(x)) < 1e-9)
 
 
+@pytest.mark.parametrize("method", [central_fdm(2, 1), forward_fdm(2, 1), central_fdm(5, 1)])
+@pytest.mark.parametrize(
+    ("f", "x", "truth", "rtol"),
+    [
+        pytest.param(np.sin, np.float32(1.0), math.cos(1.0), 1e-3, id="sin-float32"),
+        pytest.param(
+            np.sin,
+            np.array([1.0, 2.0], dtype=np.float32),
+            np.cos([1.0, 2.0]),
+            1e-3,
+            id="sin-float32-array",
+        ),
+        pytest.param(np.log, 1e8, 1e-8, 1e-6, id="log-1e8"),
+    ],
+)
+def test_extrapolate_never_takes_steps_the_input_cannot_resolve(method, f, x, truth, rtol):
+    # The steps contract until x + h == x, where every estimate is the same (0, or garbage of
+    # 1e-100) and the Richardson difference is 0: float32 sin'(1) came back as 0.0 with an
+    # error of 0.0, log'(1e8) as -6.5e-89 with an error of 1e-72.
+    est = extrapolate_fdm(method, f, x)
+    assert np.all(np.abs(est.value - truth) <= est.error)
+    assert np.all(np.abs(est.value - truth) < rtol * np.abs(truth))
+
+
+def test_extrapolate_error_includes_round_off():
+    # Two equal forward differences of log at 1e8 (round-off alike) made an error of exactly 0.
+    est = extrapolate_fdm(forward_fdm(2, 1), np.log, 1e8)
+    assert est.error > 0
+    assert abs(est.value - 1e-8) <= est.error
+
+
+def test_estimate_argument_checks():
+    m = central_fdm(5, 1)
+    with pytest.raises(TypeError, match=r"^f must be callable, got f=1.0 \(float\)$"):
+        m(1.0, np.sin)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^f must be callable, got f='sin' \(str\)$"):
+        extrapolate_fdm(m, "sin", 1.0)  # type: ignore[arg-type]
+    for step in (0.0, -1e-3, math.inf, math.nan, np.array([1e-3, 0.0])):
+        with pytest.raises(ValueError, match=r"^step must be positive and finite, got step="):
+            m(np.sin, np.array([1.0, 2.0]), step=step)
+    with pytest.raises(TypeError, match=r"^step must be a positive number or array"):
+        m(np.sin, 1.0, step="small")
+
+
+def test_a_list_of_numbers_is_an_array():
+    # It raised "only 0-dimensional arrays can be converted to Python scalars".
+    m = central_fdm(5, 1)
+    for x in ([1.0, 2.0], (1.0, 2.0)):
+        est = m.estimate(np.sin, x)
+        assert isinstance(est.value, np.ndarray)
+        np.testing.assert_allclose(est.value, np.cos([1.0, 2.0]), rtol=1e-12)
+
+
 def test_extrapolate_validates():
     with pytest.raises(ValueError, match="contract=2"):
         extrapolate_fdm(central_fdm(2, 1), np.sin, 1.0, contract=2)

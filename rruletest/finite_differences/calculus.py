@@ -39,7 +39,7 @@ from rruletest.finite_differences.dense import (
     working_dtype,
 )
 from rruletest.finite_differences.estimation import run
-from rruletest.finite_differences.problem import Estimate, OutputError, Problem
+from rruletest.finite_differences.problem import Estimate, OutputError, Problem, check_function
 from rruletest.finite_differences.to_vec import FromVec, to_vec
 
 __all__ = [
@@ -99,6 +99,7 @@ def jvp_estimate(fdm: Any, f: Callable[..., Any], *pairs: tuple[Any, Any]) -> Es
         where the output has no coordinates), ``error`` has its structure.
     """
     fdm = check_fdm(fdm)
+    check_function(f)
     xs, dxs = _pairs(pairs)
     v, back = to_vec(xs, path="args")
     vdot = back.tangent_vec(dxs, "tangents")

@@ -38,7 +38,13 @@ import numpy.typing as npt
 
 from rruletest.finite_differences.estimation import run_rows
 from rruletest.finite_differences.methods import FiniteDifferenceMethod, default_fdm
-from rruletest.finite_differences.problem import Estimate, OutputError, Problem, eps
+from rruletest.finite_differences.problem import (
+    Estimate,
+    OutputError,
+    Problem,
+    check_function,
+    eps,
+)
 from rruletest.finite_differences.to_vec import FromVec, to_vec
 from rruletest.finite_differences.working import SOLE, Mutated, Working, as_row
 from rruletest.tangents import NO_TANGENT
@@ -97,6 +103,7 @@ class DenseJacobian:
 
     def __init__(self, fdm: Any, f: Callable[..., Any], xs: Sequence[Any]) -> None:
         self.fdm = check_fdm(fdm)
+        check_function(f)
         self.f = f
         self.backs: list[FromVec] = []
         vecs = []

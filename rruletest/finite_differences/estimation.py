@@ -42,7 +42,7 @@ from rruletest.finite_differences.attempt import (
 from rruletest.finite_differences.converge import converge
 from rruletest.finite_differences.kernels import Kind, Stencil
 from rruletest.finite_differences.ladder import ladder
-from rruletest.finite_differences.problem import Estimate, Problem, reduce_to
+from rruletest.finite_differences.problem import Estimate, Problem, check_function, reduce_to
 from rruletest.finite_differences.scalar import fast_estimate
 
 __all__ = ["estimate_function", "run", "run_rows"]
@@ -296,14 +296,30 @@ def _shaped(part: Result, sub: Problem) -> Result:
     )
 
 
+def _check_step(step: Any) -> Any:
+    """A given step (a number, or one per element of ``x``) must be positive and finite: a zero
+    step gives NaN, a negative one turns a forward method into a backward one."""
+    try:
+        arr = np.asarray(step, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"step must be a positive number or array, got step={step!r}") from None
+    if not np.all(np.isfinite(arr) & (arr > 0)):
+        raise ValueError(f"step must be positive and finite, got step={step!r}")
+    return step
+
+
 def estimate_function(m: Stencil, f: Callable[..., Any], x: Any, step: Any) -> Estimate:
-    """``m.estimate(f, x)``: elementwise over an array ``x``, along the real axis if complex."""
+    """``m.estimate(f, x)``: elementwise over an array ``x`` (or a sequence of numbers, taken
+    as ``np.asarray(x)``), along the real axis if complex."""
+    check_function(f)
+    if step is not None:
+        step = _check_step(step)
     if step is None and not isinstance(x, np.ndarray):
         fast = fast_estimate(m, f, x)
         if fast is not None:
             return fast
-    scalar = not isinstance(x, np.ndarray)
     arr = np.asarray(x)
+    scalar = not isinstance(x, np.ndarray) and arr.ndim == 0
     if arr.dtype.kind in "biu":
         arr = arr.astype(np.float64)
     if arr.dtype.kind not in "fc":

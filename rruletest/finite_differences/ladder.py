@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rruletest.finite_differences.attempt import Result, attempt, merge
-from rruletest.finite_differences.kernels import Stencil
+from rruletest.finite_differences.kernels import Stencil, lower_step
 from rruletest.finite_differences.problem import Problem, reduce_to
 
 __all__ = ["LADDER", "SPREAD_LIMIT", "ladder"]
@@ -47,9 +47,12 @@ def ladder(m: Stencil, prob: Problem, res: Result, retry: Arr) -> Result:
     returns, with ``done`` where one was found, the estimate of least spread (the larger of
     its changes to its neighbours, summed over the element's outputs) whose spread is below
     ``SPREAD_LIMIT`` of its size, with ``max(2 * spread, its own error)`` per output as error.
-    The other elements are as in ``res``, with ``done`` false."""
+    The other elements are as in ``res``, with ``done`` false. A rung below the step the
+    input resolves (``lower_step``) has no estimate: its points round to the same few inputs,
+    and equal estimates there would pass for a spread of 0."""
     h = res.step.astype(np.float64)
-    rungs = [attempt(m, prob, np.where(retry, h * 2.0**k, h)) for k in LADDER]
+    lower = lower_step(m, prob)
+    rungs = [_rung(m, prob, np.where(retry, h * 2.0**k, h), lower) for k in LADDER]
     out = res._replace(done=np.zeros(prob.t_shape, dtype=bool))
     best = np.full(prob.t_shape, np.inf)
     for low, mid, high in zip(rungs, rungs[1:], rungs[2:], strict=False):
@@ -65,3 +68,17 @@ def ladder(m: Stencil, prob: Problem, res: Result, retry: Arr) -> Result:
             out = merge(out, mid._replace(error=error), take)
             best = np.where(take, total, best)
     return out
+
+
+def _rung(m: Stencil, prob: Problem, step: Arr, lower: Arr) -> Result:
+    """The estimate at ``step``, NaN (error infinite) where ``step`` is below ``lower``."""
+    est = attempt(m, prob, step)
+    below = step < lower
+    if not below.any():
+        return est
+    below_y = np.broadcast_to(below, est.value.shape)
+    return est._replace(
+        value=np.where(below_y, np.nan, est.value),
+        error=np.where(below_y, np.inf, est.error),
+        done=est.done & ~below,
+    )

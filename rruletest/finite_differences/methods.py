@@ -228,9 +228,15 @@ class FiniteDifferenceMethod:
     def estimate(self, f: Callable[..., Any], x: Any, *, step: Any = None) -> Estimate:
         """``Estimate(value, error, step)`` of the ``q``-th derivative of ``f`` at ``x``.
 
-        ``x`` may be a number or an array; for an array, ``f`` must act elementwise (its output
-        broadcasts from ``x``'s shape) and each element gets its own step and error. A complex
-        ``x`` is stepped along the real axis. ``step`` fixes the step instead of adapting it.
+        ``x`` may be a number or an array (a list of numbers is taken as ``np.asarray(x)``);
+        for an array, ``f`` must act elementwise (its output broadcasts from ``x``'s shape) and
+        each element gets its own step and error. A complex ``x`` is stepped along the real
+        axis. ``step`` (positive and finite, a number or one per element) fixes the step instead
+        of adapting it.
+
+        Raises:
+            TypeError: ``f`` is not callable, or ``x`` is not numeric.
+            ValueError: ``step`` is zero, negative or not finite.
         """
         return estimate_function(self, f, x, step)
 

@@ -30,6 +30,7 @@ __all__ = [
     "OutputError",
     "Problem",
     "abs_spacing",
+    "check_function",
     "chunked",
     "eps",
     "reduce_to",
@@ -46,6 +47,17 @@ class OutputError(ValueError):
     Raised through the engine's handling of domain errors, which only catches the function's own
     ``ValueError``/``ArithmeticError`` at perturbed points.
     """
+
+
+def check_function(f: Any) -> None:
+    """Refuse a function that cannot be called, before any work is done.
+
+    Raises:
+        TypeError: naming what was given instead (``f must be callable, got f=3``); the
+            arguments of a finite-difference call are easily passed in the wrong order.
+    """
+    if not callable(f):
+        raise TypeError(f"f must be callable, got f={f!r} ({type(f).__name__})")
 
 
 class Estimate(NamedTuple):
