@@ -106,7 +106,11 @@ class RuleModule(pytest.Collector):
                 sys.path.append(str(root))
             if importlib.util.find_spec(top) is None:
                 raise self.CollectError(f"rruletest: no module named {self.module_name!r}")
-        importlib.import_module(self.module_name)
+        try:
+            importlib.import_module(self.module_name)
+        except Exception as err:
+            failure = opts.import_failure(self.module_name, err)
+            raise self.CollectError(f"rruletest: {failure}") from None
         from rruletest.rules import default_ruleset
 
         registered = default_ruleset.rules(module=self.module_name)
