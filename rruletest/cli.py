@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from rruletest._plugin import options as opts
-from rruletest._plugin.table import ERROR_NOTE, STATUS_ORDER, Results, print_table
+from rruletest._plugin.table import CHECKED, ERROR_NOTE, STATUS_ORDER, Results, print_table
 
 __all__ = ["DEFAULT_MODULES", "ENTRY_POINT_GROUP", "main"]
 
@@ -225,7 +225,7 @@ def _check(ns: argparse.Namespace, extra: Sequence[str], out: TextIO) -> int:
         f"module{'s' if len(modules) != 1 else ''}: {parts} ({seed})",
         file=out,
     )
-    checked = sum(counts.get(s, 0) for s in ("passed", "FAILED", "ERROR"))
+    checked = sum(counts.get(s, 0) for s in CHECKED)
     if code in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         empty = [m for m in modules if not any(r.module == m for r in results.rows.values())]
         for m in empty:

@@ -648,3 +648,37 @@ def test_an_import_error_names_the_line_of_the_module_that_raised_it(
     assert f'{helper}.py", line 2, in f\n    return 1 / 0' in err
     assert "<frozen importlib" not in err
     assert "import_module" not in err
+
+
+def test_rows_of_skipped_xfailed_and_xpassed_rules_say_so(tmp_path: Path) -> None:
+    # Markers a project's conftest puts on rule items: a skip marker crashed pytest (its
+    # location needs a line number, which the rule items did not give), an xfail read "skipped".
+    mod = _module(tmp_path, BAD, "marked")
+    (tmp_path / "conftest.py").write_text(
+        "import pytest\n\n"
+        "def pytest_collection_modifyitems(items):\n"
+        "    for item in items:\n"
+        "        if 'half' in item.nodeid:\n"
+        "            item.add_marker(pytest.mark.xfail(reason='known: half is wrong'))\n"
+        "        elif 'triple' in item.nodeid:\n"
+        "            item.add_marker(pytest.mark.skip(reason='not today'))\n"
+    )
+    run = _cli(tmp_path, "check", mod, "--seed", "1", "--examples", "3", "--", "-rs")
+    assert "INTERNALERROR" not in run.stdout + run.stderr
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert re.search(r"^  half +scalar .* xfailed ", run.stdout, re.M)
+    assert "xfailed: known: half is wrong" in run.stdout
+    assert re.search(r"^  triple +scalar .* skipped ", run.stdout, re.M)
+    assert f"SKIPPED [1] {mod}.py:" in run.stdout
+    assert "2 rules in 1 module: 1 xfailed, 1 skipped" in run.stdout
+
+    # Every rule xfailed: they were checked, failing as expected (not "no rule was checked").
+    (tmp_path / "conftest.py").write_text(
+        "import pytest\n\n"
+        "def pytest_collection_modifyitems(items):\n"
+        "    for item in items:\n"
+        "        item.add_marker(pytest.mark.xfail(reason='all'))\n"
+    )
+    run = _cli(tmp_path, "check", mod, "--seed", "1", "--examples", "3")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "1 xfailed, 1 xpassed" in run.stdout

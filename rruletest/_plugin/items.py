@@ -197,9 +197,19 @@ class RuleItem(pytest.Item):
                 self.user_properties.append(("rruletest_tried", list(record.tried)))
 
     def reportinfo(self) -> tuple[Path | str, int | None, str]:
+        """The rule's place: its module's file and the line (0-based) where the rule was
+        defined, 0 when that is not known. pytest requires a line for a skip marker's
+        location (``-rs`` prints it), so it is never None."""
         mod = sys.modules.get(self.info.module)
         path = getattr(mod, "__file__", None)
-        return (Path(path) if path else self.path), None, f"rule {self.name}"
+        line = 0
+        info = self.info
+        for fn in (info.rrule, info.frule, info.partials):
+            code = getattr(fn, "__code__", None)
+            if code is not None and path and Path(code.co_filename) == Path(path):
+                line = max(code.co_firstlineno - 1, 0)
+                break
+        return (Path(path) if path else self.path), line, f"rule {self.name}"
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         s = self.config.stash[SESSION_KEY]
