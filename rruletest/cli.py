@@ -6,8 +6,10 @@ option works (give them after ``--``). It prints one row per rule (name, kind, e
 dtypes and shapes it was checked on, status, worst relative error), what the error column means,
 and a summary line; a failure adds the ``rruletest check`` command that repeats the run.
 
-Which modules: those named on the command line; else the modules that installed packages declare
-in the entry point group ``rruletest.rules``; else the built-in numpy ruleset.
+Which modules: those named on the command line (dotted names, or paths such as
+``src/mypkg/rules.py`` or ``src/mypkg/``, as pytest takes test files); else the modules that
+installed packages declare in the entry point group ``rruletest.rules``; else the built-in numpy
+ruleset.
 
 Exit codes: 0 every rule passed, 1 a rule failed, 2 usage error (an unknown module, a bad option),
 3 no rule was checked (the modules register none, or every rule was deselected or skipped; the
@@ -34,12 +36,11 @@ import os
 import pkgutil
 import shlex
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import TextIO
 
 from rruletest._plugin import options as opts
-from rruletest._plugin.table import ERROR_NOTE, STATUS_ORDER, Results, print_table
+from rruletest._plugin.table import CHECKED, ERROR_NOTE, STATUS_ORDER, Results, print_table
 
 __all__ = ["DEFAULT_MODULES", "ENTRY_POINT_GROUP", "main"]
 
@@ -72,7 +73,8 @@ def _parser() -> argparse.ArgumentParser:
         "modules",
         nargs="*",
         metavar="MODULE",
-        help="modules whose rules to check (default: modules declared in the entry point group "
+        help="modules whose rules to check, by dotted name or path (default: modules declared "
+        "in the entry point group "
         f"{ENTRY_POINT_GROUP!r}, else {', '.join(DEFAULT_MODULES)})",
     )
     check.add_argument(
@@ -134,8 +136,7 @@ def _import(module: str) -> None:
     try:
         importlib.import_module(module)
     except Exception as err:
-        tb = "".join(traceback.format_exception_only(type(err), err)).strip()
-        raise UsageError(f"importing module {module!r} failed: {tb}") from None
+        raise UsageError(opts.import_failure(module, err)) from None
 
 
 def _pytest_args(ns: argparse.Namespace, modules: Sequence[str], extra: Sequence[str]) -> list[str]:
@@ -157,6 +158,9 @@ def _pytest_args(ns: argparse.Namespace, modules: Sequence[str], extra: Sequence
         args += [f"--junitxml={ns.junitxml}"]
     if ns.report is not None:
         args += [f"--rruletest-report={ns.report}"]
+    # A module given as a path: the plugin imports it from there (in each xdist worker too),
+    # and names it in each failure's reproduce command.
+    args += [f"--rruletest-check={path}" for path in getattr(ns, "module_paths", ())]
     # Rule items hold no assert statements: no rewriting (it would warn that the already
     # imported rruletest cannot be rewritten).
     args += ["-q", "-rN", "--assert=plain"]
@@ -183,7 +187,10 @@ def _check(ns: argparse.Namespace, extra: Sequence[str], out: TextIO) -> int:
             )
     except ValueError as err:
         raise UsageError(str(err)) from None
-    modules = list(dict.fromkeys(ns.modules))
+    try:
+        modules, ns.module_paths = opts.module_names(ns.modules)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
     source = "the command line"
     if not modules:
         declared = _entry_point_modules()
@@ -218,7 +225,7 @@ def _check(ns: argparse.Namespace, extra: Sequence[str], out: TextIO) -> int:
         f"module{'s' if len(modules) != 1 else ''}: {parts} ({seed})",
         file=out,
     )
-    checked = sum(counts.get(s, 0) for s in ("passed", "FAILED", "ERROR"))
+    checked = sum(counts.get(s, 0) for s in CHECKED)
     if code in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         empty = [m for m in modules if not any(r.module == m for r in results.rows.values())]
         for m in empty:
@@ -231,7 +238,8 @@ def _check(ns: argparse.Namespace, extra: Sequence[str], out: TextIO) -> int:
             return EXIT_NO_RULES
         return EXIT_OK
     if code == pytest.ExitCode.TESTS_FAILED or counts.get("FAILED") or counts.get("ERROR"):
-        print(f"rerun with: {rerun_command(ns, modules, extra)}", file=out)
+        given = list(dict.fromkeys(ns.modules)) or modules  # paths as given: they rerun from here
+        print(f"rerun with: {rerun_command(ns, given, extra)}", file=out)
         return EXIT_FAILED
     what = {
         int(pytest.ExitCode.INTERRUPTED): "was interrupted (see the errors above)",

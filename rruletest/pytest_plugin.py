@@ -19,7 +19,8 @@ findiff, scipy, sympy or hypothesis until a rule item runs or a fixture is used.
   ``rruletest_config`` fixture's ``test_rrule`` calling pullbacks with ``ZeroTangent()``;
 - collection of registered rules as test items: ``--rruletest-check MODULE`` (repeatable) and the
   ini key ``rruletest_check`` make one item per rule the module registered, with node ids like
-  ``rruletest::mypkg.rules::sin[scalar]``. Such a node id can be given on the command line to run
+  ``rruletest::mypkg.rules::sin[scalar]`` (MODULE: a dotted name, or a path such as
+  ``src/mypkg/rules.py``). Such a node id can be given on the command line to run
   that rule alone. Modules of the ini key are collected when pytest runs without positional
   arguments (a plain ``pytest``), so ``pytest tests/test_one.py`` stays focused.
 """
@@ -239,7 +240,11 @@ def _read_session(config: pytest.Config) -> Session:
     modules = list(o.rruletest_check)
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         modules += list(config.getini("rruletest_check"))
-    modules = list(dict.fromkeys(m.strip() for m in modules if m.strip()))
+    try:
+        modules, paths = opts.module_names(m.strip() for m in modules if m.strip())
+    except ValueError as err:
+        raise pytest.UsageError(f"rruletest: --rruletest-check: {err}") from None
+    repro += [f"--rruletest-check={shlex.quote(path)}" for path in paths]
     cfg = opts.RuleTestConfig(
         seed=seed, examples=examples, rtol=rtol, atol=atol, fdm_spec=fdm, dtypes=dtypes,
         check_zero_output_tangent=bool(config.getini("rruletest_check_zero_output_tangent")),

@@ -594,3 +594,91 @@ def test_a_package_and_its_submodule_check_each_rule_once(tmp_path: Path) -> Non
     assert "\ntwopkg.sub (2 rules)\n" in run.stdout
     assert "rruletest check: 4 rules in 2 modules: 3 passed, 1 failed (seed=1)" in run.stdout
     assert run.stdout.count("rule half[scalar]") == 1
+
+
+def test_a_module_given_as_a_path_is_checked_and_its_reproduce_runs_from_there(
+    tmp_path: Path,
+) -> None:
+    # A src layout, not installed: the module is named by its path, as pytest takes test files;
+    # each failure's reproduce command names that path too, so it reruns from the same place.
+    pkg = tmp_path / "src" / "pathpkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "rules.py").write_text(BAD.replace("triple", "ptriple").replace("half", "phalf"))
+    work = tmp_path / "work"
+    work.mkdir()
+    run = _cli(work, "check", "../src/pathpkg/rules.py", "--seed", "2", "--examples", "3")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "rruletest check: pathpkg.rules (from the command line)" in run.stdout
+    assert re.search(r"^  phalf +scalar .* FAILED ", run.stdout, re.M)
+    assert re.search(r"^  ptriple +scalar .* passed ", run.stdout, re.M)
+    assert "rerun with: rruletest check ../src/pathpkg/rules.py --seed 2 --examples 3" in run.stdout
+    line = next(x for x in run.stdout.splitlines() if x.startswith("reproduce: pytest"))
+    assert line.endswith(
+        "--rruletest-check=../src/pathpkg/rules.py 'rruletest::pathpkg.rules::phalf[scalar]'"
+    )
+    argv = shlex.split(line.removeprefix("reproduce: "))
+    again = subprocess.run(
+        [sys.executable, "-m", *argv, "-p", "no:cacheprovider"],
+        cwd=work,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "1 failed" in again.stdout
+    assert "rule phalf [scalar] registered by pathpkg.rules" in again.stdout
+
+
+def test_a_path_that_is_no_module_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "check", "nowhere/rules.py")
+    assert code == 2
+    assert "no Python file or package directory 'nowhere/rules.py'" in err
+
+
+def test_an_import_error_names_the_line_of_the_module_that_raised_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    helper = _module(tmp_path, "def f():\n    return 1 / 0\n\nX = f()\n", "helper")
+    mod = _module(tmp_path, f"import {helper}\n", "importer")
+    code, _, err = _run(capsys, "check", mod)
+    assert code == 2
+    assert f"importing module {mod!r} failed: ZeroDivisionError: division by zero\n" in err
+    assert f'{helper}.py", line 2, in f\n    return 1 / 0' in err
+    assert "<frozen importlib" not in err
+    assert "import_module" not in err
+
+
+def test_rows_of_skipped_xfailed_and_xpassed_rules_say_so(tmp_path: Path) -> None:
+    # Markers a project's conftest puts on rule items: a skip marker crashed pytest (its
+    # location needs a line number, which the rule items did not give), an xfail read "skipped".
+    mod = _module(tmp_path, BAD, "marked")
+    (tmp_path / "conftest.py").write_text(
+        "import pytest\n\n"
+        "def pytest_collection_modifyitems(items):\n"
+        "    for item in items:\n"
+        "        if 'half' in item.nodeid:\n"
+        "            item.add_marker(pytest.mark.xfail(reason='known: half is wrong'))\n"
+        "        elif 'triple' in item.nodeid:\n"
+        "            item.add_marker(pytest.mark.skip(reason='not today'))\n"
+    )
+    run = _cli(tmp_path, "check", mod, "--seed", "1", "--examples", "3", "--", "-rs")
+    assert "INTERNALERROR" not in run.stdout + run.stderr
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert re.search(r"^  half +scalar .* xfailed ", run.stdout, re.M)
+    assert "xfailed: known: half is wrong" in run.stdout
+    assert re.search(r"^  triple +scalar .* skipped ", run.stdout, re.M)
+    assert f"SKIPPED [1] {mod}.py:" in run.stdout
+    assert "2 rules in 1 module: 1 xfailed, 1 skipped" in run.stdout
+
+    # Every rule xfailed: they were checked, failing as expected (not "no rule was checked").
+    (tmp_path / "conftest.py").write_text(
+        "import pytest\n\n"
+        "def pytest_collection_modifyitems(items):\n"
+        "    for item in items:\n"
+        "        item.add_marker(pytest.mark.xfail(reason='all'))\n"
+    )
+    run = _cli(tmp_path, "check", mod, "--seed", "1", "--examples", "3")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "1 xfailed, 1 xpassed" in run.stdout

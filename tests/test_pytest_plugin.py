@@ -540,6 +540,48 @@ def test_unknown_module_is_a_collection_error(pytester: pytest.Pytester) -> None
     result.stdout.fnmatch_lines(["*rruletest: no module named 'no_such_rules_module'*"])
 
 
+def test_a_module_that_fails_to_import_names_its_line_not_importlib(
+    pytester: pytest.Pytester,
+) -> None:
+    name = f"rules_broken_{next(_counter)}"
+    pytester.makepyfile(**{name: "import numpy as np\n\nraise RuntimeError('broken on purpose')\n"})
+    pytester.syspathinsert()
+    result = pytester.runpytest(f"--rruletest-check={name}")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        [
+            f"rruletest: importing module '{name}' failed: RuntimeError: broken on purpose",
+            f'  File "*{name}.py", line 3, in <module>',
+            "    raise RuntimeError('broken on purpose')",
+        ]
+    )
+    assert "<frozen importlib" not in result.stdout.str()
+    assert "import_module" not in result.stdout.str()
+
+
+def test_a_module_given_by_path_is_collected_and_its_reproduce_names_the_path(
+    pytester: pytest.Pytester,
+) -> None:
+    name = f"rules_pathpkg_{next(_counter)}"
+    pkg = pytester.path / "src" / name
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "rules.py").write_text(RULES)
+    path = f"src/{name}/rules.py"
+    result = pytester.runpytest(f"--rruletest-check={path}", "--rruletest-seed=4", "-k", "bad_cos")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"rruletest: seed=4, checking rules of {name}.rules *",
+            f"reproduce: pytest --rruletest-seed=4 --rruletest-check={path} "
+            f"'rruletest::{name}.rules::bad_cos[scalar]'",
+        ]
+    )
+    bad = pytester.runpytest("--rruletest-check=src/nothing_here.py")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*no Python file or package directory 'src/nothing_here.py'*"])
+
+
 def test_a_module_without_rules_is_said(pytester: pytest.Pytester) -> None:
     # `rruletest check` exits 3 there; a plain pytest run must not pass it in silence either
     # (a line of the summary: a warning would be an error under -W error).

@@ -195,3 +195,28 @@ def test_guessed_array_shapes_that_f_rejects_are_not_failures() -> None:
         assert record.examples == 26
     finally:
         del default_ruleset._rrules[(rules_inner,)]
+
+
+def test_a_failing_rules_worst_error_is_normwise_as_the_table_says() -> None:
+    # tanh'(20) is 1e-17: an elementwise |a - e| / |e| of a rule off by 1e-3 there is 1e14, but
+    # the gate's column is max|a - e| / max(max|e|, 1), as for a passing rule (ERROR_NOTE).
+    from rruletest.rules import default_ruleset, register_rrule
+
+    def rules_tanh(x: Any) -> Any:
+        return np.tanh(x)
+
+    @register_rrule(rules_tanh, examples=[np.array([20.0, 0.5])])
+    def _tanh_rrule(x: Any) -> Any:
+        y = np.tanh(x)
+        return y, lambda ybar: (NoTangent(), unthunk(ybar) * (1 - y**2 + 1e-3))
+
+    try:
+        info = default_ruleset.rrule_info(rules_tanh)
+        assert info is not None
+        record = RunRecord()
+        with pytest.raises(RuleTestFailure):
+            check_rule(info, RuleTestConfig(seed=3, examples=5), record)
+        assert record.worst_rel_err is not None
+        assert 1e-4 < record.worst_rel_err < 1e-1
+    finally:
+        del default_ruleset._rrules[(rules_tanh,)]

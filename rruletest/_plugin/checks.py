@@ -36,6 +36,7 @@ from rruletest._plugin.options import RuleTestConfig
 from rruletest.errors import Mismatch, RuleTestFailure
 from rruletest.rules import RuleInfo, default_ruleset
 from rruletest.tangents import NoTangent
+from rruletest.testers._report import worst_errors
 
 __all__ = ["CannotGenerate", "RunRecord", "check_rule", "run_case"]
 
@@ -110,14 +111,22 @@ def _worst(result: Any) -> float | None:
 
 
 def _failure_worst(err: BaseException) -> float | None:
-    if isinstance(err, RuleTestFailure):
-        rels = [m.rel_err for m in err.mismatches if m.rel_err is not None]
-        finite = [r for r in rels if math.isfinite(r)]
-        if finite:
-            return max(finite)
-        if rels:
-            return math.inf
-    return None
+    """The worst relative error of a failure, as a passing tester measures it (normwise:
+    ``max|a - e| / max(max|e|, 1)``, see ``ERROR_NOTE``), over its numeric mismatches. A
+    mismatch's own ``rel_err`` is elementwise (``|a - e| / |e|``), unbounded where the reference
+    is nearly zero: it is used only for a mismatch whose values cannot be measured so."""
+    if not isinstance(err, RuleTestFailure):
+        return None
+    rels: list[float] = []
+    for m in err.mismatches:
+        if m.rel_err is None:
+            continue
+        found = worst_errors(m.actual, m.expected)
+        rels.append(m.rel_err if found is None else found[1])
+    finite = [r for r in rels if math.isfinite(r)]
+    if finite:
+        return max(finite)
+    return math.inf if rels else None
 
 
 def _fdm_for(case: Case, config: RuleTestConfig) -> Any | None:

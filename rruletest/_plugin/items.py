@@ -106,7 +106,11 @@ class RuleModule(pytest.Collector):
                 sys.path.append(str(root))
             if importlib.util.find_spec(top) is None:
                 raise self.CollectError(f"rruletest: no module named {self.module_name!r}")
-        importlib.import_module(self.module_name)
+        try:
+            importlib.import_module(self.module_name)
+        except Exception as err:
+            failure = opts.import_failure(self.module_name, err)
+            raise self.CollectError(f"rruletest: {failure}") from None
         from rruletest.rules import default_ruleset
 
         registered = default_ruleset.rules(module=self.module_name)
@@ -193,9 +197,19 @@ class RuleItem(pytest.Item):
                 self.user_properties.append(("rruletest_tried", list(record.tried)))
 
     def reportinfo(self) -> tuple[Path | str, int | None, str]:
+        """The rule's place: its module's file and the line (0-based) where the rule was
+        defined, 0 when that is not known. pytest requires a line for a skip marker's
+        location (``-rs`` prints it), so it is never None."""
         mod = sys.modules.get(self.info.module)
         path = getattr(mod, "__file__", None)
-        return (Path(path) if path else self.path), None, f"rule {self.name}"
+        line = 0
+        info = self.info
+        for fn in (info.rrule, info.frule, info.partials):
+            code = getattr(fn, "__code__", None)
+            if code is not None and path and Path(code.co_filename) == Path(path):
+                line = max(code.co_firstlineno - 1, 0)
+                break
+        return (Path(path) if path else self.path), line, f"rule {self.name}"
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         s = self.config.stash[SESSION_KEY]

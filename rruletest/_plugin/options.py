@@ -15,10 +15,13 @@ True
 from __future__ import annotations
 
 import os
+import sys
+import traceback
 import zlib
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from rruletest import defaults
@@ -32,12 +35,15 @@ __all__ = [
     "RuleTestConfig",
     "current_test_seed",
     "derive_seed",
+    "import_failure",
+    "module_names",
     "new_seed",
     "parse_dtypes",
     "parse_examples",
     "parse_fdm",
     "parse_seed",
     "parse_tolerances",
+    "split_module_path",
     "split_node_args",
 ]
 
@@ -317,3 +323,81 @@ def module_of_node(nodeid: str) -> str:
     """
     rest = nodeid[len(NODE_PREFIX) + 2 :]
     return rest.split("::", 1)[0].split("[", 1)[0]
+
+
+def split_module_path(text: str) -> tuple[str, str | None]:
+    """A module given by its dotted name or by its path: the dotted name, and for a path the
+    directory it is imported from (the first parent without ``__init__.py``), else None.
+
+    A path is what ends in ``.py`` or holds a ``/``: a module file (``mypkg/rules.py``), a
+    package's ``__init__.py`` or its directory (``mypkg/``), as pytest takes test files.
+
+    >>> split_module_path("mypkg.rules")
+    ('mypkg.rules', None)
+
+    Raises:
+        ValueError: a path that names no Python file or directory, or one whose parts are no
+            Python identifiers (it cannot be imported by name).
+    """
+    s = str(text).strip()
+    if not (s.endswith(".py") or "/" in s or os.sep in s):
+        return s, None
+    p = Path(s).resolve()
+    if p.is_file() and p.suffix == ".py":
+        parts, where = ([] if p.stem == "__init__" else [p.stem]), p.parent
+    elif p.is_dir():
+        parts, where = [], p
+        if not (p / "__init__.py").is_file():  # a namespace package
+            parts, where = [p.name], p.parent
+    else:
+        raise ValueError(f"no Python file or package directory {text!r} (module={text!r})")
+    while (where / "__init__.py").is_file():
+        parts.insert(0, where.name)
+        where = where.parent
+    if not parts or not all(part.isidentifier() for part in parts):
+        raise ValueError(
+            f"{text!r} cannot be imported as a module: {'.'.join(parts) or p.name!r} is not a "
+            f"dotted name of Python identifiers (module={text!r})"
+        )
+    return ".".join(parts), str(where)
+
+
+def module_names(given: Iterable[str]) -> tuple[list[str], list[str]]:
+    """The dotted names of the modules given by name or path (once each, in order), and the
+    entries given as paths. A path's import directory goes first on ``sys.path``, so that very
+    file is the module checked.
+
+    Raises:
+        ValueError: from ``split_module_path``.
+    """
+    names: list[str] = []
+    paths: list[str] = []
+    for text in given:
+        name, where = split_module_path(text)
+        if where is not None:
+            paths.append(text)
+            if where not in sys.path:
+                sys.path.insert(0, where)
+        if name not in names:
+            names.append(name)
+    return names, paths
+
+
+def import_failure(module: str, err: BaseException) -> str:
+    """What to say when importing a rule module raised ``err``: the exception and the frames of
+    the code that raised it (the module's own, not importlib's nor rruletest's), as pytest says
+    it for a test module that fails to import.
+    """
+    te = traceback.TracebackException.from_exception(err)
+    here = str(Path(__file__).resolve().parents[1])
+    frames = [
+        fr
+        for fr in te.stack
+        if not fr.filename.startswith("<frozen")
+        and Path(fr.filename).parent.name != "importlib"
+        and not str(Path(fr.filename).resolve()).startswith(here + os.sep)
+    ]
+    where = "".join(traceback.StackSummary.from_list(frames).format()) if frames else ""
+    *located, what = "".join(te.format_exception_only()).rstrip().split("\n")
+    located_text = "".join(line + "\n" for line in located)  # a SyntaxError's file and line
+    return f"importing module {module!r} failed: {what.strip()}\n{where}{located_text}".rstrip()

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from rruletest._plugin.report_page import RuleRow, ScalarCurve, write_report
+from rruletest._plugin.table import report_status
 
 __all__ = ["ReportCollector", "ReportWorker", "scalar_curve"]
 
@@ -154,10 +155,9 @@ class ReportCollector:
             self.tried[report.nodeid] = [float(t) for t in props["rruletest_tried"]]
         if "rruletest_worst_rel_err" in props:
             row.worst = float(props["rruletest_worst_rel_err"])
-        if report.when == "call" or (report.when == "setup" and not report.passed):
-            row.status = "passed" if report.passed else "skipped" if report.skipped else "failed"
-        elif report.when == "teardown" and report.failed:
-            row.status = "error"
+        status = report_status(report)
+        if status is not None:
+            row.status = status.lower()
         if report.failed:
             text = report.longreprtext
             row.failure = text

@@ -27,7 +27,7 @@ from typing import Any
 
 __all__ = ["RuleRow", "ScalarCurve", "write_report"]
 
-_ORDER = {"failed": 0, "error": 1, "passed": 2, "skipped": 3}
+_ORDER = {"failed": 0, "error": 1, "passed": 2, "xpassed": 3, "xfailed": 4, "skipped": 5}
 
 
 @dataclass

@@ -26,9 +26,28 @@ from typing import Any, TextIO
 
 from rruletest._plugin import options as opts
 
-__all__ = ["ERROR_NOTE", "STATUS_ORDER", "Results", "Row", "print_table"]
+__all__ = [
+    "CHECKED",
+    "ERROR_NOTE",
+    "STATUS_ORDER",
+    "Results",
+    "Row",
+    "print_table",
+    "report_status",
+]
 
-STATUS_ORDER = ("passed", "FAILED", "ERROR", "skipped", "deselected", "not run")
+STATUS_ORDER = (
+    "passed",
+    "FAILED",
+    "ERROR",
+    "xfailed",
+    "xpassed",
+    "skipped",
+    "deselected",
+    "not run",
+)
+#: The statuses of a rule that ran its checks (a gate where none did checked nothing).
+CHECKED = ("passed", "FAILED", "ERROR", "xfailed", "xpassed")
 
 #: What the error column means, printed under the table.
 ERROR_NOTE = """\
@@ -96,12 +115,33 @@ class Results:
         row.shapes = str(props.get("rruletest_shapes", row.shapes))
         if "rruletest_worst_rel_err" in props:
             row.worst = float(props["rruletest_worst_rel_err"])
-        if report.when == "call" or (report.when == "setup" and not report.passed):
-            row.status = "passed" if report.passed else "skipped" if report.skipped else "FAILED"
-            if report.skipped and isinstance(report.longrepr, tuple):
+        status = report_status(report)
+        if status is not None:
+            row.status = status
+            if status == "skipped" and isinstance(report.longrepr, tuple):
                 row.reason = str(report.longrepr[-1]).removeprefix("Skipped: ")
-        elif report.when == "teardown" and report.failed:
-            row.status = "ERROR"
+            elif status in ("xfailed", "xpassed"):
+                row.reason = str(getattr(report, "wasxfail", "")).removeprefix("reason: ")
+
+
+def report_status(report: Any) -> str | None:
+    """A rule item's status from one phase's report, as pytest's summary counts it, or None
+    when the phase says nothing new: ``passed``, ``FAILED`` (its checks failed, or a strict
+    xfail passed), ``ERROR`` (a fixture or hook failed around it, in setup or teardown),
+    ``xfailed``/``xpassed`` (marked ``xfail``), ``skipped``.
+    """
+    xfail = hasattr(report, "wasxfail")
+    if report.when == "call":
+        if report.passed:
+            return "xpassed" if xfail else "passed"
+        if report.skipped:
+            return "xfailed" if xfail else "skipped"
+        return "FAILED"
+    if report.when == "setup" and not report.passed:
+        return "skipped" if report.skipped else "ERROR"
+    if report.when == "teardown" and report.failed:
+        return "ERROR"
+    return None
 
 
 def _fmt_err(x: float | None) -> str:
@@ -136,7 +176,7 @@ def print_table(results: Results, modules: Sequence[str], out: TextIO) -> dict[s
             f"{r.shapes:<{ws}}  {r.status:<7}  {_fmt_err(r.worst)}",
             file=out,
         )
-        if r.status == "skipped" and r.reason:
-            print(f"  {'':<{width}}  skipped: {r.reason}", file=out)
+        if r.status in ("skipped", "xfailed", "xpassed") and r.reason:
+            print(f"  {'':<{width}}  {r.status}: {r.reason}", file=out)
         counts[r.status] = counts.get(r.status, 0) + 1
     return counts
