@@ -37,6 +37,13 @@ from rruletest.tangents import AbstractZero
 __all__ = ["TorchCallable"]
 
 
+def _differentiable(torch: Any, x: Any) -> bool:
+    """A float or complex tensor not yet requiring grad (complex ones are differentiable too)."""
+    return bool(
+        torch.is_tensor(x) and (x.is_floating_point() or x.is_complex()) and not x.requires_grad
+    )
+
+
 def torch_pullback_of(fn: Any) -> Any:
     """``(*x, ybar) -> cotangents``: torch's backward of ``fn`` with ``create_graph=True``, so
     that torch's engine differentiates it again (double backward, what users of second
@@ -45,12 +52,7 @@ def torch_pullback_of(fn: Any) -> Any:
 
     def g(*args: Any) -> Any:
         *xs, ybar = args
-        xs = [
-            x.detach().requires_grad_(True)
-            if torch.is_tensor(x) and x.is_floating_point() and not x.requires_grad
-            else x
-            for x in xs
-        ]
+        xs = [x.detach().requires_grad_(True) if _differentiable(torch, x) else x for x in xs]
         with torch.enable_grad():  # the adapter evaluates its primal without grad
             out = fn(*xs)
             diff = [x for x in xs if torch.is_tensor(x) and x.requires_grad]

@@ -86,6 +86,17 @@ def test_torch_double_backward() -> None:
         test_rrule(bad, X + 0.5, rrule_f=bad.rrule, order=2, rng=0)
 
 
+def test_torch_double_backward_at_a_complex_point() -> None:
+    # complex tensors are differentiable too: the derived function made them require grad
+    # only when they were real ("`inputs` argument to `grad()` cannot be empty")
+    torch = pytest.importorskip("torch")
+    rt = pytest.importorskip("rruletest.interop.torch")
+    f = rt.from_callable(torch.sin)
+    report = test_rrule(f, X + 0.5j, rrule_f=f.rrule, order=2, rng=0)
+    assert [p.function for p in report.parts] == ["pullback_of(sin)"]
+    assert report.parts[0].worst_rel_err < 1e-8
+
+
 def test_autograd_rules_of_rules() -> None:
     ra = pytest.importorskip("rruletest.interop.autograd")
     anp = pytest.importorskip("autograd.numpy")
