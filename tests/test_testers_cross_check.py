@@ -68,6 +68,11 @@ def test_without_finite_differences_the_gap_is_still_caught() -> None:
     err = _failure(lambda: test_rrule(np.sin, X, rrule_f=_rules(-1.0).rrule, check_fd=False, rng=0))
     assert err.checks == ["transpose"]
     assert "finite differences give" not in str(err)  # check_fd=False: no jvp is taken
+    # what to do next is said: the culprit needs finite differences
+    assert (
+        "hint: finite differences are off (check_fd=False): run with check_fd=True to learn "
+        "which of the two rules is wrong"
+    ) in str(err)
 
 
 def test_a_million_elements_with_a_wrong_frule_and_no_finite_differences() -> None:

@@ -11,6 +11,7 @@ finite-difference jvp names the rule that is wrong.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -121,7 +122,17 @@ def _record(s: Setup, t: Transposition, against: str, check_fd: bool) -> None:
             on_failure=False,
         )
         return
-    s.report.add(t.mismatch(f"frule/rrule transposition (the {against} called once more)"))
+    m = t.mismatch(f"frule/rrule transposition (the {against} called once more)")
+    if t.culprit is None:
+        why = (
+            "finite differences are off (check_fd=False): run with check_fd=True to learn "
+            "which of the two rules is wrong"
+            if not check_fd
+            else "finite differences could not say which rule is wrong: check the "
+            f"{against} with its own tester (test_{against})"
+        )
+        m = dataclasses.replace(m, hint=why)
+    s.report.add(m)
 
 
 def _numeric(s: Setup, t: Transposition, y: Any, ybar: Any, xdots: Sequence[Any],
