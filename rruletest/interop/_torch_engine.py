@@ -61,11 +61,18 @@ def torch_pullback_of(fn: Any) -> Any:
                     out, diff, grad_outputs=ybar, create_graph=True, allow_unused=True
                 )
             )
+        # one cotangent per number or tensor argument, whether or not it was differentiated
+        # (a Python float may reach g as a number or as a tensor): zeros where it was not
         result = []
         for x in xs:
             if torch.is_tensor(x) and x.requires_grad:
                 grad = next(grads)
                 result.append(torch.zeros_like(x) if grad is None else grad)
+            elif torch.is_tensor(x):
+                result.append(torch.zeros_like(x))
+            elif isinstance(x, float | complex):
+                kind = torch.float64 if isinstance(x, float) else torch.complex128
+                result.append(torch.zeros((), dtype=kind))
         return tuple(result)
 
     return g
