@@ -162,3 +162,11 @@ def test_autograd_order_2_with_an_integer_argument() -> None:
     f = ra.from_function(lambda a, n: a**n)
     report = f.test_rrule(X + 0.5, 3, order=2, rng=0)
     assert len(report.parts) == 2
+
+
+def test_jax_order_2_of_a_function_with_a_tuple_output() -> None:
+    # the derived function takes ybar as an argument: a tuple of arrays jax converts and
+    # differentiates, not the Tangent(tuple, ...) a pullback receives
+    f = rj.from_function(lambda a: (jnp.sin(a), jnp.cos(a)))
+    report = f.test_rrule(X + 0.5, order=2, rng=0)
+    assert [p.function for p in report.parts] == ["pullback_of(<lambda>)"] * 2
