@@ -426,3 +426,40 @@ def test_a_float64_primal_from_float32_inputs_is_compared_at_float32_tolerance()
     test_rrule(_exp64, x, rrule_f=_exp64_rules(1.0).rrule, rng=0)
     err = failure(lambda: test_rrule(_exp64, x, rrule_f=_exp64_rules(1.001).rrule, rng=0))
     assert "y: the rule's output differs from f(*args)" in str(err)
+
+
+# -- a cotangent returned as a thunk: its problems say so ----------------------------------
+
+
+def test_a_wrong_thunked_cotangent_is_caught_and_said_to_be_a_thunk() -> None:
+    rules = rrule_of(np.sin, lambda x: lambda ybar: (NT, Thunk(lambda: unthunk(ybar) * np.sin(x))))
+    err = failure(lambda: test_rrule(np.sin, np.array([0.3, 1.2]), rrule_f=rules.rrule, rng=0))
+    assert err.checks == ["numeric"]
+    assert (
+        "hint: args[0] was returned as a thunk (Thunk): what was checked is its unthunked "
+        "value (unthunk(...))"
+    ) in str(err)
+
+
+def test_a_thunked_ydot_of_the_wrong_shape_is_said_to_be_a_thunk() -> None:
+    from rruletest.testers import test_frule
+
+    rules = RuleSet("t")
+    rules.register_frule(np.cos)(lambda d, x: (np.cos(x), Thunk(lambda: (-np.sin(x) * d[1])[:1])))
+    err = failure(lambda: test_frule(np.cos, np.array([0.3, 1.2]), frule_f=rules.frule, rng=0))
+    assert "[type] ydot: shape (1,) for a primal of shape (2,)" in str(err)
+    assert "hint: ydot was returned as a thunk (Thunk)" in str(err)
+
+
+def test_a_thunk_that_raises_for_a_zero_ybar_is_not_called_a_nonzero_cotangent() -> None:
+    rules = rrule_of(
+        np.sin,
+        lambda x: lambda ybar: (NT, Thunk(lambda: unthunk(ybar).astype(float) * np.cos(x))),
+        handle_zero=False,
+    )
+    err = failure(lambda: test_rrule(np.sin, np.array([0.3, 1.2]), rrule_f=rules.rrule, rng=0))
+    assert "gave a nonzero cotangent" not in str(err)
+    assert (
+        "[zero] args[0]: the cotangent pullback(ZeroTangent()) gave: it could not be read "
+        "(unthunking it raised AttributeError: ZeroTangent() has no attribute 'astype'"
+    ) in str(err)

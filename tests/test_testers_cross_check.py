@@ -68,6 +68,11 @@ def test_without_finite_differences_the_gap_is_still_caught() -> None:
     err = _failure(lambda: test_rrule(np.sin, X, rrule_f=_rules(-1.0).rrule, check_fd=False, rng=0))
     assert err.checks == ["transpose"]
     assert "finite differences give" not in str(err)  # check_fd=False: no jvp is taken
+    # what to do next is said: the culprit needs finite differences
+    assert (
+        "hint: finite differences are off (check_fd=False): run with check_fd=True to learn "
+        "which of the two rules is wrong"
+    ) in str(err)
 
 
 def test_a_million_elements_with_a_wrong_frule_and_no_finite_differences() -> None:
@@ -175,15 +180,37 @@ XNAN = np.array([0.1, np.nan, 0.3])
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
-def test_a_point_with_a_nan_element_skips_the_cross_check() -> None:
-    # sin is NaN at the NaN element and so is its derivative: NaN * 0 spoils both inner
-    # products, while the numerical check compares the finite elements.
-    report = test_rrule(np.sin, XNAN, rrule_f=_rules().rrule, rng=0)
+def test_a_point_with_a_nan_element_is_cross_checked_at_its_finite_elements() -> None:
+    # sin is NaN at the NaN element and so is its derivative; the directions are zero there
+    # (as the testers' own are), and a coordinate not moved contributes nothing: the finite
+    # elements are cross-checked, a correct pair passes even when the check is required.
+    for check in (None, True):
+        report = test_rrule(np.sin, XNAN, rrule_f=_rules().rrule, check_transpose=check, rng=0)
+        assert any(
+            n.startswith("frule/rrule cross-check with the frule: passed") for n in report.notes
+        )
+        report = test_frule(np.sin, XNAN, frule_f=_rules().frule, check_transpose=check, rng=0)
+        assert any(
+            n.startswith("frule/rrule cross-check with the rrule: passed") for n in report.notes
+        )
+    # a wrong frule is still caught there, with finite differences off
+    err = _failure(lambda: test_rrule(np.sin, XNAN, rrule_f=_rules(-1.0).rrule,
+                                      check_fd=False, rng=0))  # fmt: skip
+    assert "[transpose] frule/rrule transposition (the frule called once more): " in str(err)
+    err = _failure(lambda: test_frule(np.sin, XNAN, frule_f=_rules(rrule_sign=-1.0).frule,
+                                      check_fd=False, rng=0))  # fmt: skip
+    assert "[transpose] frule/rrule transposition (the rrule called once more): " in str(err)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_a_point_where_every_element_is_nan_skips_the_cross_check() -> None:
+    nan = np.full(2, np.nan)
+    report = test_rrule(np.sin, nan, rrule_f=_rules().rrule, check_fd=False, rng=0)
     assert (
         "frule/rrule cross-check: not run (f's inputs or output are not finite there (NaN or "
         "infinite elements))"
     ) in report.notes
-    text = str(_failure(lambda: test_rrule(np.sin, XNAN, rrule_f=_rules().rrule,
+    text = str(_failure(lambda: test_rrule(np.sin, nan, rrule_f=_rules().rrule, check_fd=False,
                                            check_transpose=True, rng=0)))  # fmt: skip
     assert (
         "[transpose] check_transpose: the cross-check was asked for, but f's inputs or output "

@@ -74,3 +74,15 @@ def test_an_inplace_path_that_raises_is_reported() -> None:
     text = str(failure(lambda: test_rrule(scaled, X, rrule_f=rules_with(broken).rrule, rng=0)))
     assert "args[0]: InplaceableThunk.add_fn(buffer) raised RuntimeError: no buffer today" in text
     assert "add_fn(x) must add the tangent into x and return x" in text
+
+
+def test_an_inplace_path_that_adds_but_returns_none_fails() -> None:
+    def returns_none(b: Any, v: Any) -> Any:
+        b += v
+
+    err = failure(lambda: test_rrule(scaled, X, rrule_f=rules_with(returns_none).rrule, rng=0))
+    assert err.checks == ["inplace"]
+    assert (
+        "[inplace] args[0]: InplaceableThunk.add_fn(buffer) added into the buffer but returned "
+        "None, not the buffer (add_fn(x) must return x: accumulating code keeps what it returns)"
+    ) in str(err)

@@ -95,7 +95,9 @@ class NoRuleError(NotImplementedError):
 
 # jax also says "Reverse-mode differentiation does not work for lax.while_loop ..."
 _NO_RULE_WORDS = re.compile(
-    r"not (?:implemented|defined|supported)|differentiation does not work", re.IGNORECASE
+    r"not (?:implemented|defined|supported)|differentiation does not work"
+    r"|can't apply forward-mode autodiff",  # jax: jvp of a custom_vjp (also inside a vjp)
+    re.IGNORECASE,
 )
 
 

@@ -45,6 +45,13 @@ _NOT_JITTED = object()
 FUNCTION_ADAPTER: list[Callable[..., Adapted]] = []
 
 
+def _inexact(jax: Any, x: Any) -> bool:
+    """Whether ``x`` (an array, a tracer or a pytree of them) has a float or complex leaf: what
+    ``jax.vjp`` can differentiate (an integer argument of ``f`` is held fixed)."""
+    leaves = jax.tree_util.tree_leaves(x)
+    return any(jax.numpy.issubdtype(jax.numpy.result_type(v), jax.numpy.inexact) for v in leaves)
+
+
 class JaxAdapter(Adapted):
     """The base of the jax adapters (see ``rruletest.interop.jax``)."""
 
@@ -68,11 +75,20 @@ class JaxAdapter(Adapted):
 
         jax = jax_module()
         fn = self.wrapped
+        fixed = frozenset(self.nondiff_argnums)  # jax never sees these as traced values
         if isinstance(key, PullbackOf):
 
             def g(*args: Any) -> Any:
                 *xs, ybar = args
-                _, vjp = jax.vjp(fn, *xs)
+                diff = [i for i, x in enumerate(xs) if i not in fixed and _inexact(jax, x)]
+
+                def at(*moved: Any) -> Any:
+                    full = list(xs)
+                    for i, v in zip(diff, moved, strict=True):
+                        full[i] = v
+                    return fn(*full)
+
+                _, vjp = jax.vjp(at, *(xs[i] for i in diff))
                 return tuple(vjp(ybar))
 
         elif isinstance(key, PushforwardOf):
@@ -84,7 +100,7 @@ class JaxAdapter(Adapted):
         else:
             raise InteropError(f"derived: {key!r} is not pullback_of(f) or pushforward_of(f)")
         make = FUNCTION_ADAPTER[0]
-        return make(g, x64=self.x64, name=repr(key))
+        return make(g, x64=self.x64, name=repr(key), nondiff_argnums=tuple(sorted(fixed)))
 
     @contextlib.contextmanager
     def _scope(self, args: tuple[Any, ...]) -> Iterator[bool]:

@@ -37,6 +37,13 @@ from rruletest.tangents import AbstractZero
 __all__ = ["TorchCallable"]
 
 
+def _differentiable(torch: Any, x: Any) -> bool:
+    """A float or complex tensor not yet requiring grad (complex ones are differentiable too)."""
+    return bool(
+        torch.is_tensor(x) and (x.is_floating_point() or x.is_complex()) and not x.requires_grad
+    )
+
+
 def torch_pullback_of(fn: Any) -> Any:
     """``(*x, ybar) -> cotangents``: torch's backward of ``fn`` with ``create_graph=True``, so
     that torch's engine differentiates it again (double backward, what users of second
@@ -45,12 +52,7 @@ def torch_pullback_of(fn: Any) -> Any:
 
     def g(*args: Any) -> Any:
         *xs, ybar = args
-        xs = [
-            x.detach().requires_grad_(True)
-            if torch.is_tensor(x) and x.is_floating_point() and not x.requires_grad
-            else x
-            for x in xs
-        ]
+        xs = [x.detach().requires_grad_(True) if _differentiable(torch, x) else x for x in xs]
         with torch.enable_grad():  # the adapter evaluates its primal without grad
             out = fn(*xs)
             diff = [x for x in xs if torch.is_tensor(x) and x.requires_grad]
@@ -59,11 +61,18 @@ def torch_pullback_of(fn: Any) -> Any:
                     out, diff, grad_outputs=ybar, create_graph=True, allow_unused=True
                 )
             )
+        # one cotangent per number or tensor argument, whether or not it was differentiated
+        # (a Python float may reach g as a number or as a tensor): zeros where it was not
         result = []
         for x in xs:
             if torch.is_tensor(x) and x.requires_grad:
                 grad = next(grads)
                 result.append(torch.zeros_like(x) if grad is None else grad)
+            elif torch.is_tensor(x):
+                result.append(torch.zeros_like(x))
+            elif isinstance(x, float | complex):
+                kind = torch.float64 if isinstance(x, float) else torch.complex128
+                result.append(torch.zeros((), dtype=kind))
         return tuple(result)
 
     return g

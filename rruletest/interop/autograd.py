@@ -187,7 +187,10 @@ def _derived(adapter: Adapted, key: Any) -> Adapted:
 
         def g(*args: Any) -> Any:
             *xs, ybar = args
-            vjp, _ = autograd.make_vjp(fn, tuple(range(len(xs))))(*xs)
+            # autograd cannot differentiate an integer (or declared) argument: held fixed
+            values = [autograd.tracer.getval(x) for x in xs]  # boxed when differentiated
+            diff = differentiable_argnums(values, adapter.nondiff_argnums, structured=True)
+            vjp, _ = autograd.make_vjp(fn, tuple(diff))(*xs)
             return vjp(ybar)  # autograd's own tuple container, which it differentiates
 
     elif isinstance(key, PushforwardOf):
@@ -199,7 +202,7 @@ def _derived(adapter: Adapted, key: Any) -> Adapted:
 
     else:
         raise InteropError(f"derived: {key!r} is not pullback_of(f) or pushforward_of(f)")
-    return from_function(g, name=repr(key))
+    return from_function(g, name=repr(key), nondiff_argnums=adapter.nondiff_argnums)
 
 
 class AutogradFunction(Adapted):

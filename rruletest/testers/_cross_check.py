@@ -11,6 +11,7 @@ finite-difference jvp names the rule that is wrong.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -23,6 +24,7 @@ from rruletest.rules import RuleSet, default_ruleset, frule, rrule
 from rruletest.tangents import NO_TANGENT, AbstractZero
 from rruletest.testers._check import Check
 from rruletest.testers._constrained import draw_tangent
+from rruletest.testers._fd_inputs import zero_where_not_finite
 from rruletest.testers._rand_tangent import rand_tangent
 from rruletest.testers._setup import Setup
 from rruletest.testers._snapshot import copyable, snapshot
@@ -120,7 +122,17 @@ def _record(s: Setup, t: Transposition, against: str, check_fd: bool) -> None:
             on_failure=False,
         )
         return
-    s.report.add(t.mismatch(f"frule/rrule transposition (the {against} called once more)"))
+    m = t.mismatch(f"frule/rrule transposition (the {against} called once more)")
+    if t.culprit is None:
+        why = (
+            "finite differences are off (check_fd=False): run with check_fd=True to learn "
+            "which of the two rules is wrong"
+            if not check_fd
+            else "finite differences could not say which rule is wrong: check the "
+            f"{against} with its own tester (test_{against})"
+        )
+        m = dataclasses.replace(m, hint=why)
+    s.report.add(m)
 
 
 def _numeric(s: Setup, t: Transposition, y: Any, ybar: Any, xdots: Sequence[Any],
@@ -213,7 +225,13 @@ def after_rrule(s: Setup, y: Any, ybar: Any, xbars: Sequence[Any], frule_f: Any,
     """In ``test_rrule``: call the frule along random tangents and compare."""
     if not _should_run(s, mode, frule_f, "frule"):
         return
-    xdots = [draw_tangent(s.gen, a) if a.numeric and not a.strict else NO_TANGENT for a in s.args]
+    # zero at NaN or infinite elements, as test_frule draws them: nothing is known there
+    xdots = [
+        zero_where_not_finite(a.primal, draw_tangent(s.gen, a))[0]
+        if a.numeric and not a.strict
+        else NO_TANGENT
+        for a in s.args
+    ]
     try:
         res = frule_f((NO_TANGENT, *xdots), s.f, *_fresh(s.primals), **s.kwargs())
     except Exception as exc:
@@ -240,8 +258,8 @@ def after_frule(s: Setup, y: Any, xdots: Sequence[Any], ydot: Any, rrule_f: Any,
     """In ``test_frule``: call the rrule and its pullback with a random ``ybar``, compare."""
     if not _should_run(s, mode, rrule_f, "rrule"):
         return
-    try:
-        ybar = rand_tangent(s.gen, y)
+    try:  # zero at NaN or infinite output elements, as test_rrule draws it
+        ybar = zero_where_not_finite(y, rand_tangent(s.gen, y))[0]
     except Exception as exc:
         _skip(s, mode, f"no random cotangent for the output ({type(exc).__name__})")
         return

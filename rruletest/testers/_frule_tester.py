@@ -131,6 +131,7 @@ def run_frule_checks(
     if res is None:
         report.raise_now()
     y, ydot = res
+    report.mark_thunks("ydot", ydot)  # problems found in its value will say it was a thunk
     check_mutation(s, inputs, "the frule")
     check_unchanged(report, "xdots", dot_snap, xdots_in, "the frule mutated an input tangent")
     y_ref = check_primal(s, y, y_f)

@@ -61,7 +61,7 @@ def check_inplace(
             report.exception(Check.EXCEPTION, call, exc, hint=hint)
             continue
         if res is not buffer:
-            compare(
+            wrong = compare(
                 report,
                 Check.INPLACE,
                 f"{call} did not add into the buffer in place (it must change the array "
@@ -72,6 +72,16 @@ def check_inplace(
                 rtol,
                 atol,
             )
+            if not wrong:  # the sum is in the buffer, but what accumulating code uses is not
+                report.problem(
+                    Check.INPLACE,
+                    path,
+                    f"InplaceableThunk.add_fn(buffer) added into the buffer but returned "
+                    f"{describe(res)}, not the buffer "
+                    "(add_fn(x) must return x: accumulating code keeps what it returns)",
+                    actual=res,
+                    expected="the buffer",
+                )
             continue
         compare(
             report,

@@ -22,7 +22,7 @@ from rruletest.testers._f_tangent import describe_tangent, f_tangent, fields_of,
 from rruletest.testers._fit import fit_problems
 from rruletest.testers._report import Check, Report
 from rruletest.testers._setup import Setup
-from rruletest.testers._snapshot import nonzero, short
+from rruletest.testers._snapshot import nonzero, nonzero_text
 from rruletest.walk import Index, Path
 
 __all__ = [
@@ -99,7 +99,9 @@ def check_zero(report: Report, pullback: Any, n: int) -> None:
                 Check.ZERO,
                 root,
                 (*steps, *path),
-                f"pullback(ZeroTangent()) gave a nonzero cotangent: {short(value)} (expected zero)",
+                f"pullback(ZeroTangent()) gave a nonzero cotangent: {nonzero_text(value)}"
+                if not isinstance(value, Exception)
+                else f"the cotangent pullback(ZeroTangent()) gave: {nonzero_text(value)}",
                 actual=zero[k],
                 expected=ZERO_TANGENT,
             )

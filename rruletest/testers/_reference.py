@@ -58,7 +58,7 @@ from rruletest.testers._findings import kinks_directional, kinks_jvp, kinks_vjp,
 from rruletest.testers._float64 import void_from, wide_point
 from rruletest.testers._report import Check
 from rruletest.testers._setup import Setup, domain_for, ruleset_of
-from rruletest.testers._snapshot import nonzero, short
+from rruletest.testers._snapshot import nonzero, nonzero_text
 from rruletest.testers._space_hint import jvp_space_hint, space_hint
 
 __all__ = [
@@ -149,8 +149,8 @@ def check_vjp(
             for path, value in nonzero(out[a.index + 1]):
                 report.at(
                     Check.NUMERIC, "args", (a.step, *path),
-                    f"a zero output cotangent must give a zero cotangent: {short(value)} "
-                    "(expected zero)",
+                    f"a zero output cotangent must give a zero cotangent: "
+                    f"{nonzero_text(value)}",
                 )  # fmt: skip
         return
     domain, dom_primals = domain_for(s, rrule_f)

@@ -32,7 +32,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from rruletest.errors import Mismatch, RuleTestFailure
-from rruletest.tangents import AbstractZero, unthunk
+from rruletest.tangents import AbstractZero, Thunk, unthunk
 from rruletest.testers._args import describe
 from rruletest.testers._check import Check
 from rruletest.walk import Element, Path, Step, WalkError, children, leaves, render_path
@@ -120,6 +120,7 @@ class Report:
         self.worst_rel_err: float | None = None
         self.evidence: list[Evidence] = []
         self.options: dict[str, Any] = {}  # the tester's options the caller gave
+        self.thunked: dict[str, str] = {}  # place -> kind, for what the rule returned thunked
 
     @property
     def call(self) -> str:
@@ -135,11 +136,39 @@ class Report:
 
     # -- recording ---------------------------------------------------------------------------
     def add(self, m: Mismatch) -> None:
-        """Record a mismatch; its message gets the check's tag on its first line."""
+        """Record a mismatch; its message gets the check's tag on its first line, and a hint
+        when it is about a value the rule returned as a thunk (``mark_thunks``)."""
         tag = f"[{m.check}] "
         if not m.message.startswith(tag):
             m = dataclasses.replace(m, message=tag + m.message)
+        place = self._thunked_place(m)
+        if place is not None:
+            hint = (
+                f"{place} was returned as a thunk ({self.thunked[place]}): what was checked is its "
+                "unthunked value (unthunk(...))"
+            )
+            m = dataclasses.replace(m, hint=f"{m.hint}\n{hint}" if m.hint else hint)
         self.mismatches.append(m)
+
+    def mark_thunks(self, root: str, value: Any) -> None:
+        """Remember where ``value`` (what the rule returned at ``root``: ``args[0]``, ``ydot``)
+        holds a ``Thunk``, so that problems found there say the rule returned a thunk (the
+        checks compare its unthunked value, and the thunk would be invisible otherwise)."""
+        try:
+            found = [(p, v) for p, v in leaves(value, thunks=False) if isinstance(v, Thunk)]
+        except Exception:  # a value the walk cannot follow: its own checks report it
+            return
+        for path, thunk in found:
+            self.thunked[render_path(root, path)] = type(thunk).__name__
+
+    def _thunked_place(self, m: Mismatch) -> str | None:
+        """The thunked place ``m`` is at or below, unless its message speaks of thunks."""
+        if not self.thunked or "thunk" in m.message.lower():
+            return None
+        for place in self.thunked:
+            if m.path == place or (m.path.startswith(place) and m.path[len(place)] in "[."):
+                return place
+        return None
 
     def problem(
         self,

@@ -206,6 +206,8 @@ def run_rrule_checks(
     out = call_pullback(report, pullback, ybar_in, "pullback(ybar)", n)
     if out is None:
         report.raise_now()
+    for k, t in enumerate(out):  # problems found in a thunk's value will say it was one
+        report.mark_thunks("f" if k == 0 else f"args[{k - 1}]", t)
     check_inplace(report, out, s.gen, *s.tolerances(y_ref))
     # Thunks unthunked now and the values copied: later calls may write into state or buffers
     # this result's thunks read (the repeat check would then compare the later values twice).

@@ -19,14 +19,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from rruletest.errors import Mismatch, RuleTestFailure
 from rruletest.rules.derived import PullbackOf, PushforwardOf
-from rruletest.tangents import NO_TANGENT
+from rruletest.tangents import NO_TANGENT, Tangent, add_to_primal
 from rruletest.testers._args import WithTangent, describe
 from rruletest.testers._check import Check
 from rruletest.testers._cross_check import partner
 from rruletest.testers._rand_tangent import rand_tangent, resolve_rng
 from rruletest.testers._report import TesterReport
+from rruletest.walk import map_leaves
 
 __all__ = ["check_order", "register_tester", "second_order"]
 
@@ -105,7 +108,10 @@ def second_order(
     if first == "test_rrule":
         key: PullbackOf | PushforwardOf = PullbackOf(f, rule_f)
         if tangent is None:
-            tangent = rand_tangent(gen, f(*primals, **fkwargs))
+            y = f(*primals, **fkwargs)
+            tangent = rand_tangent(gen, y)
+            if callable(getattr(f, "derived", None)):
+                tangent = _natural(tangent, y)
         extra: tuple[Any, ...] = (tangent,)
     else:
         key = PushforwardOf(f, rule_f)
@@ -141,6 +147,25 @@ def second_order(
             reproduce=_with_order(_line(reproduce)) if reproduce else "",
         )
     return reports
+
+
+def _natural(tangent: Any, y: Any) -> Any:
+    """A ``Tangent`` cotangent of a structured output in the output's own structure (a tuple
+    of arrays for a tuple): an adapter's derived function takes ``ybar`` as an argument, and
+    frameworks convert and differentiate tuples, lists and dicts, never a ``Tangent``."""
+    if not isinstance(tangent, Tangent):
+        return tangent
+    try:
+        zeros = map_leaves(
+            lambda _, v: v * 0 if isinstance(v, np.ndarray | float | complex) else v, y
+        )
+        return add_to_primal(zeros, tangent)
+    except Exception:  # a structure that cannot be rebuilt: the Tangent as it is
+        return tangent
+
+
+def _zero(_path: Any, v: Any) -> Any:
+    return v * 0 if isinstance(v, np.ndarray | float | complex) else v
 
 
 def _line(reproduce: Callable[[], str] | str) -> str:

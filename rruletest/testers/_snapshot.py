@@ -27,7 +27,16 @@ from typing import Any
 import numpy as np
 
 from rruletest.tangents import AbstractZero, NoTangent, ZeroTangent, unthunk
-from rruletest.walk import MAX_DEPTH, Element, Index, Path, children, leaves, render_path
+from rruletest.walk import (
+    MAX_DEPTH,
+    Element,
+    Index,
+    Path,
+    WalkError,
+    children,
+    leaves,
+    render_path,
+)
 
 __all__ = [
     "Change",
@@ -37,6 +46,7 @@ __all__ = [
     "inner",
     "is_lazy",
     "nonzero",
+    "nonzero_text",
     "render_change",
     "short",
     "snapshot",
@@ -288,6 +298,15 @@ def nonzero(t: Any, limit: int = 3) -> list[tuple[Path, Any]]:
     except Exception as exc:  # a WalkError, or a thunk that raised
         out.append(((), exc))
     return out
+
+
+def nonzero_text(value: Any) -> str:
+    """How a place ``nonzero`` found reads in a report: the value, or, for the exception
+    reading it raised (a thunk that raised, a value nesting without end), that exception."""
+    if isinstance(value, Exception):
+        how = "walking" if isinstance(value, WalkError) else "unthunking"
+        return f"it could not be read ({how} it raised {type(value).__name__}: {value})"
+    return f"{short(value)} (expected zero)"
 
 
 def inner(a: Any, b: Any, *, absolute: bool = False) -> float:

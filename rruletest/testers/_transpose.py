@@ -151,10 +151,18 @@ def _number(e: Any) -> Any:
     return 0.0 if isinstance(e, AbstractZero) else e
 
 
-def _inner(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
-    """``<a, b>`` and ``<|a|, |b|>`` (the scale that bounds its rounding)."""
-    prod = a * b
-    return float(prod.sum()), float(np.abs(prod, out=prod).sum())
+def _inner(direction: np.ndarray, value: np.ndarray) -> tuple[float, float]:
+    """``<direction, value>`` and ``<|direction|, |value|>`` (the scale that bounds its
+    rounding). A coordinate the direction does not move contributes nothing, even where the
+    value there is NaN or infinite (a derivative at a NaN element of the point, which the
+    testers' directions leave at zero): ``0 * NaN`` is no evidence about the rules."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        prod = direction * value
+        total = float(prod.sum())
+        if not math.isfinite(total):
+            prod = np.where(direction == 0, 0.0, prod)
+            total = float(prod.sum())
+        return total, float(np.abs(prod, out=prod).sum())
 
 
 def _dtypes(values: Sequence[Any]) -> set[np.dtype[Any]]:
@@ -198,7 +206,7 @@ def sides(
         if isinstance(unthunk(xdot), AbstractZero):
             continue
         xdot_c = coords(x, xdot)
-        r, r_abs = _inner(coords(x, xbar), xdot_c)
+        r, r_abs = _inner(xdot_c, coords(x, xbar))
         reverse, reverse_abs, terms = reverse + r, reverse_abs + r_abs, terms + xdot_c.size
     scale = max(forward_abs, reverse_abs)
     if rtol is None:
@@ -286,7 +294,7 @@ def with_numeric(
     y = f(*primals, **kwargs)
     value, error = coords(y, est.value), np.abs(coords(y, est.error))
     numeric, _ = _inner(ybar_c, value)
-    bound = float(np.dot(np.abs(ybar_c), error))
+    bound, _ = _inner(np.abs(ybar_c), error)
     if not math.isfinite(numeric) or not math.isfinite(bound):
         return t
     allowed = t.tolerance + _FD_FACTOR * bound + rtol * max(t.scale, abs(numeric))

@@ -86,6 +86,17 @@ def test_torch_double_backward() -> None:
         test_rrule(bad, X + 0.5, rrule_f=bad.rrule, order=2, rng=0)
 
 
+def test_torch_double_backward_at_a_complex_point() -> None:
+    # complex tensors are differentiable too: the derived function made them require grad
+    # only when they were real ("`inputs` argument to `grad()` cannot be empty")
+    torch = pytest.importorskip("torch")
+    rt = pytest.importorskip("rruletest.interop.torch")
+    f = rt.from_callable(torch.sin)
+    report = test_rrule(f, X + 0.5j, rrule_f=f.rrule, order=2, rng=0)
+    assert [p.function for p in report.parts] == ["pullback_of(sin)"]
+    assert report.parts[0].worst_rel_err < 1e-8
+
+
 def test_autograd_rules_of_rules() -> None:
     ra = pytest.importorskip("rruletest.interop.autograd")
     anp = pytest.importorskip("autograd.numpy")
@@ -108,3 +119,54 @@ def test_autograd_rules_of_rules() -> None:
     assert report.parts[0].function == "pullback_of(cube)"
     with pytest.raises(RuleTestFailure, match=r"the derivative of cube's pullback"):
         test_rrule(bad, X + 0.5, rrule_f=bad.rrule, order=2, rng=0)
+
+
+def test_torch_order_2_with_an_argument_torch_does_not_differentiate() -> None:
+    # a Python float reaches the double backward as a number in the rule's call and as a
+    # tensor in the primal's: the derived function has one cotangent per argument either way
+    torch = pytest.importorskip("torch")
+    rt = pytest.importorskip("rruletest.interop.torch")
+
+    class Scaled(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any, c: Any) -> Any:
+            ctx.save_for_backward(x)
+            ctx.c = c
+            return torch.sin(x) * c
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            (x,) = ctx.saved_tensors
+            return g * torch.cos(x) * ctx.c, None
+
+    report = rt.from_function(Scaled).test_rrule(X + 0.5, 2.0, order=2, rng=0)
+    assert [p.function for p in report.parts] == ["pullback_of(Scaled)"]
+
+
+def test_jax_order_2_holds_a_custom_vjps_nondiff_argument_fixed() -> None:
+    # jax refuses a tracer in a nondiff_argnums position, and forward mode over the rule:
+    # the pullback's own derivative is checked in reverse mode
+    from functools import partial
+
+    @partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def scaled(x: Any, n: Any) -> Any:
+        return jnp.sin(x) * n
+
+    scaled.defvjp(lambda x, n: (scaled(x, n), x), lambda n, x, g: (g * jnp.cos(x) * n,))
+    report = rj.from_custom_vjp(scaled).test_rrule(X + 0.5, 3.0, order=2, rng=0)
+    assert [(p.tester, p.function) for p in report.parts] == [("test_rrule", "pullback_of(scaled)")]
+
+
+def test_autograd_order_2_with_an_integer_argument() -> None:
+    ra = pytest.importorskip("rruletest.interop.autograd")
+    f = ra.from_function(lambda a, n: a**n)
+    report = f.test_rrule(X + 0.5, 3, order=2, rng=0)
+    assert len(report.parts) == 2
+
+
+def test_jax_order_2_of_a_function_with_a_tuple_output() -> None:
+    # the derived function takes ybar as an argument: a tuple of arrays jax converts and
+    # differentiates, not the Tangent(tuple, ...) a pullback receives
+    f = rj.from_function(lambda a: (jnp.sin(a), jnp.cos(a)))
+    report = f.test_rrule(X + 0.5, order=2, rng=0)
+    assert [p.function for p in report.parts] == ["pullback_of(<lambda>)"] * 2
