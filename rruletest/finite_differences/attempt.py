@@ -44,7 +44,7 @@ from rruletest.finite_differences.problem import Problem, abs_spacing, reduce_to
 from rruletest.finite_differences.rows import combine_rows
 from rruletest.finite_differences.steps import choose_step
 
-__all__ = ["Result", "attempt", "check", "checked", "merge", "straddles"]
+__all__ = ["Result", "attempt", "check", "checked", "merge", "straddles", "unreliable"]
 
 F64 = npt.NDArray[np.float64]
 Arr = npt.NDArray[Any]
@@ -365,3 +365,8 @@ def merge(res: Result, alt: Result, take: Arr) -> Result:
         np.where(take, alt.grown, res.grown),
         np.where(take, alt.unresolved, res.unresolved),
     )
+
+
+def unreliable(prob: Problem, res: Result) -> Arr:
+    """Elements still without a reliable estimate that some fallback might give one."""
+    return ~np.isfinite(reduce_to(res.error, res.done.shape, np.max)) & ~prob.dead()

@@ -38,21 +38,18 @@ from rruletest.finite_differences.attempt import (
     checked,
     merge,
     straddles,
+    unreliable,
 )
 from rruletest.finite_differences.converge import converge
-from rruletest.finite_differences.kernels import Kind, Stencil
+from rruletest.finite_differences.kernels import Stencil
 from rruletest.finite_differences.ladder import ladder
 from rruletest.finite_differences.problem import Estimate, Problem, check_function, reduce_to
 from rruletest.finite_differences.scalar import fast_estimate
+from rruletest.finite_differences.sides import across_zero, one_sided
 
 __all__ = ["estimate_function", "run", "run_rows"]
 
 Arr = npt.NDArray[Any]
-
-
-def _unreliable(prob: Problem, res: Result) -> Arr:
-    """Elements still without a reliable estimate that some fallback might give one."""
-    return ~np.isfinite(reduce_to(res.error, res.done.shape, np.max)) & ~prob.dead()
 
 
 def _careful(
@@ -79,44 +76,49 @@ def _careful(
         res, ratio = checked(m, prob, res._replace(retried=res.retried | noisy_ok), mask)
     else:
         res, ratio = first
-    retry = _unreliable(prob, res) & mask & res.grown
+    retry = unreliable(prob, res) & mask & res.grown
     if retry.any():
         # The function looked flat at the default scale, but not at the larger one: aliasing.
         alt = attempt(m, prob, None, grow=False)
         alt, _ = checked(m, prob, alt._replace(retried=alt.retried | retry), retry)
-        res = merge(res, alt, retry & ~_unreliable(prob, alt))
+        res = merge(res, alt, retry & ~unreliable(prob, alt))
     # Elements with an output that settled at smaller steps far from its first estimate: the
     # function varies there on a smaller scale (entries of sort, eigenvalues about to cross),
     # and no retry at a larger step (scaled round-off, one-sided, the ladder) replaces them.
     small = np.zeros(prob.t_shape, dtype=bool)
-    retry = _unreliable(prob, res) & mask & res.done
+    retry = unreliable(prob, res) & mask & res.done
     if retry.any():
         res, alone, small = converge(m, prob, res, retry)
         # A change that shrank by chance (round-off) must also pass the half-step check (the
         # outputs that settled alone did so at three successive levels).
-        converged = retry & ~_unreliable(prob, res) & ~alone
+        converged = retry & ~unreliable(prob, res) & ~alone
         if converged.any():
             res, _ = check(m, prob, res, converged, 0.5)
-    retry = _unreliable(prob, res) & mask & noisy_ok & np.isfinite(ratio) & (ratio > 0) & ~small
+    retry = unreliable(prob, res) & mask & noisy_ok & np.isfinite(ratio) & (ratio > 0) & ~small
     if retry.any():
         scale = np.where(retry, 2.0 * ratio, 1.0)
         alt = attempt(m, prob, None, math.inf, scale)
         alt, _ = checked(m, prob, alt._replace(retried=alt.retried | retry), retry)
-        res = merge(res, alt, retry & ~_unreliable(prob, alt))
+        res = merge(res, alt, retry & ~unreliable(prob, alt))
+    # Reliable with a stencil across 0, where kinks live: against the side of 0 t0 is on.
+    across = ~unreliable(prob, res) & straddles(m, prob, res) & mask & (prob.abs_t0 > 0)
+    sided = np.zeros(prob.t_shape, dtype=bool)
+    if across.any():
+        res, sided = across_zero(m, prob, res, across)
     # Unreliable, or no better than its own size, with a stencil across 0: try again with the
     # stencil on its side of 0 (1/x at 1e-100), and keep whichever error is smaller.
     vague = reduce_to(res.error >= np.abs(res.value), prob.t_shape, np.any)
-    vague &= straddles(m, prob, res)
+    vague &= straddles(m, prob, res) & ~sided
     # Elements found to have no derivative (a kink, a singularity at 0).
     settled = np.zeros(prob.t_shape, dtype=bool)
-    retry = (_unreliable(prob, res) | vague) & mask & (prob.abs_t0 > 0)
+    retry = (unreliable(prob, res) | vague) & mask & (prob.abs_t0 > 0)
     if retry.any():
         cap = np.where(retry, prob.abs_t0 / (2.0 * m.max_offset), math.inf)
         alt = attempt(m, prob, None, cap)
         alt, _ = checked(m, prob, alt._replace(retried=alt.retried | retry), retry)
         # A retry that could not make its step as small as asked (the input's precision) has
         # not kept its stencil off 0 either.
-        failed = _unreliable(prob, alt) | alt.coarse
+        failed = unreliable(prob, alt) | alt.coarse
         better = reduce_to(
             (alt.error < res.error) | (alt.error < np.abs(alt.value)), prob.t_shape, np.all
         )
@@ -127,44 +129,16 @@ def _careful(
         res = res._replace(error=np.where(doomed_y, np.inf, res.error))
         res = merge(res, alt, retry & ~failed & better)
         settled |= doomed
-    retry = _unreliable(prob, res) & mask & ~small
+    retry = unreliable(prob, res) & mask & ~small
     if m.kind == "central" and retry.any():
-        res, kink = _one_sided(m, prob, res, retry)
+        res, kink = one_sided(m, prob, res, retry)
         settled |= kink
     # Nothing gave these an estimate and nothing says they have none: the ladder's.
-    retry = _unreliable(prob, res) & mask & res.done & ~settled & ~small
+    retry = unreliable(prob, res) & mask & res.done & ~settled & ~small
     if retry.any():
         alt = ladder(m, prob, res, retry)
         res = merge(res, alt, retry & alt.done)
     return res
-
-
-def _one_sided(m: Stencil, prob: Problem, res: Result, retry: Arr) -> tuple[Result, Arr]:
-    """The last fallback of a central method: forward and backward stencils. Where only one
-    side gives a reliable estimate (a domain edge), it is taken; where both do and they differ
-    beyond their errors, ``f`` has a kink there: no derivative, so the element stays
-    unreliable rather than taking one side's value as if it were the derivative (also
-    returned: where that was so)."""
-    sides: tuple[Kind, ...] = ("forward", "backward")
-    alts: list[Result] = []
-    for kind in sides:
-        side = m.one_sided(kind)
-        alt = attempt(side, prob, None)
-        alt, _ = checked(side, prob, alt._replace(retried=alt.retried | retry), retry)
-        alts.append(alt)
-    fwd, bwd = alts
-    ok_f, ok_b = retry & ~_unreliable(prob, fwd), retry & ~_unreliable(prob, bwd)
-    with np.errstate(invalid="ignore"):
-        apart = np.abs(fwd.value - bwd.value) > KINK_FACTOR * (fwd.error + bwd.error)
-        f_better = fwd.error <= bwd.error
-    kink = ok_f & ok_b & reduce_to(apart, prob.t_shape, np.any)
-    take_f = ok_f & ~kink & (~ok_b | reduce_to(f_better, prob.t_shape, np.all))
-    res = merge(res, fwd, take_f)
-    return merge(res, bwd, ok_b & ~kink & ~take_f), kink
-
-
-#: One-sided estimates further apart than this many times their summed errors mark a kink.
-KINK_FACTOR = 10.0
 
 
 def _take(res: Result, index: npt.NDArray[np.intp]) -> Result:
@@ -260,7 +234,9 @@ def run_rows(
         # final, the others go through the rest of ``_careful`` on their own.
         done, ratio = checked(m, prob, res._replace(retried=res.retried | noisy_ok), suspect)
         vague = reduce_to(done.error >= np.abs(done.value), prob.t_shape, np.any)
-        again = (_unreliable(prob, done) | (vague & straddles(m, prob, done))) & suspect
+        # (every stencil across 0 is estimated again on its side: ``_across_zero``)
+        across = straddles(m, prob, done) & (prob.abs_t0 > 0)
+        again = (unreliable(prob, done) | (vague & straddles(m, prob, done)) | across) & suspect
         if not again.any():
             return Estimate(done.value, done.error, done.step)
         index = np.flatnonzero(again)
