@@ -693,6 +693,30 @@ def test_scalar_rules_refuse_tangents_of_the_wrong_shape(rules: RuleSet) -> None
         rules.frule((NoTangent(), np.ones((2, 3))), np.sin, np.ones(3))
 
 
+def test_a_scalar_cotangent_with_constant_partials_reaches_every_element(rules: RuleSet) -> None:
+    # ybar * partial was a scalar here (a scalar ybar, a constant partial), and unbroadcast
+    # refused it: "cannot unbroadcast a cotangent of shape () to its primal's shape (3,)"
+    rules.scalar_rule(np.add, lambda a, b, y: (1.0, 1.0))
+    rules.scalar_rule(np.negative, lambda x, y: -1.0)
+    rules.scalar_rule(np.modf, lambda x, y: (1.0, 0.0))
+    _, pullback = rules.rrule(np.add, np.ones((2, 3)), 1.0)  # type: ignore[misc]
+    _, abar, bbar = pullback(2.0)
+    np.testing.assert_array_equal(abar, np.full((2, 3), 2.0))
+    assert abar.flags.writeable
+    assert bbar == 12.0
+    assert type(bbar) is float
+    _, pullback = rules.rrule(np.negative, np.ones((2, 3)))  # type: ignore[misc]
+    np.testing.assert_array_equal(pullback(np.ones(3))[1], -np.ones((2, 3)))
+    _, pullback = rules.rrule(np.modf, np.full(3, 1.5))  # type: ignore[misc]
+    np.testing.assert_array_equal(pullback((2.0, 1.0))[1], np.full(3, 2.0))
+    with pytest.raises(
+        ValueError,
+        match=r"^pullback of modf \(output 0\): the output cotangent has shape \(4,\), the "
+        r"output has shape \(3,\)$",
+    ):
+        pullback((np.ones(4), np.ones(4)))  # was numpy's "operands could not be broadcast"
+
+
 def test_derivatives_given_output_without_a_scalar_rule(rules: RuleSet) -> None:
     assert rules.derivatives_given_output(1.0, np.sin, 0.0) is None
     rules.register_rrule(np.sin)(_rrule_returning("s"))

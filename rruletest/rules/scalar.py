@@ -201,19 +201,14 @@ class ScalarRRule(_ScalarRule):
         def pullback(ybar: Any) -> tuple[Any, ...]:
             if isinstance(y, tuple):
                 return _multi_pullback(args, y, ybar, partials, f"pullback of {self.name}")
-            ybar = unthunk(ybar)
+            ybar = _checked_cotangent(unthunk(ybar), y, f"pullback of {self.name}")
             if isinstance(ybar, AbstractZero):
                 return (NO_TANGENT, *(ybar if is_differentiable(a) else NO_TANGENT for a in args))
-            if not _fits(np.shape(ybar), np.shape(y)):
-                raise ValueError(
-                    f"pullback of {self.name}: the output cotangent has shape {np.shape(ybar)}, "
-                    f"the output has shape {np.shape(y)}"
-                )
             ps = partials()
             return (
                 NO_TANGENT,
                 *(
-                    unbroadcast(a, ybar * conj(p)) if is_differentiable(a) else NO_TANGENT
+                    _reduced(a, ybar * conj(p), np.shape(y)) if is_differentiable(a) else NO_TANGENT
                     for a, p in zip(args, ps, strict=True)
                 ),
             )
@@ -229,7 +224,10 @@ def _multi_pullback(
     where: str,
 ) -> tuple[Any, ...]:
     """``xbar_i = sum_k ybar_k * conj(d_ki)`` over the outputs that have a tangent."""
-    ybars = output_cotangents(ybar, y, where)
+    ybars = [
+        _checked_cotangent(b, yk, f"{where} (output {k})")
+        for k, (yk, b) in enumerate(zip(y, output_cotangents(ybar, y, where), strict=True))
+    ]
     live = [
         k
         for k, (yk, b) in enumerate(zip(y, ybars, strict=True))
@@ -247,8 +245,35 @@ def _multi_pullback(
         acc: Any = ZERO_TANGENT
         for k in live:
             acc = acc + ybars[k] * conj(rows[k][i])
-        out.append(unbroadcast(a, acc))
+        out.append(_reduced(a, acc, np.shape(y[live[0]])))
     return tuple(out)
+
+
+def _checked_cotangent(ybar: Any, y: Any, where: str) -> Any:
+    """An (unthunked) output cotangent, checked to broadcast to the output's shape.
+
+    Raises:
+        ValueError: naming ``where``, for a cotangent of another shape.
+    """
+    if not isinstance(ybar, AbstractZero) and not _fits(np.shape(ybar), np.shape(y)):
+        raise ValueError(
+            f"{where}: the output cotangent has shape {np.shape(ybar)}, the output has shape "
+            f"{np.shape(y)}"
+        )
+    return ybar
+
+
+def _reduced(x: Any, cot: Any, shape: tuple[int, ...]) -> Any:
+    """``unbroadcast(x, cot)`` for a cotangent computed for an output of ``shape``.
+
+    ``cot`` may be smaller than the output: a scalar ``ybar`` (which broadcasts to the output)
+    times a constant partial is a scalar, yet it stands for that value at every element, so it
+    is spread to the output's shape before the broadcast dimensions are summed back.
+    """
+    if isinstance(cot, AbstractZero) or np.shape(cot) == shape:
+        return unbroadcast(x, cot)
+    out = unbroadcast(x, np.broadcast_to(cot, shape))
+    return out.copy() if isinstance(out, np.ndarray) and not out.flags.writeable else out
 
 
 class ScalarFRule(_ScalarRule):
