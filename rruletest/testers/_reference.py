@@ -386,7 +386,7 @@ def _jvp_hint(s: Setup, live: list[Any], dots: list[Any], y_ref: Any, frule_f: A
               fdm: Any, rtol: float, atol: Any) -> None:  # fmt: skip
     """Note when the frule is right along tangents projected onto a matrix space."""
     primals = [a.primal for a in live]
-    if not any(np.ndim(p) >= 2 for p in primals) or frule_f is None:
+    if frule_f is None or not any(isinstance(p, np.ndarray) and p.ndim >= 2 for p in primals):
         return
 
     def estimate(moved: list[Any]) -> tuple[Any, Any]:
