@@ -663,6 +663,21 @@ def test_partials_must_be_a_tuple_for_several_arguments(rules: RuleSet) -> None:
         rules.derivatives_given_output(2.0, np.add, 1.0, 1.0)
 
 
+def test_partials_that_are_not_elementwise_are_named(rules: RuleSet) -> None:
+    # numpy's "operands could not be broadcast together with shapes (4,) (5,)" named no rule
+    rules.scalar_rule(np.multiply, lambda a, b, y: (np.ones(5), a))
+    x = np.linspace(0.2, 1.0, 4)
+    _, pullback = rules.rrule(np.multiply, x, x)  # type: ignore[misc]
+    expected = (
+        rf"^the partials of scalar rule multiply \(registered in {HERE}\) returned shape "
+        r"\(5,\) for args\[0\] where the output has shape \(4,\); partials must be elementwise$"
+    )
+    with pytest.raises(TypeError, match=expected):
+        pullback(np.ones(4))
+    with pytest.raises(TypeError, match=expected):
+        rules.frule((NoTangent(), np.ones(4), np.ones(4)), np.multiply, x, x)
+
+
 def test_scalar_frule_needs_one_tangent_per_argument_plus_f(rules: RuleSet) -> None:
     rules.scalar_rule(np.add, lambda a, b, y: (1.0, 1.0))
     with pytest.raises(

@@ -182,7 +182,25 @@ class _ScalarRule:
         return f"<{type(self).__name__} for {self.name}>"
 
     def _partials(self, args: tuple[Any, ...], y: Any) -> tuple[Any, ...]:
-        return checked_partials(self.partials, self.name, self.module, args, y)
+        """The checked partials; each must be elementwise: of a shape that broadcasts to the
+        output's (numpy's "operands could not be broadcast" would not name the rule).
+
+        Raises:
+            TypeError: naming the rule, the argument and both shapes.
+        """
+        ps = checked_partials(self.partials, self.name, self.module, args, y)
+        multi = isinstance(y, tuple)
+        for r, row in enumerate(ps if multi else (ps,)):
+            shape = np.shape(y[r] if multi else y)
+            for i, p in enumerate(row):
+                if not isinstance(p, AbstractZero) and not _fits(np.shape(p), shape):
+                    which = f"output {r} and args[{i}]" if multi else f"args[{i}]"
+                    raise TypeError(
+                        f"the partials of scalar rule {self.name} (registered in {self.module}) "
+                        f"returned shape {np.shape(p)} for {which} where the output has shape "
+                        f"{shape}; partials must be elementwise"
+                    )
+        return ps
 
 
 class ScalarRRule(_ScalarRule):
