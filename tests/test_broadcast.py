@@ -519,6 +519,26 @@ class TestScalarPathRRule:
         with pytest.raises(TypeError, match="must be a number or a numeric array"):
             pullback(Tangent(tuple, 1.0))
 
+    def test_a_list_of_numbers_is_a_cotangent_and_a_tangent_like_an_array(self) -> None:
+        # with a constant partial, ybar * 1.0 was list * float: "can't multiply sequence by
+        # non-int of type 'float'" (a partial that is an array made it an array by chance)
+        r = RuleSet()
+        r.scalar_rule(np.add, lambda a, b, y: (1.0, 1.0))
+        _, pullback = r.rrule(broadcasted, np.add, np.ones(2), np.ones(2))
+        _, _, abar, bbar = pullback([1.0, 2.0])
+        assert_array_equal(abar, [1.0, 2.0])
+        assert_array_equal(bbar, [1.0, 2.0])
+        tangents = (NT, NT, [1.0, 2.0], [3.0, 4.0])
+        _, ydot = r.frule(tangents, broadcasted, np.add, np.ones(2), np.ones(2))
+        assert_array_equal(ydot, [4.0, 6.0])
+        _, pullback = r.rrule(np.add, np.ones(2), np.ones(2))
+        assert_array_equal(pullback([1.0, 2.0])[1], [1.0, 2.0])
+        _, ydot = r.frule((NT, [1.0, 2.0], ZT), np.add, np.ones(2), np.ones(2))
+        assert_array_equal(ydot, [1.0, 2.0])
+        _, pullback = r.rrule(broadcasted, np.add, np.ones(2), np.ones(2))
+        with pytest.raises(TypeError, match="must be a number or a numeric array of shape"):
+            pullback([1.0, [2.0]])
+
     def test_kwargs_rejected_on_scalar_path(self, rules: RuleSet) -> None:
         with pytest.raises(TypeError, match=r"keyword arguments dtype=.*functools\.partial"):
             rules.rrule(broadcasted, np.sin, np.ones(2), dtype=np.float32)

@@ -40,6 +40,7 @@ __all__ = [
     "ScalarRRule",
     "check_partials_signature",
     "checked_partials",
+    "numeric_value",
     "output_cotangents",
 ]
 
@@ -97,6 +98,26 @@ def _row(ps: Any, args: tuple[Any, ...], where: str, row: str) -> tuple[Any, ...
             f"argument"
         )
     return tuple(ps)
+
+
+def numeric_value(t: Any) -> Any:
+    """A tangent or cotangent as the rules compute with it: unthunked, and a plain list or
+    tuple of numbers as an array (``ybar * partial`` would repeat a list for a constant
+    partial, or fail: "can't multiply sequence by non-int"). A ragged list becomes an object
+    array, which the rules' checks refuse as not numeric.
+
+    >>> numeric_value([1.0, 2.0])
+    array([1., 2.])
+    """
+    t = unthunk(t)
+    if type(t) not in (list, tuple):
+        return t
+    try:
+        return np.asarray(t)
+    except ValueError:
+        out = np.empty(len(t), dtype=object)
+        out[:] = list(t)
+        return out
 
 
 def output_cotangents(ybar: Any, y: tuple[Any, ...], where: str) -> list[Any]:
@@ -219,7 +240,7 @@ class ScalarRRule(_ScalarRule):
         def pullback(ybar: Any) -> tuple[Any, ...]:
             if isinstance(y, tuple):
                 return _multi_pullback(args, y, ybar, partials, f"pullback of {self.name}")
-            ybar = _checked_cotangent(unthunk(ybar), y, f"pullback of {self.name}")
+            ybar = _checked_cotangent(numeric_value(ybar), y, f"pullback of {self.name}")
             if isinstance(ybar, AbstractZero):
                 return (NO_TANGENT, *(ybar if is_differentiable(a) else NO_TANGENT for a in args))
             ps = partials()
@@ -243,7 +264,7 @@ def _multi_pullback(
 ) -> tuple[Any, ...]:
     """``xbar_i = sum_k ybar_k * conj(d_ki)`` over the outputs that have a tangent."""
     ybars = [
-        _checked_cotangent(b, yk, f"{where} (output {k})")
+        _checked_cotangent(numeric_value(b), yk, f"{where} (output {k})")
         for k, (yk, b) in enumerate(zip(y, output_cotangents(ybar, y, where), strict=True))
     ]
     live = [
@@ -307,7 +328,7 @@ class ScalarFRule(_ScalarRule):
         y = self.f(*args, **kwargs)
         if not isinstance(y, tuple) and not is_differentiable(y):
             return y, NO_TANGENT
-        xdots = [unthunk(t) for t in tangents[1:]]
+        xdots = [numeric_value(t) for t in tangents[1:]]
         live = [
             i
             for i, (a, d) in enumerate(zip(args, xdots, strict=True))
