@@ -213,6 +213,36 @@ class TestBroadcasted:
         assert broadcasted(log_of, x).dtype == np.float32
         test_rrule(broadcasted, log_of, x, rrule_f=rules.rrule)
 
+    @pytest.mark.parametrize(
+        ("other", "dtype"),
+        [
+            pytest.param(np.ones(3), np.float64, id="float64-array"),
+            pytest.param(np.arange(3), np.float64, id="int64-array"),
+            pytest.param(np.float64(2.0), np.float64, id="float64-scalar"),
+            pytest.param(2.0, np.float32, id="python-float"),
+            pytest.param(np.ones(3, np.complex128), np.complex128, id="complex128-array"),
+            pytest.param(np.array([True, False, True]), np.float32, id="bool-array"),
+        ],
+    )
+    def test_loop_promotes_mixed_precisions_as_numpy(self, other: Any, dtype: Any) -> None:
+        # float32 elements were numpy scalars and float64 (int64) ones Python numbers, which
+        # are weak: a float32 array times a float64 array gave float32, and a correct per-element
+        # frule then failed test_frule ("dtype float64 for a float32 primal")
+        def mul(a: Any, b: Any) -> Any:
+            return a * b
+
+        x = np.array([[1.5], [2.5]], np.float32)
+        assert broadcasted(mul, x, other).dtype == dtype == np.multiply(x, other).dtype
+        rules = RuleSet()
+
+        @rules.register_frule(mul)
+        def _mul_frule(dots: Any, a: Any, b: Any) -> Any:
+            return a * b, dots[1] * b + a * dots[2]
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SlowBroadcastWarning)
+            test_frule(broadcasted, mul, x, other, frule_f=rules.frule, rng=0)
+
     def test_loop_matches_ufunc(self) -> None:
         x = np.linspace(-2, 2, 7).reshape(7, 1)
         z = np.linspace(0.5, 3, 4)
