@@ -97,12 +97,15 @@ def unbroadcast(x: Any, xbar: Any) -> Any:
     if not is_differentiable(x):
         return NO_TANGENT
     arr = np.asarray(xbar)
-    if arr.dtype.kind not in "biufc" and not _all_numbers(arr):
-        # numpy would cast None to NaN: a cotangent that is not a number must not pass as one
-        raise TypeError(
-            f"cannot unbroadcast a cotangent of type {type(xbar).__name__} for a primal of type "
-            f"{type(x).__name__}: it must be a number or numeric array"
-        )
+    if arr.dtype.kind not in "biufc":
+        numeric = _numeric(arr)
+        if numeric is None:
+            # numpy would cast None to NaN: a cotangent that is not a number must not pass as one
+            raise TypeError(
+                f"cannot unbroadcast a cotangent of type {type(xbar).__name__} for a primal of "
+                f"type {type(x).__name__}: it must be a number or numeric array"
+            )
+        arr = numeric
     shape = np.shape(x)
     if arr.shape != shape:
         arr = _sum_to(arr, shape)
@@ -119,13 +122,29 @@ def unbroadcast(x: Any, xbar: Any) -> Any:
     return np.asarray(arr).item()
 
 
-def _all_numbers(arr: np.ndarray[Any, Any]) -> bool:
-    """Whether an object array holds numbers and zeros only (as a rule's mixed cotangent does)."""
-    return arr.dtype.kind == "O" and all(
-        isinstance(v, Number | AbstractZero | Thunk)
-        or (isinstance(v, np.ndarray) and v.dtype.kind in "biufc")
-        for v in arr.flat
-    )
+def _number(v: Any) -> Any:
+    """``v`` (unthunked) as a number, 0 for a zero tangent; None when it is not a number."""
+    v = unthunk(v)
+    if isinstance(v, AbstractZero):
+        return 0.0
+    if isinstance(v, Number):
+        return v
+    if isinstance(v, np.ndarray) and v.ndim == 0 and v.dtype.kind in "biufc":
+        return v[()]
+    return None
+
+
+def _numeric(arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any] | None:
+    """An object array of numbers, zeros and thunks of numbers (a rule's per-element
+    cotangents) as a numeric array of the numbers' common type, zeros as 0, so it is summed and
+    cast as any array (a complex entry for a real primal too); None when an entry is not a
+    number (or for another dtype: strings)."""
+    if arr.dtype.kind != "O":
+        return None
+    values = [_number(v) for v in arr.flat]
+    if any(v is None for v in values):
+        return None
+    return np.array(values, dtype=None if values else float).reshape(arr.shape)
 
 
 def _sum_to(arr: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:

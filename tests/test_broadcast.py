@@ -213,6 +213,36 @@ class TestBroadcasted:
         assert broadcasted(log_of, x).dtype == np.float32
         test_rrule(broadcasted, log_of, x, rrule_f=rules.rrule)
 
+    @pytest.mark.parametrize(
+        ("other", "dtype"),
+        [
+            pytest.param(np.ones(3), np.float64, id="float64-array"),
+            pytest.param(np.arange(3), np.float64, id="int64-array"),
+            pytest.param(np.float64(2.0), np.float64, id="float64-scalar"),
+            pytest.param(2.0, np.float32, id="python-float"),
+            pytest.param(np.ones(3, np.complex128), np.complex128, id="complex128-array"),
+            pytest.param(np.array([True, False, True]), np.float32, id="bool-array"),
+        ],
+    )
+    def test_loop_promotes_mixed_precisions_as_numpy(self, other: Any, dtype: Any) -> None:
+        # float32 elements were numpy scalars and float64 (int64) ones Python numbers, which
+        # are weak: a float32 array times a float64 array gave float32, and a correct per-element
+        # frule then failed test_frule ("dtype float64 for a float32 primal")
+        def mul(a: Any, b: Any) -> Any:
+            return a * b
+
+        x = np.array([[1.5], [2.5]], np.float32)
+        assert broadcasted(mul, x, other).dtype == dtype == np.multiply(x, other).dtype
+        rules = RuleSet()
+
+        @rules.register_frule(mul)
+        def _mul_frule(dots: Any, a: Any, b: Any) -> Any:
+            return a * b, dots[1] * b + a * dots[2]
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SlowBroadcastWarning)
+            test_frule(broadcasted, mul, x, other, frule_f=rules.frule, rng=0)
+
     def test_loop_matches_ufunc(self) -> None:
         x = np.linspace(-2, 2, 7).reshape(7, 1)
         z = np.linspace(0.5, 3, 4)
@@ -518,6 +548,26 @@ class TestScalarPathRRule:
             pullback("a")
         with pytest.raises(TypeError, match="must be a number or a numeric array"):
             pullback(Tangent(tuple, 1.0))
+
+    def test_a_list_of_numbers_is_a_cotangent_and_a_tangent_like_an_array(self) -> None:
+        # with a constant partial, ybar * 1.0 was list * float: "can't multiply sequence by
+        # non-int of type 'float'" (a partial that is an array made it an array by chance)
+        r = RuleSet()
+        r.scalar_rule(np.add, lambda a, b, y: (1.0, 1.0))
+        _, pullback = r.rrule(broadcasted, np.add, np.ones(2), np.ones(2))
+        _, _, abar, bbar = pullback([1.0, 2.0])
+        assert_array_equal(abar, [1.0, 2.0])
+        assert_array_equal(bbar, [1.0, 2.0])
+        tangents = (NT, NT, [1.0, 2.0], [3.0, 4.0])
+        _, ydot = r.frule(tangents, broadcasted, np.add, np.ones(2), np.ones(2))
+        assert_array_equal(ydot, [4.0, 6.0])
+        _, pullback = r.rrule(np.add, np.ones(2), np.ones(2))
+        assert_array_equal(pullback([1.0, 2.0])[1], [1.0, 2.0])
+        _, ydot = r.frule((NT, [1.0, 2.0], ZT), np.add, np.ones(2), np.ones(2))
+        assert_array_equal(ydot, [1.0, 2.0])
+        _, pullback = r.rrule(broadcasted, np.add, np.ones(2), np.ones(2))
+        with pytest.raises(TypeError, match="must be a number or a numeric array of shape"):
+            pullback([1.0, [2.0]])
 
     def test_kwargs_rejected_on_scalar_path(self, rules: RuleSet) -> None:
         with pytest.raises(TypeError, match=r"keyword arguments dtype=.*functools\.partial"):

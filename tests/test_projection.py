@@ -492,6 +492,32 @@ def test_a_cotangent_that_is_not_a_number_is_refused(xbar: Any) -> None:
     assert unbroadcast(np.ones(3), mixed).tolist() == [1.0, 0.0, 2.0]
 
 
+def test_an_object_array_of_per_element_cotangents_is_summed_and_cast() -> None:
+    # A rule that collects per-element cotangents (numbers and zeros) into an object array:
+    # a complex entry for a real primal raised numpy's "float() argument must be ... not
+    # 'complex'", and a sum to a Python number raised "'float' object has no attribute 'shape'"
+    def objects(*values: Any) -> np.ndarray:
+        out = np.empty(len(values), dtype=object)
+        out[:] = list(values)
+        return out
+
+    assert unbroadcast(np.ones(2), objects(ZeroTangent(), 1.0 + 2j)).tolist() == [0.0, 1.0]
+    total = unbroadcast(1.0, objects(ZeroTangent(), 2.0, Thunk(lambda: 0.5)))
+    assert total == 2.5
+    assert type(total) is float
+    summed = unbroadcast(
+        np.ones((1, 2), np.float32), objects(1.0, ZeroTangent(), 2.0, 3.0).reshape(2, 2)
+    )
+    assert summed.dtype == np.float32
+    np.testing.assert_array_equal(summed, [[3.0, 3.0]])
+    with pytest.raises(ValueError, match=r"shape \(4,\) to its primal's shape \(1, 2\)"):
+        unbroadcast(np.ones((1, 2)), objects(1.0, 2.0, 3.0, 4.0).reshape(4))
+    with pytest.raises(TypeError, match="must be a number or numeric array"):
+        unbroadcast(np.ones(2), objects(1.0, Thunk(lambda: "x")))
+    with pytest.raises(TypeError, match="must be a number or numeric array"):
+        unbroadcast(np.ones(2), objects(1.0, np.ones(2)))
+
+
 def test_a_space_on_a_primal_of_the_wrong_shape_is_a_clear_value_error() -> None:
     # Symmetric's projection swapped axes -1 and -2 of a vector: numpy's AxisError leaked.
     with pytest.raises(ValueError, match="the point does not fit") as info:

@@ -663,6 +663,21 @@ def test_partials_must_be_a_tuple_for_several_arguments(rules: RuleSet) -> None:
         rules.derivatives_given_output(2.0, np.add, 1.0, 1.0)
 
 
+def test_partials_that_are_not_elementwise_are_named(rules: RuleSet) -> None:
+    # numpy's "operands could not be broadcast together with shapes (4,) (5,)" named no rule
+    rules.scalar_rule(np.multiply, lambda a, b, y: (np.ones(5), a))
+    x = np.linspace(0.2, 1.0, 4)
+    _, pullback = rules.rrule(np.multiply, x, x)  # type: ignore[misc]
+    expected = (
+        rf"^the partials of scalar rule multiply \(registered in {HERE}\) returned shape "
+        r"\(5,\) for args\[0\] where the output has shape \(4,\); partials must be elementwise$"
+    )
+    with pytest.raises(TypeError, match=expected):
+        pullback(np.ones(4))
+    with pytest.raises(TypeError, match=expected):
+        rules.frule((NoTangent(), np.ones(4), np.ones(4)), np.multiply, x, x)
+
+
 def test_scalar_frule_needs_one_tangent_per_argument_plus_f(rules: RuleSet) -> None:
     rules.scalar_rule(np.add, lambda a, b, y: (1.0, 1.0))
     with pytest.raises(
@@ -691,6 +706,30 @@ def test_scalar_rules_refuse_tangents_of_the_wrong_shape(rules: RuleSet) -> None
         r"shape \(3,\)$",
     ):
         rules.frule((NoTangent(), np.ones((2, 3))), np.sin, np.ones(3))
+
+
+def test_a_scalar_cotangent_with_constant_partials_reaches_every_element(rules: RuleSet) -> None:
+    # ybar * partial was a scalar here (a scalar ybar, a constant partial), and unbroadcast
+    # refused it: "cannot unbroadcast a cotangent of shape () to its primal's shape (3,)"
+    rules.scalar_rule(np.add, lambda a, b, y: (1.0, 1.0))
+    rules.scalar_rule(np.negative, lambda x, y: -1.0)
+    rules.scalar_rule(np.modf, lambda x, y: (1.0, 0.0))
+    _, pullback = rules.rrule(np.add, np.ones((2, 3)), 1.0)  # type: ignore[misc]
+    _, abar, bbar = pullback(2.0)
+    np.testing.assert_array_equal(abar, np.full((2, 3), 2.0))
+    assert abar.flags.writeable
+    assert bbar == 12.0
+    assert type(bbar) is float
+    _, pullback = rules.rrule(np.negative, np.ones((2, 3)))  # type: ignore[misc]
+    np.testing.assert_array_equal(pullback(np.ones(3))[1], -np.ones((2, 3)))
+    _, pullback = rules.rrule(np.modf, np.full(3, 1.5))  # type: ignore[misc]
+    np.testing.assert_array_equal(pullback((2.0, 1.0))[1], np.full(3, 2.0))
+    with pytest.raises(
+        ValueError,
+        match=r"^pullback of modf \(output 0\): the output cotangent has shape \(4,\), the "
+        r"output has shape \(3,\)$",
+    ):
+        pullback((np.ones(4), np.ones(4)))  # was numpy's "operands could not be broadcast"
 
 
 def test_derivatives_given_output_without_a_scalar_rule(rules: RuleSet) -> None:

@@ -629,6 +629,27 @@ def test_inputs_not_finite_at_the_primal_point_get_a_zero_xdot() -> None:
             test_frule(np.sin, x, frule_f=wrong, rng=0)
 
 
+def test_a_broadcast_at_outputs_not_finite_leaves_their_elements_unchecked() -> None:
+    # exp(inf) = inf and exp(nan) = nan: ybar (xdot) is zero there, and a correct rule's
+    # 0 * inf is NaN, which the structured reference compared with its exact 0 and failed
+    # ("NaN in actual only"); those elements have no derivative to check. The finite ones
+    # are compared, and a wrong one among them is still caught.
+    rules, wrong = RuleSet(), RuleSet()
+    rules.scalar_rule(np.exp, lambda x, y: y)
+    rules.scalar_rule(np.log, lambda x, y: 1 / x)  # inf at 0, where log is -inf
+    wrong.scalar_rule(np.exp, lambda x, y: y * np.where(x == 1.0, 1.01, 1.0))
+    x = np.array([np.inf, 0.5, np.nan, 1.0, -np.inf])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        report = test_rrule(broadcasted, np.exp, x, rrule_f=rules.rrule, rng=0)
+        assert "args[1]: 2 of 5 elements compared numerically, 3 unchecked" in report.notes[2]
+        test_frule(broadcasted, np.exp, x, frule_f=rules.frule, rng=0)
+        test_rrule(broadcasted, np.log, np.array([0.0, 2.0]), rrule_f=rules.rrule, rng=0)
+        with pytest.raises(RuleTestFailure, match=r"\[numeric\] args\[1\]"):
+            test_rrule(broadcasted, np.exp, x, rrule_f=wrong.rrule, rng=0)
+        with pytest.raises(RuleTestFailure, match=r"\[numeric\] ydot"):
+            test_frule(broadcasted, np.exp, x, frule_f=wrong.frule, rng=0)
+
+
 def test_outputs_not_finite_at_the_primal_point_get_a_zero_ybar() -> None:
     # log(-1) is NaN: its ybar is zero (said in a note), and the other elements are compared,
     # densely and through the adjoint identity; a wrong element among them is still caught.

@@ -182,6 +182,22 @@ def test_a_local_function_is_named_and_the_line_says_it_needs_it() -> None:
     )
 
 
+def test_builtin_functions_are_named_by_their_own_module() -> None:
+    # a builtin's __self__ is its module, and it was taken for a bound method of a module
+    # global found elsewhere: numpy._core.fromnumeric.math.exp, codecs.builtins.abs
+    import math
+
+    from rruletest import broadcasted
+
+    line = reproduce_line("test_rrule", broadcasted, (math.exp, 1.0), {}, {}, 0)
+    assert line == (
+        "from rruletest import broadcasted; import math; from rruletest import test_rrule; "
+        "test_rrule(broadcasted, math.exp, 1.0, rng=0)"
+    )
+    line = reproduce_line("test_rrule", abs, (1.0,), {}, {}, 0)
+    assert line == "from rruletest import test_rrule; test_rrule(abs, 1.0, rng=0)"
+
+
 def test_inputs_are_saved_in_a_temp_dir_outside_pytest(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

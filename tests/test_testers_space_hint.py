@@ -132,3 +132,39 @@ def test_a_wrong_frule_gets_no_space_hint() -> None:
     with pytest.raises(RuleTestFailure) as info:
         test_frule(np.linalg.cholesky, A, frule_f=wrong, rng=0)
     assert "projected onto" not in str(info.value)
+
+
+def test_a_wrong_frule_of_container_arguments_is_a_numeric_failure_only() -> None:
+    # The forward hint converted each argument's tangent with np.asarray: a dict's (or a
+    # tuple of arrays') tangent raised "Could not convert object to sequence", reported as
+    # an [internal] rruletest error next to the real mismatch.
+    def f(p: Any, x: Any) -> Any:
+        return p["w"] * x[0] + p["b"] * x[1] ** 2
+
+    def wrong_frule(dots: Any, f: Any, p: Any, x: Any) -> Any:
+        dp, dx = dots[1], dots[2]
+        ydot = dp["w"] * x[0] + p["w"] * dx[0] + dp["b"] * x[1] ** 2 + p["b"] * x[1] * dx[1]
+        return f(p, x), ydot  # the last term lacks its factor 2
+
+    args = ({"w": 1.5, "b": -0.5}, (np.array([1.0, 2.0]), np.array([0.3, 0.4])))
+    with pytest.raises(RuleTestFailure) as info:
+        test_frule(f, *args, frule_f=wrong_frule, rng=0)
+    message = str(info.value)
+    assert "[numeric] ydot: the output tangent differs from the numerical jvp" in message
+    assert "[internal]" not in message
+
+
+def test_a_wrong_frule_of_a_list_holding_a_matrix_is_a_numeric_failure_only() -> None:
+    # np.ndim of [matrix, number] (asked to see whether any argument is a matrix) raised
+    # numpy's "inhomogeneous shape" ValueError, reported as an [internal] rruletest error.
+    def f(p: Any) -> Any:
+        return np.sum(p[0] @ p[0]) * p[1]
+
+    def wrong_frule(dots: Any, f: Any, p: Any) -> Any:
+        return f(p), 1.3
+
+    with pytest.raises(RuleTestFailure) as info:
+        test_frule(f, [A, 0.5], frule_f=wrong_frule, rng=0)
+    message = str(info.value)
+    assert "[numeric] ydot: the output tangent differs from the numerical jvp" in message
+    assert "[internal]" not in message

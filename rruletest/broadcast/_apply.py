@@ -10,8 +10,10 @@ How ``f`` is applied (the *vectorisation rule*):
    another shape falls through to 4;
 4. otherwise ``f`` is called once per element through ``np.frompyfunc`` (so each call sees Python
    numbers; elements of float16, float32 and complex64 arrays are passed as numpy scalars of their
-   dtype, so that numpy functions of them keep their precision, as the per-element rules see them)
-   and the output dtype is restored (see ``collect_elements``).
+   dtype, so that numpy functions of them keep their precision, as the per-element rules see them,
+   and then the other arrays' elements too, so that a float32 array with a float64 one gives
+   float64 as numpy does; see ``_element_types``) and the output dtype is restored (see
+   ``collect_elements``).
 
 An arbitrary Python function is never called on whole arrays unless declared elementwise: it could
 compute something that is not elementwise (``sum``, ``max``, ``len``) and silently give a wrong
@@ -210,7 +212,7 @@ def apply(
     if math.prod(shape) == 0:
         return collect_elements([], shape, args, f, array_out)
     call = (lambda *xs: f(*xs, **kwargs)) if kwargs else f
-    types = [_element_type(a) for a in args]
+    types = _element_types(args)
     if any(t is not None for t in types):
         plain = call
 
@@ -223,14 +225,30 @@ def apply(
     )
 
 
-def _element_type(a: Any) -> type[np.generic] | None:
-    """The numpy scalar type the per-element loop passes ``a``'s elements as: their own for
-    float and complex arrays of another precision than Python's numbers (float32: ``np.log`` of
-    a Python float would give float64), None where a Python number keeps it."""
-    if isinstance(a, np.ndarray) and a.dtype.kind in "fc" and a.dtype not in _PYTHON_PRECISION:
-        scalar: type[np.generic] = a.dtype.type
-        return scalar
-    return None
+def _element_types(args: Sequence[Any]) -> list[type[np.generic] | None]:
+    """The numpy scalar type the per-element loop passes each argument's elements as, or None
+    where a Python number is passed (``np.frompyfunc`` gives Python numbers).
+
+    Elements of float and complex arguments of another precision than Python's numbers
+    (float32: ``np.log`` of a Python float would give float64) keep their own type. Then the
+    other numeric arrays and numpy scalars keep theirs too, so that ``f``'s arithmetic promotes
+    as numpy's does on the arrays: a float32 element times a Python float is float32, but a
+    float32 array times a float64 (or int64) array is float64. Python numbers stay Python
+    numbers (numpy's weak scalars) and booleans Python booleans.
+    """
+
+    def kind(a: Any) -> str:
+        return a.dtype.kind if isinstance(a, np.ndarray | np.generic) else ""
+
+    def own(a: Any) -> bool:
+        return kind(a) in ("f", "c") and a.dtype not in _PYTHON_PRECISION
+
+    mixed = any(own(a) for a in args)
+    out: list[type[np.generic] | None] = []
+    for a in args:
+        keep = own(a) or (mixed and kind(a) in ("i", "u", "f", "c"))
+        out.append(a.dtype.type if keep else None)
+    return out
 
 
 def collect_outputs(

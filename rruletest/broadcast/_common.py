@@ -17,6 +17,7 @@ import numpy as np
 from rruletest.broadcast._apply import call_text, fname
 from rruletest.projection import is_differentiable
 from rruletest.rules import RuleSet, default_ruleset
+from rruletest.rules.scalar import numeric_value
 from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, Tangent, unthunk
 
 __all__ = ["NoBroadcastRuleError", "SlowBroadcastWarning"]
@@ -147,8 +148,9 @@ def fits(shape: tuple[int, ...], into: tuple[int, ...]) -> bool:
 
 
 def cotangent_in(ybar: Any, shape: tuple[int, ...], where: str) -> Any:
-    """The output cotangent unthunked and checked: a zero, or numbers broadcastable to ``shape``."""
-    ybar = unthunk(ybar)
+    """The output cotangent unthunked and checked: a zero, or numbers broadcastable to ``shape``
+    (a list of numbers as an array)."""
+    ybar = numeric_value(ybar)
     if isinstance(ybar, AbstractZero):
         return ybar
     kind = "O" if isinstance(ybar, Tangent) else np.asarray(ybar).dtype.kind

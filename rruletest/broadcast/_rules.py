@@ -52,7 +52,7 @@ from rruletest.broadcast._common import (
 from rruletest.broadcast._per_element import element_frule, element_rrule
 from rruletest.projection import is_differentiable, unbroadcast
 from rruletest.rules import RuleSet, default_ruleset
-from rruletest.rules.scalar import output_cotangents
+from rruletest.rules.scalar import numeric_value, output_cotangents
 from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, unthunk
 
 __all__ = ["BroadcastPath", "broadcast_frule", "broadcast_path", "broadcast_rrule"]
@@ -272,7 +272,7 @@ def broadcast_frule(
     where = call_text("frule", f)
     _check_tangents(tangents, args, where)
     fdot = unthunk(tangents[1])
-    xdots = [unthunk(t) for t in tangents[2:]]
+    xdots = [numeric_value(t) for t in tangents[2:]]
     for i, (a, d) in enumerate(zip(args, xdots, strict=True)):
         moves = is_differentiable(a) and not isinstance(d, AbstractZero)
         if moves and not fits(np.shape(d), np.shape(a)):

@@ -40,6 +40,7 @@ __all__ = [
     "ScalarRRule",
     "check_partials_signature",
     "checked_partials",
+    "numeric_value",
     "output_cotangents",
 ]
 
@@ -97,6 +98,26 @@ def _row(ps: Any, args: tuple[Any, ...], where: str, row: str) -> tuple[Any, ...
             f"argument"
         )
     return tuple(ps)
+
+
+def numeric_value(t: Any) -> Any:
+    """A tangent or cotangent as the rules compute with it: unthunked, and a plain list or
+    tuple of numbers as an array (``ybar * partial`` would repeat a list for a constant
+    partial, or fail: "can't multiply sequence by non-int"). A ragged list becomes an object
+    array, which the rules' checks refuse as not numeric.
+
+    >>> numeric_value([1.0, 2.0])
+    array([1., 2.])
+    """
+    t = unthunk(t)
+    if type(t) not in (list, tuple):
+        return t
+    try:
+        return np.asarray(t)
+    except ValueError:
+        out = np.empty(len(t), dtype=object)
+        out[:] = list(t)
+        return out
 
 
 def output_cotangents(ybar: Any, y: tuple[Any, ...], where: str) -> list[Any]:
@@ -182,7 +203,25 @@ class _ScalarRule:
         return f"<{type(self).__name__} for {self.name}>"
 
     def _partials(self, args: tuple[Any, ...], y: Any) -> tuple[Any, ...]:
-        return checked_partials(self.partials, self.name, self.module, args, y)
+        """The checked partials; each must be elementwise: of a shape that broadcasts to the
+        output's (numpy's "operands could not be broadcast" would not name the rule).
+
+        Raises:
+            TypeError: naming the rule, the argument and both shapes.
+        """
+        ps = checked_partials(self.partials, self.name, self.module, args, y)
+        multi = isinstance(y, tuple)
+        for r, row in enumerate(ps if multi else (ps,)):
+            shape = np.shape(y[r] if multi else y)
+            for i, p in enumerate(row):
+                if not isinstance(p, AbstractZero) and not _fits(np.shape(p), shape):
+                    which = f"output {r} and args[{i}]" if multi else f"args[{i}]"
+                    raise TypeError(
+                        f"the partials of scalar rule {self.name} (registered in {self.module}) "
+                        f"returned shape {np.shape(p)} for {which} where the output has shape "
+                        f"{shape}; partials must be elementwise"
+                    )
+        return ps
 
 
 class ScalarRRule(_ScalarRule):
@@ -201,19 +240,14 @@ class ScalarRRule(_ScalarRule):
         def pullback(ybar: Any) -> tuple[Any, ...]:
             if isinstance(y, tuple):
                 return _multi_pullback(args, y, ybar, partials, f"pullback of {self.name}")
-            ybar = unthunk(ybar)
+            ybar = _checked_cotangent(numeric_value(ybar), y, f"pullback of {self.name}")
             if isinstance(ybar, AbstractZero):
                 return (NO_TANGENT, *(ybar if is_differentiable(a) else NO_TANGENT for a in args))
-            if not _fits(np.shape(ybar), np.shape(y)):
-                raise ValueError(
-                    f"pullback of {self.name}: the output cotangent has shape {np.shape(ybar)}, "
-                    f"the output has shape {np.shape(y)}"
-                )
             ps = partials()
             return (
                 NO_TANGENT,
                 *(
-                    unbroadcast(a, ybar * conj(p)) if is_differentiable(a) else NO_TANGENT
+                    _reduced(a, ybar * conj(p), np.shape(y)) if is_differentiable(a) else NO_TANGENT
                     for a, p in zip(args, ps, strict=True)
                 ),
             )
@@ -229,7 +263,10 @@ def _multi_pullback(
     where: str,
 ) -> tuple[Any, ...]:
     """``xbar_i = sum_k ybar_k * conj(d_ki)`` over the outputs that have a tangent."""
-    ybars = output_cotangents(ybar, y, where)
+    ybars = [
+        _checked_cotangent(numeric_value(b), yk, f"{where} (output {k})")
+        for k, (yk, b) in enumerate(zip(y, output_cotangents(ybar, y, where), strict=True))
+    ]
     live = [
         k
         for k, (yk, b) in enumerate(zip(y, ybars, strict=True))
@@ -247,8 +284,35 @@ def _multi_pullback(
         acc: Any = ZERO_TANGENT
         for k in live:
             acc = acc + ybars[k] * conj(rows[k][i])
-        out.append(unbroadcast(a, acc))
+        out.append(_reduced(a, acc, np.shape(y[live[0]])))
     return tuple(out)
+
+
+def _checked_cotangent(ybar: Any, y: Any, where: str) -> Any:
+    """An (unthunked) output cotangent, checked to broadcast to the output's shape.
+
+    Raises:
+        ValueError: naming ``where``, for a cotangent of another shape.
+    """
+    if not isinstance(ybar, AbstractZero) and not _fits(np.shape(ybar), np.shape(y)):
+        raise ValueError(
+            f"{where}: the output cotangent has shape {np.shape(ybar)}, the output has shape "
+            f"{np.shape(y)}"
+        )
+    return ybar
+
+
+def _reduced(x: Any, cot: Any, shape: tuple[int, ...]) -> Any:
+    """``unbroadcast(x, cot)`` for a cotangent computed for an output of ``shape``.
+
+    ``cot`` may be smaller than the output: a scalar ``ybar`` (which broadcasts to the output)
+    times a constant partial is a scalar, yet it stands for that value at every element, so it
+    is spread to the output's shape before the broadcast dimensions are summed back.
+    """
+    if isinstance(cot, AbstractZero) or np.shape(cot) == shape:
+        return unbroadcast(x, cot)
+    out = unbroadcast(x, np.broadcast_to(cot, shape))
+    return out.copy() if isinstance(out, np.ndarray) and not out.flags.writeable else out
 
 
 class ScalarFRule(_ScalarRule):
@@ -264,7 +328,7 @@ class ScalarFRule(_ScalarRule):
         y = self.f(*args, **kwargs)
         if not isinstance(y, tuple) and not is_differentiable(y):
             return y, NO_TANGENT
-        xdots = [unthunk(t) for t in tangents[1:]]
+        xdots = [numeric_value(t) for t in tangents[1:]]
         live = [
             i
             for i, (a, d) in enumerate(zip(args, xdots, strict=True))

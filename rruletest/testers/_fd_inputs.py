@@ -21,6 +21,8 @@ import numpy as np
 from rruletest.defaults import ERROR_FACTOR, ROOM_FRACTION
 from rruletest.domains import Domain
 from rruletest.finite_differences import FiniteDifferenceMethod, to_vec
+from rruletest.finite_differences.problem import Estimate
+from rruletest.projection import is_differentiable, unbroadcast
 from rruletest.tangents import AbstractZero
 from rruletest.testers._args import Arg
 from rruletest.testers._check import Check
@@ -36,6 +38,7 @@ __all__ = [
     "raised_by_f",
     "recorded",
     "unchecked",
+    "unchecked_where_not_finite",
     "widen",
     "zero_where_not_finite",
 ]
@@ -202,6 +205,35 @@ def zero_where_not_finite(x: Any, t: Any) -> tuple[Any, int, str]:
     t[bad] = 0
     where = ", ".join(str(tuple(int(k) for k in i)) for i in np.argwhere(bad)[:3])
     return t, n, where + (f" and {n - 3} more" if n > 3 else "")
+
+
+def unchecked_where_not_finite(est: Estimate, y: Any, x: Any = None) -> Estimate:
+    """An elementwise (broadcast) reference with an infinite error, so unchecked, at the
+    elements that depend only on outputs NaN or infinite at the primal point: the output
+    tangent there (``x`` None), or the cotangent of an element of argument ``x`` that feeds
+    only such outputs. Such an output has no derivative to check (its ``ybar`` is zero, see
+    ``zero_where_not_finite``), and a correct rule's ``0 * inf`` there is NaN. ``est`` as it
+    is when every output, or none, is finite (or ``y`` is not one float array).
+
+    >>> e = Estimate(np.zeros(2), np.zeros(2), None)
+    >>> unchecked_where_not_finite(e, np.array([np.inf, 1.0]), np.ones(2)).error
+    array([inf,  0.])
+    """
+    if not (isinstance(y, np.ndarray) and y.dtype.kind in "fc"):
+        return est
+    finite = np.isfinite(y)
+    if finite.all() or not finite.any() or isinstance(est.error, AbstractZero):
+        return est
+    if x is None:
+        fed = finite
+    elif is_differentiable(x):
+        fed = np.asarray(unbroadcast(np.zeros(np.shape(x)), finite.astype(np.float64))) > 0
+    else:
+        return est
+    if np.shape(est.error) != fed.shape:
+        return est
+    error = np.where(fed, est.error, np.inf)
+    return est._replace(error=error if isinstance(est.error, np.ndarray) else float(error))
 
 
 def domain_room(domain: Domain | None, primals: Sequence[Any]) -> float | None:

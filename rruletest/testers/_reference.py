@@ -52,6 +52,7 @@ from rruletest.testers._fd_inputs import (
     fdm_for_domain,
     of_live,
     recorded,
+    unchecked_where_not_finite,
     widen,
 )
 from rruletest.testers._findings import kinks_directional, kinks_jvp, kinks_vjp, noise_note
@@ -174,7 +175,10 @@ def check_vjp(
                 ests = broadcast_vjp(s.fdm, g, ybar, *s.primals[1:], y=y_ref, rooms=rooms)
             else:
                 ests = broadcast_vjp(fdm, g, ybar, *s.primals[1:], y=y_ref)
-            est_of = {a.index: ests[a.index - 1] for a in live}
+            est_of = {
+                a.index: unchecked_where_not_finite(ests[a.index - 1], y_ref, a.primal)
+                for a in live
+            }
             mode = "structured broadcast vjp"
         elif vjp_mode != "full" and (
             sig := checked_signature(
@@ -315,6 +319,7 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
                 est = broadcast_jvp(s.fdm, g, *pairs, y=y_ref, rooms=rooms)
             else:
                 est = broadcast_jvp(fdm, g, *pairs, y=y_ref)
+            est = unchecked_where_not_finite(est, y_ref)
             mode = "structured broadcast jvp"
         elif sig := checked_signature(
             ruleset_of(frule_f).frule_info(s.f, *s.primals), s, y_ref, "register_frule"
@@ -386,7 +391,7 @@ def _jvp_hint(s: Setup, live: list[Any], dots: list[Any], y_ref: Any, frule_f: A
               fdm: Any, rtol: float, atol: Any) -> None:  # fmt: skip
     """Note when the frule is right along tangents projected onto a matrix space."""
     primals = [a.primal for a in live]
-    if not any(np.ndim(p) >= 2 for p in primals) or frule_f is None:
+    if frule_f is None or not any(isinstance(p, np.ndarray) and p.ndim >= 2 for p in primals):
         return
 
     def estimate(moved: list[Any]) -> tuple[Any, Any]:

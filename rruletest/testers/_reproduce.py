@@ -33,6 +33,7 @@ import os
 import pickle
 import sys
 import tempfile
+import types
 from pathlib import Path
 from typing import Any
 
@@ -185,7 +186,8 @@ class _Writer:
             made = self._made(of(owner), 1)
             if made is not None:
                 return f"{made}.{f.__name__}"
-        if owner is not None and not isinstance(owner, type) and hasattr(f, "__name__"):
+        bound = owner is not None and not isinstance(owner, type | types.ModuleType)
+        if bound and hasattr(f, "__name__"):  # a builtin's __self__ is its module: not bound
             holder = _global_name(owner)
             if holder is not None:
                 mod, var = holder

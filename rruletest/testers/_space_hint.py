@@ -131,7 +131,13 @@ def jvp_space_hint(
     times per argument, on a failure only; None when no projection reconciles them."""
     tol = _most(atol)
     for k, (path, x, d) in enumerate(zip(paths, primals, dots, strict=True)):
-        xa, da = np.asarray(x), np.asarray(unthunk(d))
+        if not isinstance(x, np.ndarray):
+            continue  # a number or a container (a dict, a list of arrays) is no matrix
+        try:
+            da = np.asarray(unthunk(d))
+        except Exception:  # a tangent that is no array (a Tangent): nothing to project
+            continue
+        xa = x
         if not _square(xa, da):
             continue
         for what, space, proj in _candidates(xa):
