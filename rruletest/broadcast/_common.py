@@ -17,7 +17,7 @@ import numpy as np
 from rruletest.broadcast._apply import call_text, fname
 from rruletest.projection import is_differentiable
 from rruletest.rules import RuleSet, default_ruleset
-from rruletest.rules.scalar import numeric_value
+from rruletest.rules.scalar import fits, numeric_value
 from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, Tangent, unthunk
 
 __all__ = ["NoBroadcastRuleError", "SlowBroadcastWarning"]
@@ -137,14 +137,6 @@ def assemble(values: list[Any], shape: tuple[int, ...], what: Callable[[int], st
             raise TypeError(f"{what(k)}: expected a number, got {type(v).__name__} {v!r}")
         flat.append(v)
     return np.array(flat, dtype=None if flat else float).reshape(shape)
-
-
-def fits(shape: tuple[int, ...], into: tuple[int, ...]) -> bool:
-    """Whether an array of ``shape`` broadcasts to ``into`` (without growing it)."""
-    try:
-        return np.broadcast_shapes(shape, into) == into
-    except ValueError:
-        return False
 
 
 def cotangent_in(ybar: Any, shape: tuple[int, ...], where: str) -> Any:

@@ -42,7 +42,6 @@ from rruletest.broadcast._common import (
     check_args,
     cotangent_in,
     elements,
-    fits,
     like_output,
     no_rule,
     owned,
@@ -52,7 +51,7 @@ from rruletest.broadcast._common import (
 from rruletest.broadcast._per_element import element_frule, element_rrule
 from rruletest.projection import is_differentiable, unbroadcast
 from rruletest.rules import RuleSet, default_ruleset
-from rruletest.rules.scalar import numeric_value, output_cotangents
+from rruletest.rules.scalar import check_elementwise, fits, numeric_value, output_cotangents
 from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, unthunk
 
 __all__ = ["BroadcastPath", "broadcast_frule", "broadcast_path", "broadcast_rrule"]
@@ -121,15 +120,8 @@ def _partials(rules: RuleSet, f: Any, args: Sequence[Any], y: Any, shape: tuple[
         warn_slow(f, "calls its scalar rule's partials once per element (they do not vectorise)")
     if ps is None:
         raise LookupError(f"the scalar rule for {fname(f)} was removed")
-    for r, row in enumerate(ps if multi else (ps,)):
-        for i, p in enumerate(row):
-            if not isinstance(p, AbstractZero) and not fits(np.shape(p), shape):
-                which = f"output {r} and args[{i}]" if multi else f"args[{i}]"
-                raise TypeError(
-                    f"the partials of the scalar rule of {fname(f)} returned shape "
-                    f"{np.shape(p)} for {which} where the broadcast output has shape {shape}; "
-                    f"partials must be elementwise"
-                )
+    shapes = [shape] * (len(ps) if multi else 1)
+    check_elementwise(ps, shapes, multi, f"the scalar rule of {fname(f)}", "broadcast output")
     return ps
 
 

@@ -27,7 +27,7 @@ True
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,8 +38,10 @@ from rruletest.tangents import NO_TANGENT, ZERO_TANGENT, AbstractZero, Tangent, 
 __all__ = [
     "ScalarFRule",
     "ScalarRRule",
+    "check_elementwise",
     "check_partials_signature",
     "checked_partials",
+    "fits",
     "numeric_value",
     "output_cotangents",
 ]
@@ -144,12 +146,33 @@ def output_cotangents(ybar: Any, y: tuple[Any, ...], where: str) -> list[Any]:
     return entries
 
 
-def _fits(shape: tuple[int, ...], into: tuple[int, ...]) -> bool:
+def fits(shape: tuple[int, ...], into: tuple[int, ...]) -> bool:
     """Whether an array of ``shape`` broadcasts to ``into`` without growing it."""
     try:
         return np.broadcast_shapes(shape, into) == into
     except ValueError:
         return False
+
+
+def check_elementwise(
+    ps: Any, shapes: Sequence[tuple[int, ...]], multi: bool, rule: str, output: str = "output"
+) -> None:
+    """Partials ``ps`` (one per argument, or with ``multi`` a row of them per output, whose
+    shapes are ``shapes``) must be elementwise: each of a shape that broadcasts to its output's
+    (numpy's "operands could not be broadcast" would not name the rule).
+
+    Raises:
+        TypeError: naming ``rule``, the argument and both shapes.
+    """
+    for r, row in enumerate(ps if multi else (ps,)):
+        shape = shapes[r]
+        for i, p in enumerate(row):
+            if not isinstance(p, AbstractZero) and not fits(np.shape(p), shape):
+                which = f"output {r} and args[{i}]" if multi else f"args[{i}]"
+                raise TypeError(
+                    f"the partials of {rule} returned shape {np.shape(p)} for {which} where "
+                    f"the {output} has shape {shape}; partials must be elementwise"
+                )
 
 
 def _accepts(fn: Callable[..., Any], n: int) -> bool | None:
@@ -211,16 +234,9 @@ class _ScalarRule:
         """
         ps = checked_partials(self.partials, self.name, self.module, args, y)
         multi = isinstance(y, tuple)
-        for r, row in enumerate(ps if multi else (ps,)):
-            shape = np.shape(y[r] if multi else y)
-            for i, p in enumerate(row):
-                if not isinstance(p, AbstractZero) and not _fits(np.shape(p), shape):
-                    which = f"output {r} and args[{i}]" if multi else f"args[{i}]"
-                    raise TypeError(
-                        f"the partials of scalar rule {self.name} (registered in {self.module}) "
-                        f"returned shape {np.shape(p)} for {which} where the output has shape "
-                        f"{shape}; partials must be elementwise"
-                    )
+        shapes = [np.shape(part) for part in y] if multi else [np.shape(y)]
+        rule = f"scalar rule {self.name} (registered in {self.module})"
+        check_elementwise(ps, shapes, multi, rule)
         return ps
 
 
@@ -294,7 +310,7 @@ def _checked_cotangent(ybar: Any, y: Any, where: str) -> Any:
     Raises:
         ValueError: naming ``where``, for a cotangent of another shape.
     """
-    if not isinstance(ybar, AbstractZero) and not _fits(np.shape(ybar), np.shape(y)):
+    if not isinstance(ybar, AbstractZero) and not fits(np.shape(ybar), np.shape(y)):
         raise ValueError(
             f"{where}: the output cotangent has shape {np.shape(ybar)}, the output has shape "
             f"{np.shape(y)}"
@@ -335,7 +351,7 @@ class ScalarFRule(_ScalarRule):
             if is_differentiable(a) and not isinstance(d, AbstractZero)
         ]
         for i in live:
-            if not _fits(np.shape(xdots[i]), np.shape(args[i])):
+            if not fits(np.shape(xdots[i]), np.shape(args[i])):
                 raise ValueError(
                     f"frule for {self.name}: the tangent of args[{i}] has shape "
                     f"{np.shape(xdots[i])}, args[{i}] has shape {np.shape(args[i])}"
