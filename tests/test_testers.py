@@ -671,3 +671,24 @@ def test_outputs_not_finite_at_the_primal_point_get_a_zero_ybar() -> None:
             )
             with pytest.raises(RuleTestFailure, match=r"\[numeric\] args\[0\]"):
                 test_rrule(np.log, x, rrule_f=wrong, rng=0)
+
+
+def test_scalar_given_one_rule_function_takes_the_other_from_the_same_ruleset() -> None:
+    """``test_scalar(f, x, rrule_f=rules.rrule)`` looked the frule up in the default RuleSet
+    and failed with 'no rule'; the frule now comes from ``rules`` too (and the other way)."""
+    rules = RuleSet()
+    rules.scalar_rule(np.sin, lambda x, y: (np.cos(x),))
+    assert len(test_scalar(np.sin, 0.5, rrule_f=rules.rrule).parts) == 2
+    assert len(test_scalar(np.sin, 0.5, frule_f=rules.frule).parts) == 2
+    wrong = RuleSet()
+
+    @wrong.register_rrule(np.sin)
+    def _sin_rrule(x: Any) -> Any:
+        return np.sin(x), lambda ybar: (NoTangent(), ybar * np.cos(x))
+
+    @wrong.register_frule(np.sin)
+    def _sin_frule(dots: Any, x: Any) -> Any:
+        return np.sin(x), 2.0 * np.cos(x) * dots[1]
+
+    with pytest.raises(RuleTestFailure, match=r"in test_frule\(np\.sin, 0\.5\)"):
+        test_scalar(np.sin, 0.5, rrule_f=wrong.rrule)

@@ -21,6 +21,7 @@ from rruletest.defaults import COMPLEX_PART
 from rruletest.errors import Mismatch, RuleTestFailure
 from rruletest.rules import frule, rrule
 from rruletest.testers._args import describe
+from rruletest.testers._cross_check import partner
 from rruletest.testers._frule_tester import run_frule_checks
 from rruletest.testers._rand_tangent import resolve_rng
 from rruletest.testers._report import Check, TesterReport, combine
@@ -45,6 +46,15 @@ def _accepts_complex(f: Any, z: Any, rrule_f: Any, fkwargs: dict[str, Any]) -> b
     return bool(np.iscomplexobj(y) and np.all(np.isfinite(y)))
 
 
+def _paired(rrule_f: Any, frule_f: Any) -> tuple[Any, Any]:
+    """The two rule functions, one given (or neither) completed from where the other comes."""
+    if rrule_f is None:
+        rrule_f = (partner(frule_f, "rrule") if frule_f is not None else None) or rrule
+    if frule_f is None:
+        frule_f = partner(rrule_f, "frule") or frule
+    return rrule_f, frule_f
+
+
 def test_scalar(
     f: Any,
     x: Any,
@@ -54,8 +64,8 @@ def test_scalar(
     atol: float | None = None,
     fkwargs: dict[str, Any] | None = None,
     check_complex: bool | None = None,
-    rrule_f: Any = rrule,
-    frule_f: Any = frule,
+    rrule_f: Any = None,
+    frule_f: Any = None,
     rng: Any = None,
     order: int = 1,
 ) -> TesterReport:
@@ -69,6 +79,10 @@ def test_scalar(
     testers also cross-check the frule against the rrule (once). ``order=2`` then checks the
     derivative of the pullback at the real point, as ``test_rrule(..., order=2)`` does.
 
+    ``rrule_f`` and ``frule_f`` default to the module-level ``rrule`` and ``frule``; given only
+    one of them, the other comes from the same place (``rrule_f=rules.rrule`` tests
+    ``rules.frule`` too, not the default RuleSet's).
+
     >>> from rruletest import RuleSet
     >>> rules = RuleSet()
     >>> _ = rules.scalar_rule(np.sin, lambda x, y: np.cos(x), complex=True)
@@ -78,6 +92,7 @@ def test_scalar(
     """
     __tracebackhide__ = True
     given = given_options(test_scalar, locals())
+    rrule_f, frule_f = _paired(rrule_f, frule_f)
     if isinstance(x, bool | np.bool_) or not isinstance(x, int | float | complex | np.number):
         raise TypeError(f"test_scalar: x must be a real or complex number, got x={x!r}")
     if isinstance(x, int | np.integer):
