@@ -692,3 +692,47 @@ def test_scalar_given_one_rule_function_takes_the_other_from_the_same_ruleset() 
 
     with pytest.raises(RuleTestFailure, match=r"in test_frule\(np\.sin, 0\.5\)"):
         test_scalar(np.sin, 0.5, rrule_f=wrong.rrule)
+
+
+def test_a_general_rrule_at_an_input_whose_output_is_infinite_leaves_that_element_unchecked() -> (
+    None
+):
+    """``log`` at [0, 1] through a plain rrule: ybar is zeroed at the infinite output, so a
+    correct rule's cotangent there is 0 * inf = NaN, which the dense reference held to 0 ('NaN
+    in actual only'). Such an element is unchecked; a wrong value elsewhere still fails, and
+    the numerical references keep f's floating-point warnings at their own points to
+    themselves."""
+    import warnings
+
+    def rules(scale: float) -> RuleSet:
+        rs = RuleSet()
+
+        @rs.register_rrule(np.log)
+        def _log_rrule(x: Any) -> Any:
+            def pullback(ybar: Any) -> Any:
+                ybar = unthunk(ybar)
+                if isinstance(ybar, ZeroTangent):
+                    return NoTangent(), np.zeros_like(x)
+                with np.errstate(all="ignore"):
+                    xbar = ybar / x
+                xbar[-1] *= scale
+                return NoTangent(), xbar
+
+            with np.errstate(all="ignore"):
+                return np.log(x), pullback
+
+        return rs
+
+    x = np.array([0.0, 2.0, 3.0])
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with np.errstate(divide="ignore"):
+            report = test_rrule(np.log, x, rrule_f=rules(1.0).rrule, rng=0)
+    unchecked = "args[0]: 2 of 3 elements compared numerically, 1 unchecked"
+    assert any(n.startswith(unchecked) for n in report.notes)
+    assert not [w for w in seen if "_fd_inputs" in w.filename or "finite_differences" in w.filename]
+    with (
+        pytest.raises(RuleTestFailure, match=r"args\[0\]: 1 of 3 elements differ"),
+        np.errstate(divide="ignore"),
+    ):
+        test_rrule(np.log, x, rrule_f=rules(1.01).rrule, rng=0)

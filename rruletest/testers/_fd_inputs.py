@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,10 +36,12 @@ __all__ = [
     "domain_room",
     "fdm_for_domain",
     "of_live",
+    "quiet_reference",
     "raised_by_f",
     "recorded",
     "unchecked",
     "unchecked_where_not_finite",
+    "unchecked_zero_times_inf",
     "widen",
     "zero_where_not_finite",
 ]
@@ -236,6 +239,38 @@ def unchecked_where_not_finite(est: Estimate, y: Any, x: Any = None) -> Estimate
     return est._replace(error=error if isinstance(est.error, np.ndarray) else float(error))
 
 
+def unchecked_zero_times_inf(est: Estimate, actual: Any, y: Any) -> Estimate:
+    """A dense reference with an infinite error, so unchecked, where the rule's cotangent is NaN
+    or infinite and the reference is 0 (no finite output changes along the coordinate), when
+    some outputs are not finite at the primal point: such a coordinate feeds
+    only those outputs, whose ``ybar`` is zero (``zero_where_not_finite``), and a correct
+    rule's ``0 * inf`` there is NaN (``log`` at 0). A finite value there is still compared.
+    (0 here: within an error below ``ZERO_SCALE`` of the argument's largest value.)
+
+    >>> e = Estimate(np.array([0.0, 0.5]), np.array([0.0, 1e-12]), None)
+    >>> y = np.array([-np.inf, 0.7])
+    >>> unchecked_zero_times_inf(e, np.array([np.nan, 0.5]), y).error
+    array([   inf, 1.e-12])
+    """
+    value, error = est.value, est.error
+    if not (isinstance(value, np.ndarray) and isinstance(error, np.ndarray)):
+        return est
+    if not isinstance(actual, np.ndarray) or actual.shape != value.shape:
+        return est
+    yv = to_vec(y, path="output")[0]
+    if np.isfinite(yv).all():
+        return est
+    with np.errstate(invalid="ignore"):
+        # (0 within an error far below the argument's other values: round-off of nothing)
+        scale = ZERO_SCALE * max(1.0, float(np.nanmax(np.abs(value), initial=0.0)))
+        void = (np.abs(value) <= error) & (error <= scale) & ~np.isfinite(actual)
+    return est._replace(error=np.where(void, np.inf, error)) if void.any() else est
+
+
+#: A dense reference within this fraction of the argument's largest value of 0 counts as 0.
+ZERO_SCALE = 1e-8
+
+
 def domain_room(domain: Domain | None, primals: Sequence[Any]) -> float | None:
     """The largest step that keeps every real input strictly inside its declared interval."""
     if domain is None:
@@ -354,3 +389,17 @@ def fd_failure(report: Report, exc: BaseException, register: str, g: Any = None)
         hint=f"if f is defined only on part of its inputs, declare the rule's domain "
         f"({register}(..., domain=...)) or pass an fdm with a smaller max_range",
     )
+
+
+def quiet_reference(check: Callable[..., None]) -> Callable[..., None]:
+    """``check`` with floating-point warnings silenced: a numerical reference evaluates ``f``
+    at points of its own choosing (``log`` at a stencil point below 0), and what ``f`` warns
+    there is not the user's to see."""
+
+    @functools.wraps(check)
+    def quiet(*args: Any, **kwargs: Any) -> None:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            check(*args, **kwargs)
+
+    return quiet

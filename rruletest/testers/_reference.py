@@ -51,8 +51,10 @@ from rruletest.testers._fd_inputs import (
     fd_failure,
     fdm_for_domain,
     of_live,
+    quiet_reference,
     recorded,
     unchecked_where_not_finite,
+    unchecked_zero_times_inf,
     widen,
 )
 from rruletest.testers._findings import kinks_directional, kinks_jvp, kinks_vjp, noise_note
@@ -130,6 +132,7 @@ def _is_broadcast(s: Setup) -> bool:
     return s.f is broadcasted and bool(s.args) and not s.args[0].numeric
 
 
+@quiet_reference
 def check_vjp(
     s: Setup,
     out: tuple[Any, ...],
@@ -209,7 +212,10 @@ def check_vjp(
             if wide:  # what float64 points cannot estimate, the point itself may
                 low = _at_primals(fdm, g, live, ybar, y_ref, s.cache)
                 ests = [void_from(e, functools.partial(low, i)) for i, e in enumerate(ests)]
-            est_of = {a.index: e for a, e in zip(live, ests, strict=True)}
+            est_of = {
+                a.index: unchecked_zero_times_inf(e, out[a.index + 1], y_ref)
+                for a, e in zip(live, ests, strict=True)
+            }
             promoted = ", evaluated in float64" if wide else ""
             mode = f"dense finite-difference vjp ({ncoord} coordinates{promoted})"
     except Exception as exc:
@@ -291,6 +297,7 @@ def _at_primals(fdm: Any, g: Any, live: list[Any], ybar: Any, y_ref: Any, cache:
     return one
 
 
+@quiet_reference
 def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) -> None:
     """Check: ``ydot`` matches the numerical jvp chosen for ``f`` along the input tangents
     ``dots`` of the numerically checked arguments (see the module's docstring)."""
