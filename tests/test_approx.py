@@ -1218,3 +1218,16 @@ def test_matrices_and_number_subclasses_compare_by_value() -> None:
     [found] = collect_mismatches(m, m * 2)
     assert (found.check, found.index) == ("value", (0, 1))  # the largest difference
     assert "2 of 2 elements differ" in found.message
+
+
+def test_python_ints_beyond_int64_are_compared_by_value() -> None:
+    # 10**20 is no int64, so ints of that size are compared exactly (==); against a small int
+    # the report read "an int where an int was expected".
+    with pytest.raises(
+        RuleTestFailure,
+        match=r"values differ \(compared with ==\)\n  actual:   10{20}\n  expected: 5",
+    ):
+        test_approx(10**20, 5)
+    test_approx(10**20, 10**20)
+    with pytest.raises(RuleTestFailure, match=r"values differ \(compared with ==\)"):
+        test_approx(5, 10**400)
