@@ -63,6 +63,7 @@ from rruletest.testers._report import Check
 from rruletest.testers._setup import Setup, domain_for, ruleset_of
 from rruletest.testers._snapshot import nonzero, nonzero_text
 from rruletest.testers._space_hint import jvp_space_hint, space_hint
+from rruletest.testers._wide import wide_jvp, wide_vjps
 
 __all__ = [
     "ADJOINT_DIRECTIONS",
@@ -182,6 +183,8 @@ def check_vjp(
                 a.index: unchecked_where_not_finite(ests[a.index - 1], y_ref, a.primal)
                 for a in live
             }
+            outs = {a.index: (a.path, out[a.index + 1]) for a in live}  # float32: see _wide
+            est_of = wide_vjps(report, fdm, g, ybar, s.primals[1:], y_ref, est_of, outs, rtol, atol)
             mode = "structured broadcast vjp"
         elif vjp_mode != "full" and (
             sig := checked_signature(
@@ -327,6 +330,7 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
             else:
                 est = broadcast_jvp(fdm, g, *pairs, y=y_ref)
             est = unchecked_where_not_finite(est, y_ref)
+            est = wide_jvp(report, fdm, g, pairs, y_ref, est, ydot, rtol, atol)  # float32
             mode = "structured broadcast jvp"
         elif sig := checked_signature(
             ruleset_of(frule_f).frule_info(s.f, *s.primals), s, y_ref, "register_frule"
