@@ -299,3 +299,36 @@ def test_an_empty_output_is_checked_without_an_engine_error(x: Any) -> None:
 
     test_rrule(_empty_of, x, rrule_f=rules.rrule, rng=0)
     test_frule(_empty_of, x, frule_f=rules.frule, rng=0)
+
+
+def test_a_zero_tangent_given_says_the_check_shows_only_zero_to_zero() -> None:
+    """A zero output tangent (or input tangent) makes every numerical cotangent 0, so a rule
+    1.5x off passed with "2 of 2 elements compared numerically" and nothing else said."""
+    from rruletest import RuleSet, ZeroTangent, test_frule, test_rrule, unthunk, with_tangent
+
+    rules = RuleSet()
+
+    @rules.register_rrule(np.sin)
+    def _sin_rrule(x: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            return NoTangent(), ybar if isinstance(ybar, ZeroTangent) else 1.5 * ybar * np.cos(x)
+
+        return np.sin(x), pullback
+
+    @rules.register_frule(np.sin)
+    def _sin_frule(dots: Any, x: Any) -> Any:
+        return np.sin(x), 1.5 * dots[1] * np.cos(x)
+
+    x = np.array([0.3, 0.7])
+    for ybar in (np.zeros(2), ZeroTangent()):
+        report = test_rrule(np.sin, x, output_tangent=ybar, rrule_f=rules.rrule)
+        assert report.notes[0] == (
+            "the output tangent is zero everywhere: the numerical check shows only that the "
+            "pullback maps it to zero, not the rule's derivatives (give a nonzero output tangent "
+            "to check them)"
+        )
+    report = test_frule(np.sin, with_tangent(x, np.zeros(2)), frule_f=rules.frule)
+    assert report.notes[0].startswith("the input tangent is zero everywhere: the numerical check")
+    with pytest.raises(AssertionError, match="the cotangent differs"):
+        test_rrule(np.sin, x, rrule_f=rules.rrule, rng=0)  # a random tangent: caught

@@ -28,13 +28,14 @@ from rruletest.tangents import AbstractZero
 from rruletest.testers._args import Arg
 from rruletest.testers._check import Check
 from rruletest.testers._report import Report
-from rruletest.testers._snapshot import copyable, snapshot
+from rruletest.testers._snapshot import copyable, nonzero, snapshot
 from rruletest.walk import is_registered, leaves, map_leaves
 
 __all__ = [
     "coordinate_count",
     "domain_room",
     "fdm_for_domain",
+    "note_zero_tangent",
     "of_live",
     "quiet_reference",
     "raised_by_f",
@@ -403,3 +404,23 @@ def quiet_reference(check: Callable[..., None]) -> Callable[..., None]:
             check(*args, **kwargs)
 
     return quiet
+
+
+def note_zero_tangent(report: Report, tangents: Sequence[Any], what: str, rule: str) -> None:
+    """A note where every tangent the numerical check runs along is zero (``nonzero``): the
+    check then shows only that the rule maps zero to zero, not its derivatives."""
+    if tangents and any(map(_sized, tangents)) and not any(nonzero(t, 1) for t in tangents):
+        report.note(
+            f"the {what} is zero everywhere: the numerical check shows only that the {rule} "
+            f"maps it to zero, not the rule's derivatives (give a nonzero {what} to check them)"
+        )
+
+
+def _sized(t: Any) -> bool:
+    """Whether a tangent has coordinates (a zero stands for some; an empty array has none)."""
+    if isinstance(t, AbstractZero):
+        return True
+    try:
+        return bool(to_vec(t, path="tangent")[0].size)
+    except Exception:  # not a value to_vec knows: say what is known
+        return True

@@ -50,6 +50,7 @@ from rruletest.testers._fd_inputs import (
     element_rooms,
     fd_failure,
     fdm_for_domain,
+    note_zero_tangent,
     of_live,
     quiet_reference,
     recorded,
@@ -149,6 +150,7 @@ def check_vjp(
     live = [a for a in s.args if a.numeric]
     if not live:
         return
+    note_zero_tangent(report, [ybar], "output tangent", "pullback")
     if isinstance(ybar, AbstractZero):
         for a in live:
             for path, value in nonzero(out[a.index + 1]):
@@ -306,6 +308,7 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
     ``dots`` of the numerically checked arguments (see the module's docstring)."""
     report = s.report
     live = [a for a in s.args if a.numeric]
+    note_zero_tangent(report, dots, "input tangent", "frule")
     domain, dom_primals = domain_for(s, frule_f)
     rtol, atol = s.tolerances(y_ref)
     if _constrained.declared(live):  # arguments in spaces: never the broadcast reference
