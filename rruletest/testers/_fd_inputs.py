@@ -24,7 +24,7 @@ from rruletest.domains import Domain
 from rruletest.finite_differences import FiniteDifferenceMethod, to_vec
 from rruletest.finite_differences.problem import Estimate
 from rruletest.projection import is_differentiable, unbroadcast
-from rruletest.tangents import AbstractZero
+from rruletest.tangents import AbstractZero, NoTangent
 from rruletest.testers._args import Arg
 from rruletest.testers._check import Check
 from rruletest.testers._report import Report
@@ -409,6 +409,8 @@ def quiet_reference(check: Callable[..., None]) -> Callable[..., None]:
 def note_zero_tangent(report: Report, tangents: Sequence[Any], what: str, rule: str) -> None:
     """A note where every tangent the numerical check runs along is zero (``nonzero``): the
     check then shows only that the rule maps zero to zero, not its derivatives."""
+    # (NoTangent: an integer output or argument, with no tangent to give)
+    tangents = [t for t in tangents if not isinstance(t, NoTangent)]
     if tangents and any(map(_sized, tangents)) and not any(nonzero(t, 1) for t in tangents):
         report.note(
             f"the {what} is zero everywhere: the numerical check shows only that the {rule} "
