@@ -46,50 +46,66 @@ def across_zero(m: Stencil, prob: Problem, res: Result, across: Arr) -> tuple[Re
     ``relu`` at -1e-100 read 0.5 with an error of 1e-12, and no step stays on its side of 0
     at -1e-300 (steps stop at 1e-154). Where the one-sided estimate differs beyond
     ``KINK_FACTOR`` times their errors and is consistent at half its step, it is taken;
-    elsewhere (``sin`` at 1e-6) the central estimate stays as it was. Each side's elements
-    are estimated alone where the problem allows it (a few evaluations of those elements).
-    Also returns where a one-sided estimate was taken.
+    elsewhere (``sin`` at 1e-6) the central estimate stays as it was. Both sides are one
+    forward estimate of the problem mirrored where ``t0 < 0`` (``_away``), on those elements
+    alone where the problem allows it (a few evaluations of those elements). Also returns
+    where a one-sided estimate was taken.
     """
     taken = np.zeros(prob.t_shape, dtype=bool)
     if m.kind != "central":
         return res, taken
-    positive = prob.t0 > 0
-    sides: tuple[tuple[Kind, Arr], ...] = (
-        ("forward", across & positive),
-        ("backward", across & ~positive),
-    )
-    for kind, side in sides:
-        if side.any():
-            res, took = _side_of_zero(m.one_sided(kind), prob, res, side)
-            taken |= took
-    return res, taken
-
-
-def _side_of_zero(one: Stencil, prob: Problem, res: Result, side: Arr) -> tuple[Result, Arr]:
-    """``res`` with the one-sided estimates of ``across_zero`` taken where they differ, and
-    where that was."""
-    part = restricted(prob, side) if res.value.shape == prob.t_shape else None
+    part = restricted(prob, across) if res.value.shape == prob.t_shape else None
     index, sub = (None, prob) if part is None else part
-    mine = side if index is None else np.ones(index.size, dtype=bool)
+    mine = across if index is None else np.ones(index.size, dtype=bool)
     step = res.step if index is None else res.step.reshape(-1)[index]
     base = res if index is None else Result(*(np.asarray(a).reshape(-1)[index] for a in res))
-    alt = attempt(one, sub, step)
+    one, (away, sign) = m.one_sided("forward"), _away(sub)
+    sign = sign**one.q  # (d^q/dt^q of the mirror is (-1)^q times the original's)
+    alt = _signed(attempt(one, away, step), sign)
     take = mine & _apart(sub, alt, base)
     if take.any():  # (taken only if consistent at half the step)
-        alt, _ = check(one, sub, alt, take, 0.5)
+        alt, _ = check(one, away, _signed(alt, sign), take, 0.5)
+        alt = _signed(alt, sign)
         take &= _apart(sub, alt, base)
     if index is None:
         return merge(res, alt, take), take
-    whole = np.zeros(prob.t_shape, dtype=bool)
     if not take.any():
-        return res, whole
-    whole.reshape(-1)[index[take]] = True
+        return res, taken
+    taken.reshape(-1)[index[take]] = True
     fields = []
     for full, piece in zip(res, alt, strict=True):
         arr = np.array(full, copy=True, dtype=np.result_type(full, piece))
         arr.reshape(-1)[index[take]] = np.asarray(piece).reshape(-1)[take]
         fields.append(arr)
-    return merge(res, Result(*fields), whole), whole
+    return merge(res, Result(*fields), taken), taken
+
+
+def _away(prob: Problem) -> tuple[Problem, Arr]:
+    """``prob`` mirrored where ``t0 < 0`` (``t -> -t``), so that a forward stencil points away
+    from 0 everywhere, and the signs (shaped like ``t``) that map its derivatives back."""
+    negative = prob.t0 < 0
+    phi = prob.phi
+
+    def mirrored(t: Arr) -> Any:
+        return phi(np.where(negative, -t, t))
+
+    mirror = Problem(
+        mirrored,
+        np.abs(prob.t0),
+        centre=prob.centre(),
+        out_dtype=prob.out_dtype,
+        resolution=prob.resolution,
+        room=prob.room,
+    )
+    return mirror, np.where(negative, -1.0, 1.0)
+
+
+def _signed(res: Result, sign: Arr) -> Result:
+    """``res`` with its values times ``sign`` (per element of ``t``, broadcast to the output):
+    derivatives of the mirrored problem as the original's, and back."""
+    value = np.asarray(res.value)
+    sign_y = sign.reshape(sign.shape + (1,) * (value.ndim - sign.ndim))
+    return res._replace(value=value * sign_y + 0.0)  # (+ 0.0: no -0.0 for a zero)
 
 
 def _apart(prob: Problem, alt: Result, res: Result) -> Arr:
