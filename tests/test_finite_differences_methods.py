@@ -409,3 +409,16 @@ def test_error_estimate_covers_actual_error(name, data, dtype):
         exact = df(xs.astype(np.float64))
     ok = np.isfinite(exact) & np.isfinite(est.error)
     assert np.all(np.abs(est.value[ok] - exact[ok]) <= est.error[ok])
+
+
+def test_calling_a_method_gives_nan_where_the_estimate_is_unreliable() -> None:
+    # forward_fdm(5, 1)(np.sqrt, 0.0) gave 962: its infinite error was not seen by the caller.
+    from rruletest import forward_fdm
+
+    m = forward_fdm(5, 1)
+    assert math.isnan(m(np.sqrt, 0.0))
+    assert math.isinf(m.estimate(np.sqrt, 0.0).error)
+    out = m(np.sqrt, np.array([0.0, 1.0]))
+    assert np.isnan(out[0])
+    assert abs(out[1] - 0.5) < 1e-10
+    assert type(m(np.sqrt, np.float32(0.0))) is np.float32

@@ -61,3 +61,23 @@ def test_a_right_relu_rule_passes_next_to_zero_and_a_wrong_one_fails(x0: float) 
     wrong = _rules(lambda x: np.where(x > 0, 1.0, 0.0) + (np.sign(x) == np.sign(x0)) * 0.5)
     with pytest.raises(AssertionError, match=r"args\[1\]: 1 of 2 elements differ"):
         test_rrule(broadcasted, _relu, x, rrule_f=wrong.rrule, rng=0)
+
+
+def test_a_problem_whose_elements_broadcast_against_the_output_from_the_right() -> None:
+    # matmul of (2, 1, 2, 3) and (4, 3, 2), declared "(m,k),(k,n)->(m,n)" (the gate's draw,
+    # b[3, 2, 1] = 0.01 within its step of 0): the batched problem's t of shape (4, 1, 1)
+    # meets outputs of shape (2, 4, 2, 2), and the one-sided values were signed as if t were
+    # aligned on the left ("operands could not be broadcast", an internal error).
+    from rruletest.finite_differences.batched import batched_vjp
+
+    a = np.array([[[[1.28, 0.49, -0.51], [0.46, 0.21, -0.46]]],
+                  [[[0.47, -1.0, 0.21], [1.39, 1.2, -1.2]]]])  # fmt: skip
+    b = np.array([[[-1.098, 0.56], [-0.47, -0.85], [-1.296, -1.35]],
+                  [[-0.28, -0.26], [-0.31, 0.13], [1.133, 1.364]],
+                  [[-0.31, -0.54], [-1.17, 1.617], [0.73, 1.364]],
+                  [[-0.78, -0.963], [-0.38, -0.66], [0.25, 0.01]]])  # fmt: skip
+    ybar = np.random.default_rng(0).standard_normal((2, 4, 2, 2))
+    ea, eb = batched_vjp(None, "(m,k),(k,n)->(m,n)", np.matmul, ybar, a, b)
+    expected_a = (ybar @ np.swapaxes(b, -1, -2)).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(ea.value, expected_a, atol=1e-8)
+    np.testing.assert_allclose(eb.value, (np.swapaxes(a, -1, -2) @ ybar).sum(axis=0), atol=1e-8)

@@ -222,8 +222,19 @@ class FiniteDifferenceMethod:
 
     # -- use ----------------------------------------------------------------------------------
     def __call__(self, f: Callable[..., Any], x: Any, *, step: Any = None) -> Any:
-        """The estimate of the ``q``-th derivative of ``f`` at ``x`` (elementwise for arrays)."""
-        return self.estimate(f, x, step=step).value
+        """The estimate of the ``q``-th derivative of ``f`` at ``x`` (elementwise for arrays),
+        NaN where it has no reliable one (an infinite error, which ``estimate`` also returns):
+        ``forward_fdm(5, 1)(np.sqrt, 0.0)`` gave 962, its error infinite but unseen."""
+        est = self.estimate(f, x, step=step)
+        value, error = est.value, est.error
+        if isinstance(value, np.ndarray):
+            bad = ~np.isfinite(np.asarray(error, dtype=np.float64))
+            return np.where(bad, np.nan, value).astype(value.dtype) if bad.any() else value
+        if not math.isfinite(float(error)):
+            if isinstance(value, complex | np.complexfloating):
+                return type(value)(complex(math.nan, math.nan))
+            return type(value)(math.nan) if isinstance(value, float | np.floating) else math.nan
+        return value
 
     def estimate(self, f: Callable[..., Any], x: Any, *, step: Any = None) -> Estimate:
         """``Estimate(value, error, step)`` of the ``q``-th derivative of ``f`` at ``x``.

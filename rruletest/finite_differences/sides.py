@@ -101,11 +101,10 @@ def _away(prob: Problem) -> tuple[Problem, Arr]:
 
 
 def _signed(res: Result, sign: Arr) -> Result:
-    """``res`` with its values times ``sign`` (per element of ``t``, broadcast to the output):
-    derivatives of the mirrored problem as the original's, and back."""
-    value = np.asarray(res.value)
-    sign_y = sign.reshape(sign.shape + (1,) * (value.ndim - sign.ndim))
-    return res._replace(value=value * sign_y + 0.0)  # (+ 0.0: no -0.0 for a zero)
+    """``res`` with its values times ``sign`` (per element of ``t``, which broadcasts to the
+    output as everywhere in the engine): derivatives of the mirrored problem as the
+    original's, and back."""
+    return res._replace(value=np.asarray(res.value) * sign + 0.0)  # (+ 0.0: no -0.0)
 
 
 def _apart(prob: Problem, alt: Result, res: Result) -> Arr:
