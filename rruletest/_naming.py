@@ -81,6 +81,14 @@ def function_name(f: Any, *, qualified: bool = False) -> str:
         if np_module is not None:
             return f"{np_module}.{name}"
         public = module in ("builtins", "__main__") or module.split(".")[0] == "rruletest"
-        if qualified and not public and not local:
+        if qualified and not public and not local and not _absent(module, name):
             return f"{module}.{name}"
     return name
+
+
+def _absent(module: str, name: str) -> bool:
+    """Whether ``module`` is imported and holds nothing under ``name``'s first part: then
+    ``module.name`` names nothing (an interop adapter named ``sort_axis0`` keeps the
+    ``__module__`` of the primitive it wraps, ``autograd.tracer``)."""
+    mod = sys.modules.get(module)
+    return mod is not None and not hasattr(mod, name.split(".")[0])

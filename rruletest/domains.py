@@ -117,7 +117,7 @@ NONNEGATIVE = Interval(0.0, math.inf, lo_closed=True)
 UNIT_OPEN = Interval(-1.0, 1.0)
 
 IntervalLike = Interval | str | tuple[float, float]
-DomainLike = Union["Domain", IntervalLike, Sequence[IntervalLike], None]
+DomainLike = Union["Domain", IntervalLike, Sequence[IntervalLike | None], None]
 
 
 def _is_real(x: Any) -> bool:
@@ -174,6 +174,8 @@ class Domain:
 
         >>> str(Domain.of(None)), str(Domain.of((0, 1))), str(Domain.of(["[0, 1]", "(0, inf)"]))
         ('(-inf, inf)', '(0, 1)', '[0, 1], (0, inf)')
+        >>> str(Domain.of([None, "(0, inf)"]))
+        '(-inf, inf), (0, inf)'
 
         Raises:
             TypeError: something that is not an interval.
@@ -186,7 +188,8 @@ class Domain:
         elif isinstance(spec, Interval | str) or _is_pair(spec):
             dom = cls((_interval(spec),))
         elif isinstance(spec, Sequence):
-            dom = cls(tuple(_interval(s) for s in spec))
+            # None in the list is an argument without bounds, as a lone None is.
+            dom = cls(tuple(REALS if s is None else _interval(s) for s in spec))
         else:
             raise TypeError(
                 f"a domain is an interval, a string like '(0, inf)', a pair (lo, hi), a list of "

@@ -219,3 +219,11 @@ def test_domain_contains_complex_and_avoided_points() -> None:
     assert kink.contains(0.0) is False
     assert kink.contains(1.0) is True
     assert kink.contains(np.array([-1.0, 0.0, 1.0])).tolist() == [True, False, True]
+
+
+def test_none_in_a_list_of_intervals_is_an_unbounded_argument() -> None:
+    """``Domain.of`` reads "a list of these", None among them (an audit table wrote
+    ``["(0, inf)", None]`` for power(x, p) and got a TypeError)."""
+    d = Domain.of(["(0, inf)", None])
+    assert d.interval(0) == POSITIVE
+    assert d.interval(1) == REALS

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json  # noqa: F401  (imported, so function_name sees the module)
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -53,3 +55,18 @@ def test_a_ufunc_of_another_package_is_named_from_its_module() -> None:
     assert function_name(special.gammaln) == "scipy.special.gammaln"
     assert function_name(special.expit, qualified=True) == "scipy.special.expit"
     assert function_name(np.add) == "np.add"
+
+
+def test_a_qualified_name_is_not_made_up_from_a_module_that_does_not_hold_it() -> None:
+    """An interop adapter named ``sort_axis0`` keeps the ``__module__`` of what it wraps
+    (``autograd.tracer``): a gate's "falsifying inputs" line showed
+    ``autograd.tracer.sort_axis0``, which names nothing; the bare name is shown instead."""
+
+    def sort_axis0(x: Any) -> Any:
+        return x
+
+    sort_axis0.__qualname__ = "sort_axis0"
+    sort_axis0.__module__ = "json"  # imported, holds no sort_axis0
+    assert function_name(sort_axis0, qualified=True) == "sort_axis0"
+    sort_axis0.__qualname__ = sort_axis0.__name__ = "dumps"
+    assert function_name(sort_axis0, qualified=True) == "json.dumps"

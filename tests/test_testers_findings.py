@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
@@ -489,3 +489,42 @@ def test_separate_kinks_are_checked_one_by_one(seed: int) -> None:
     # along (1, 1) is 0
     rules = _pair_rules(_relu_minus_relu, 1.0, 0.0)
     test_rrule(_relu_minus_relu, 0.0, 0.0, rrule_f=rules.rrule, rng=seed)
+
+
+class _SortResult(NamedTuple):
+    values: np.ndarray
+    indices: np.ndarray
+
+
+def _sort_result(x: np.ndarray) -> _SortResult:
+    """``torch.sort`` in numpy: the sorted values and their integer indices."""
+    i = np.argsort(x, kind="stable")
+    return _SortResult(x[i], i)
+
+
+def _sort_result_frule(scale: float) -> RuleSet:
+    rules = RuleSet()
+
+    @rules.register_frule(_sort_result)
+    def _(dots: Any, x: np.ndarray) -> Any:
+        i = np.argsort(x, kind="stable")
+        return _sort_result(x), _SortResult(scale * dots[1][i], NoTangent())
+
+    return rules
+
+
+def test_an_frule_with_a_tuple_output_at_ties_gets_the_kink_check() -> None:
+    """torch.sort returns (values, indices): its forward rule at tied entries gives one
+    one-sided derivative, and failed against the central difference (the average of both
+    sides) because the kink check looked at array outputs only; the notes name the output's
+    own paths, and a wrong rule there still fails."""
+    ties = np.array([0.3, 0.3, -0.2, 0.9, 0.9])
+    report = test_frule(_sort_result, ties, frule_f=_sort_result_frule(1.0).frule, rng=0)
+    kinks = [n for n in report.notes if "at a kink along the tangent" in n]
+    assert len(kinks) == 4
+    assert all(n.startswith("ydot.values[") for n in kinks)
+    assert all(n.endswith("between them (accepted)") for n in kinks)
+    with pytest.raises(RuleTestFailure) as info:
+        test_frule(_sort_result, ties, frule_f=_sort_result_frule(1.001).frule, rng=0)
+    assert "outside them: no one-sided derivative supports it (fails)" in str(info.value)
+    assert "[numeric] ydot: the output tangent differs" in str(info.value)

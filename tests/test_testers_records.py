@@ -268,3 +268,35 @@ def test_an_engine_failure_is_told_from_f_failing_by_data() -> None:
     assert err.checks == ["numeric"]
     assert "[numeric] the finite-difference engine raised RuntimeError: engine bug" in str(err)
     assert "this is a bug in rruletest's finite differences" in str(err)
+
+
+def test_a_float32_cotangent_of_a_python_float_computed_with_float32_arrays_fits() -> None:
+    """numpy computes ``x32 ** 2.5`` in float32 (a Python number is weak, NEP 50), so the
+    cotangent of 2.5 is a float32 number (autograd's power gives one); with float64 arrays it
+    must still be float64."""
+    rules = rrule_of(
+        np.power,
+        lambda x, p: (
+            lambda ybar: (
+                NT,
+                ybar * p * x ** (p - 1),
+                np.sum(ybar * np.log(x) * x**p),
+            )
+        ),
+    )
+    x32 = np.array([0.6, 1.2], np.float32)
+    test_rrule(np.power, x32, 2.5, rrule_f=rules.rrule, rng=0)
+    lossy = rrule_of(
+        np.power,
+        lambda x, p: (
+            lambda ybar: (
+                NT,
+                ybar * p * x ** (p - 1),
+                np.float32(np.sum(ybar * np.log(x) * x**p)),
+            )
+        ),
+    )
+    err = failure(
+        lambda: test_rrule(np.power, x32.astype(np.float64), 2.5, rrule_f=lossy.rrule, rng=0)
+    )
+    assert "args[1]: dtype float32 for a float64 primal" in str(err)

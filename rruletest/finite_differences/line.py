@@ -28,6 +28,7 @@ from rruletest.finite_differences.dense import working_dtype
 from rruletest.finite_differences.noise import agrees, amplification
 from rruletest.finite_differences.problem import eps
 from rruletest.finite_differences.to_vec import to_vec
+from rruletest.walk import leaves
 
 __all__ = ["Line"]
 
@@ -73,10 +74,10 @@ class Line:
         self.calls += 1
         # (a reduction's output is a numpy scalar: np.median of float32 values is np.float32)
         if agrees(y, y64):
-            y, y64 = np.asarray(y), np.asarray(y64)
-            self.array, self.dtype, self.out_dtype = x64, np.dtype(np.float64), y64.dtype
+            low, high = _float_coordinates(y), _float_coordinates(y64)
+            self.array, self.dtype, self.out_dtype = x64, np.dtype(np.float64), high.dtype
             self.promoted = True
-            self.amplification = amplification(y, y64, eps(y.dtype))
+            self.amplification = amplification(low, high, eps(low.dtype))
 
     def output(self, t: float, d: Arr | None, idx: Index | None, xbar: F64) -> tuple[Arr, float]:
         """``f(z)``'s coordinates at ``z = x + t * d`` on ``idx`` (all coordinates for None),
@@ -126,3 +127,16 @@ class Line:
                 f"coordinates at the primal point, {yv.size} at a perturbed one"
             )
         return yv, rounding
+
+
+def _float_coordinates(y: Any) -> Arr:
+    """``y``'s float values as one array in their own dtype (the lowest of its float leaves
+    for an output with structure: ``torch.sort``'s values, without its integer indices)."""
+    if isinstance(y, np.ndarray | np.generic):
+        return np.asarray(y)
+    floats = [np.asarray(v).reshape(-1) for _, v in leaves(y, root="y")]
+    floats = [v for v in floats if v.dtype.kind == "f"]
+    if not floats:
+        return np.zeros(0)
+    dtype = min((v.dtype for v in floats), key=lambda d: d.itemsize)
+    return np.concatenate([v.astype(dtype) for v in floats])

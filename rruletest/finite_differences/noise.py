@@ -229,12 +229,53 @@ def agrees(y: Any, y64: Any) -> bool:
     (True, False)
     """
     if not isinstance(y, np.ndarray | np.generic) or not isinstance(y64, np.ndarray | np.generic):
-        return False
+        return _agree_leaves(y, y64)
     low, high = np.asarray(y), np.asarray(y64)
     if high.dtype != np.float64 or high.shape != low.shape or low.dtype.kind != "f":
         return False
     tol = min(CLOSE_ULPS * float(np.finfo(low.dtype).eps), CLOSE_AT_MOST)
     return bool(np.allclose(high, low, rtol=tol, atol=tol, equal_nan=True))
+
+
+def _agree_leaves(y: Any, y64: Any) -> bool:
+    """``agrees`` for outputs with structure (``torch.sort``'s ``(values, indices)``): the
+    same leaves at the same paths, each float leaf agreeing (``agrees``), each other leaf
+    (integer indices) equal, and at least one low-precision float leaf."""
+    try:
+        a, b = list(leaves(y, root="y")), list(leaves(y64, root="y"))
+    except Exception:
+        return False
+    if (
+        len(a) != len(b)
+        or len(a) < 2
+        or any(pa != pb for (pa, _), (pb, _) in zip(a, b, strict=True))
+    ):
+        return False
+    low = False
+    for (_, u), (_, v) in zip(a, b, strict=True):
+        if not isinstance(u, np.ndarray | np.generic) or not isinstance(v, np.ndarray | np.generic):
+            return False
+        if u.dtype.kind == "f":
+            if not agrees(u, v):
+                return False
+            low = low or u.dtype.itemsize < 8
+        elif u.dtype != v.dtype or not np.array_equal(u, v):
+            return False
+    return low
+
+
+def low_precision(y: Any) -> bool:
+    """Whether ``y`` (an array, a number or a structure of them) has a float16/float32 leaf.
+
+    >>> low_precision((np.ones(2, np.float32), np.arange(2))), low_precision(np.ones(2))
+    (True, False)
+    """
+    if isinstance(y, np.ndarray | np.generic):
+        return y.dtype.kind == "f" and y.dtype.itemsize < 8
+    try:
+        return any(low_precision(v) for _, v in leaves(y, root="y") if v is not y)
+    except Exception:
+        return False
 
 
 def amplification(y: Arr, y64: Arr, epsilon: float) -> float:

@@ -17,6 +17,7 @@ disagree, whether the disagreement is a finding of its own:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,6 +34,7 @@ from rruletest.finite_differences.to_vec import to_vec
 from rruletest.tangents import AbstractZero, unthunk
 from rruletest.testers._fd_inputs import widen
 from rruletest.testers._joint import Taken, broadcast_jointly, dense_jointly, sides_of
+from rruletest.walk import leaves, render_path
 
 __all__ = [
     "contracted",
@@ -169,10 +171,12 @@ def kinks_directional(
     averages them; the rule's value is then checked against the two sides instead. An element
     the central difference could not estimate (``abs`` of an entry at its kink, 0) is checked
     against the two sides too (``one_sided_evidence``)."""
+    real = unthunk(ydot)
+    if not isinstance(real, float | np.ndarray | np.floating):
+        return _kinks_flattened(fdm, g, real, pairs, expected, error, rtol, atol)
     tol = widen(atol, error)
     mask = out_of_tolerance(ydot, expected, rtol, tol)
-    real = unthunk(ydot)
-    if mask is None or not isinstance(real, float | np.ndarray | np.floating):
+    if mask is None:
         return expected, error, []
     if not mask.any() and bool(np.isfinite(tol).all()):  # (the common case: all compared)
         return expected, error, []
@@ -194,6 +198,50 @@ def kinks_directional(
     looked = mask | void
     shown = (np.asarray(rep.accepted | rep.failed).reshape(value.shape) & looked).any()
     return out, err, (list(rep.lines) if shown else []) + notes
+
+
+def _kinks_flattened(
+    fdm: Any, g: Callable[..., Any], ydot: Any, pairs: Sequence[Any], expected: Any,
+    error: Any, rtol: float, atol: Any,
+) -> tuple[Any, Any, list[str]]:  # fmt: skip
+    """``kinks_directional`` of a structured ``ydot`` (a tuple or namedtuple of outputs: the
+    ``values`` and integer ``indices`` of ``torch.sort``) on its real coordinates as ``to_vec``
+    flattens them, which is also how the one-sided runs flatten ``g``'s outputs; the accepted
+    values and errors are put back into ``expected``'s structure. Nothing changes where the
+    three do not have the same coordinates (a zero tangent for an output, say)."""
+    try:
+        value, _ = to_vec(ydot)
+        flat, back = to_vec(expected)
+        err, err_back = to_vec(error)
+        tol = atol if np.ndim(atol) == 0 else to_vec(atol)[0]
+    except Exception:
+        return expected, error, []
+    sizes = {value.size, flat.size, err.size} | ({np.size(tol)} if np.ndim(tol) else set())
+    if len(sizes) != 1 or value.size == 0:
+        return expected, error, []
+    out, new_err, lines = kinks_directional(fdm, g, value, pairs, flat, err, rtol, tol)
+    lines = _named_coordinates(lines, back, value.size)
+    if out is flat and new_err is err:
+        return expected, error, lines
+    return back(np.asarray(out, np.float64)), err_back(np.asarray(new_err, np.float64)), lines
+
+
+def _named_coordinates(lines: list[str], back: Any, n: int) -> list[str]:
+    """``lines`` about flat coordinates (``ydot[6]``) with each coordinate's own path
+    (``ydot[1][1]``): the structure rebuilt from the coordinates' own numbers says which."""
+    paths: dict[int, str] = {}
+    for path, leaf in leaves(back(np.arange(n, dtype=np.float64)), root="ydot"):
+        arr = np.asarray(leaf)
+        if arr.dtype.kind != "f":
+            continue  # (complex coordinates stay flat)
+        for idx in np.ndindex(arr.shape):
+            inner = f"[{', '.join(map(str, idx))}]" if idx else ""
+            paths[int(arr[idx])] = render_path("ydot", path) + inner
+
+    def name(match: re.Match[str]) -> str:
+        return paths.get(int(match.group(1)), match.group(0))
+
+    return [re.sub(r"^ydot\[(\d+)\]", name, line) for line in lines]
 
 
 def _void(value: Any, error: Any) -> np.ndarray:

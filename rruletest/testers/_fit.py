@@ -25,7 +25,7 @@ from rruletest.tangents import AbstractZero, Tangent, Thunk, unthunk
 from rruletest.testers._check import Check
 from rruletest.walk import Element, Path, Step, children, render_path
 
-__all__ = ["fit_problems", "precision_of"]
+__all__ = ["computation_precision", "fit_problems", "precision_of"]
 
 _UNBROADCAST_HINT = (
     "a cotangent must have its argument's shape: sum the broadcast dimensions back with "
@@ -86,15 +86,56 @@ def _tname(t: Any) -> str:
     return type(t).__name__
 
 
+def computation_precision(primals: Any) -> int | None:
+    """The precision numpy computes in with these arguments: that of the result type of their
+    float and complex arrays and numpy scalars (inside tuples, lists and dicts too), None when
+    they have none. A Python number is weak (NEP 50): ``x32 ** 2.5`` is float32, so the
+    cotangent of ``2.5`` may be float32 too.
+
+    >>> computation_precision((np.ones(2, np.float32), 2.5)), computation_precision((2.5,))
+    (32, None)
+    """
+    dtypes: list[np.dtype[Any]] = []
+
+    def visit(x: Any, depth: int) -> None:
+        if isinstance(x, np.ndarray | np.generic):
+            if x.dtype.kind in "fc":
+                dtypes.append(x.dtype)
+        elif depth < 8 and isinstance(x, tuple | list):
+            for item in x:
+                visit(item, depth + 1)
+        elif depth < 8 and isinstance(x, Mapping):
+            for item in x.values():
+                visit(item, depth + 1)
+
+    visit(primals, 0)
+    return precision_of(np.empty(0, np.result_type(*dtypes))) if dtypes else None
+
+
 def fit_problems(
-    primal: Any, tangent: Any, path: str, *, kind: str = "cotangent", steps: Path = ()
+    primal: Any,
+    tangent: Any,
+    path: str,
+    *,
+    kind: str = "cotangent",
+    steps: Path = (),
+    weak_precision: int | None = None,
 ) -> list[Mismatch]:
     """Every way ``tangent`` fails to be a (co)tangent of ``primal``; empty if it fits.
 
     ``path`` is the root the places are rendered from (``args``, ``ydot``), ``steps`` the
     walk steps from it to ``primal``; each problem carries its own steps below the root.
+    ``weak_precision`` is the precision of the computation (``computation_precision`` of the
+    arguments): the (co)tangent of a Python number may have it, besides float64.
     """
     tp, tt = type(primal), type(tangent)
+    if (
+        weak_precision is not None
+        and tp in (float, complex)
+        and isinstance(tangent, np.floating if tp is float else np.complexfloating)
+        and precision_of(tangent) == weak_precision
+    ):
+        return []  # a Python number computed with float32 arrays: a float32 cotangent fits
     if tp in _NUMBER_TYPES and tt in _NUMBER_TYPES and _number_fits(tp, tt):
         return []  # a number for a number, of a kind that fits (the usual case)
     if (

@@ -19,7 +19,7 @@ from rruletest.tangents import (
 from rruletest.testers._args import describe
 from rruletest.testers._checks import compare
 from rruletest.testers._f_tangent import describe_tangent, f_tangent, fields_of, fit_f_cotangent
-from rruletest.testers._fit import fit_problems
+from rruletest.testers._fit import computation_precision, fit_problems
 from rruletest.testers._report import Check, Report
 from rruletest.testers._setup import Setup
 from rruletest.testers._snapshot import nonzero, nonzero_text
@@ -149,6 +149,7 @@ def check_cotangent_types(report: Report, s: Setup, out: tuple[Any, ...]) -> set
         )
     else:
         good.add(0)
+    weak = computation_precision(tuple(a.primal for a in s.args))
     for a in s.args:
         t = out[a.index + 1]
         if a.strict:
@@ -174,7 +175,7 @@ def check_cotangent_types(report: Report, s: Setup, out: tuple[Any, ...]) -> set
                     expected=NO_TANGENT,
                 )
             continue
-        problems = fit_problems(a.primal, t, "args", steps=(a.step,))
+        problems = fit_problems(a.primal, t, "args", steps=(a.step,), weak_precision=weak)
         for m in problems:
             report.add(m)
         if not problems:

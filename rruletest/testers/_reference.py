@@ -58,8 +58,19 @@ from rruletest.testers._fd_inputs import (
     unchecked_zero_times_inf,
     widen,
 )
-from rruletest.testers._findings import kinks_directional, kinks_jvp, kinks_vjp, noise_note
-from rruletest.testers._float64 import void_from, wide_point
+from rruletest.testers._findings import (
+    kinks_directional,
+    kinks_jvp,
+    kinks_vjp,
+    noise_note,
+)
+from rruletest.testers._float64 import (
+    Allowance,
+    frule_allowance,
+    rrule_allowance,
+    void_from,
+    wide_point,
+)
 from rruletest.testers._report import Check
 from rruletest.testers._setup import Setup, domain_for, ruleset_of
 from rruletest.testers._snapshot import nonzero, nonzero_text
@@ -233,11 +244,17 @@ def check_vjp(
     elif mode.startswith("dense") and g is not None:
         expected = _findings.kinks_dense(s.report, fdm, g, ybar, out, live, est_of, expected,
                                          rtol, atol, points)  # fmt: skip
-    for a in live:
+    allowance = Allowance(
+        lambda: rrule_allowance(rrule_f, s.f, s.primals, s.kwargs(), ybar, [a.index for a in live])
+    )
+    for k, a in enumerate(live):
         if a.index + 1 not in good:
             continue
         est = est_of[a.index]
         ref, counts = masked(out[a.index + 1], expected[a.index], est.error)
+        tol = widen(atol, est.error)
+        if mode.startswith("dense"):
+            tol = allowance.widened(report, a.path, out[a.index + 1], ref, rtol, tol, k)
         found = compare(
             report,
             Check.NUMERIC,
@@ -246,7 +263,7 @@ def check_vjp(
             ref,
             a.path,
             rtol,
-            widen(atol, est.error),
+            tol,
         )
         if found and g is not None and not _is_broadcast(s):
             _noise(s, g, [b.primal for b in live], out[a.index + 1], est, fdm)
@@ -383,6 +400,16 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
         for line in lines:
             report.note(line)
     ref, counts = masked(ydot, expected, est.error)
+    tol = widen(atol, est.error)
+    if frule_f is not None and mode.startswith("finite-difference Jacobian"):
+        by_index = {a.index: t for a, t in zip(live, dots, strict=True)}
+        tangents = [by_index.get(a.index, NO_TANGENT) for a in s.args]
+        allowance = Allowance(
+            lambda: frule_allowance(
+                frule_f, s.f, s.primals, s.kwargs(), tangents, [a.index for a in live]
+            )
+        )
+        tol = allowance.widened(report, "ydot", ydot, ref, rtol, tol, 0)
     found = compare(
         report,
         Check.NUMERIC,
@@ -391,7 +418,7 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
         ref,
         "ydot",
         rtol,
-        widen(atol, est.error),
+        tol,
     )
     if found and g is not None and not _is_broadcast(s):
         _noise(s, g, [a.primal for a in live], ydot, est, fdm)

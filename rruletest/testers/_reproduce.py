@@ -219,8 +219,8 @@ class _Writer:
                 return f"{module}.{qual}"
         held = _module_holding(f)
         if held is not None:
-            self.imports[f"import {held}"] = None
-            return f"{held}.{f.__name__}"
+            self.imports[f"import {held[0]}"] = None
+            return f"{held[0]}.{held[1]}"
         if not inspect.isfunction(f):
             return None  # a callable object: pickled when it can be
         self.missing.append(name)
@@ -305,22 +305,35 @@ def _registered(f: Any, args: tuple[Any, ...], option: str) -> bool:
         return False
 
 
-def _module_holding(f: Any) -> str | None:
-    """A public module of ``f``'s package holding ``f`` under its own name, the shortest first:
-    a function made by a decorator factory (an autograd primitive's ``qualname`` is
-    ``primitive.<locals>.f_wrapped``) is still importable as ``autograd.numpy.sin``."""
+def _module_holding(f: Any) -> tuple[str, str] | None:
+    """A public module holding ``f``: ``(module, attribute)``.
+
+    A function made by a decorator factory (an autograd primitive's ``qualname`` is
+    ``primitive.<locals>.f_wrapped``, its ``__module__`` ``autograd.tracer``) is still
+    importable as ``autograd.numpy.sin``. The modules of ``f``'s own package come first, then
+    any other (``cube = primitive(_cube)`` in a user's module); its own name is preferred,
+    then any other public one (``autograd.scipy.special.digamma`` is a primitive named
+    ``psi``), then a private one (``autograd.numpy.numpy_wrapper._primitive_mean`` is the only
+    name of ``mean``'s primitive): each runs in a fresh interpreter, where the bare name would
+    not. Shorter module paths first.
+    """
     name, module = getattr(f, "__name__", None), getattr(f, "__module__", None)
-    if not isinstance(name, str) or not isinstance(module, str) or not name.isidentifier():
-        return None
-    top = module.split(".")[0]
-    holders = [
-        m
-        for m, mod in list(sys.modules.items())
-        if (m == top or m.startswith(top + "."))
-        and not any(part.startswith("_") for part in m.split("."))
-        and getattr(mod, "__dict__", {}).get(name) is f
-    ]
-    return min(holders, key=lambda m: (m.count("."), len(m))) if holders else None
+    top = module.split(".")[0] if isinstance(module, str) else None
+    best: tuple[tuple[bool, bool, bool, int, int], str, str] | None = None
+    for m, mod in list(sys.modules.items()):
+        if m == "__main__" or any(part.startswith("_") for part in m.split(".")):
+            continue
+        try:
+            items = list(vars(mod).items())
+        except TypeError:
+            continue
+        for attr, value in items:
+            if value is f and isinstance(attr, str) and attr.isidentifier():
+                own = m == top or m.startswith(f"{top}.")
+                rank = (attr.startswith("_"), not own, attr != name, m.count("."), len(m))
+                if best is None or rank < best[0]:
+                    best = (rank, m, attr)
+    return None if best is None else (best[1], best[2])
 
 
 def _global_name(obj: Any) -> tuple[str, str] | None:

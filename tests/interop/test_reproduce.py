@@ -104,3 +104,38 @@ def test_nondiff_argnums_added_by_the_tester_are_in_the_line(testers: Any) -> No
     adapter = from_primitive(anp.sin).with_nondiff([0])
     assert adapter.made_by is not None
     assert adapter.made_by[1:] == ("from_primitive", (anp.sin,), {"nondiff_argnums": (0,)})
+
+
+def test_a_primitive_held_under_another_name_reruns_as_printed(
+    tmp_path: Path, testers: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A primitive's ``__name__`` is its raw function's: ``cube = primitive(_cube)`` is found as
+    ``wrong_primitive.cube`` (and ``autograd.scipy.special.digamma``, named ``psi``, as
+    ``digamma``), not printed as a bare ``_cube`` the line would need defined."""
+    pytest.importorskip("autograd")
+    (tmp_path / "wrong_primitive.py").write_text(
+        "from autograd.extend import defvjp, primitive\n\n"
+        "def _cube(x):\n"
+        "    return x ** 3\n\n"
+        "cube = primitive(_cube)\n"
+        "defvjp(cube, lambda ans, x: lambda g: g * 2 * x ** 2)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import wrong_primitive  # type: ignore[import-not-found]
+
+    from rruletest.interop.autograd import from_primitive
+
+    adapter = from_primitive(wrong_primitive.cube)
+    x = np.array([0.5, 1.5])
+    line = _line(lambda: testers.test_rrule(adapter, x, rrule_f=adapter.rrule, rng=1))
+    assert "needs" not in line
+    assert "from_primitive(wrong_primitive.cube)" in line
+    assert "[numeric] args[0]" in _run(line, tmp_path)
+
+    import autograd.scipy.special as asp
+
+    digamma = from_primitive(asp.digamma)
+    x32 = np.array([0.5, 1.5], dtype=np.float32)  # autograd's cotangent is float64
+    line = _line(lambda: testers.test_rrule(digamma, x32, rrule_f=digamma.rrule, rng=1))
+    assert "from_primitive(autograd.scipy.special.digamma)" in line
+    assert "needs" not in line
