@@ -36,13 +36,13 @@ from rruletest.finite_differences import (
     jvp_estimate,
 )
 from rruletest.finite_differences.batched import batched_jvp, batched_vjp
-from rruletest.finite_differences.declared import batch_dependence, signature_misfit
 from rruletest.finite_differences.half import half_broadcast_jvp, half_broadcast_vjp, has_half
 from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
 from rruletest.testers import _constrained, _findings
 from rruletest.testers._adjoint import check_adjoint
 from rruletest.testers._checks import compare
 from rruletest.testers._conj_hint import conj_hint
+from rruletest.testers._declared import checked_signature
 from rruletest.testers._dense import dense_jvp, dense_vjp
 from rruletest.testers._evidence import masked, record
 from rruletest.testers._fd_inputs import (
@@ -89,44 +89,6 @@ __all__ = [
     "dense_jvp",
     "dense_vjp",
 ]
-
-
-def core_signature(info: Any, s: Setup) -> Any:
-    """The core signature the rule declared for this call (``RuleInfo.signature_for``), or
-    None; a declaration that fails on these arguments counts as none."""
-    if info is None or getattr(info, "signature", None) is None:
-        return None
-    try:
-        return info.signature_for(*s.primals, **s.fkwargs)
-    except Exception:
-        return None
-
-
-def checked_signature(info: Any, s: Setup, y_ref: Any, register: str) -> Any:
-    """``core_signature``, if ``f`` does act on each batch member alone at these arguments;
-    else None, and a problem in the report (the tangents are then checked against the dense
-    or adjoint reference, whose answers do not rest on the declaration)."""
-    sig = core_signature(info, s)
-    if sig is None:
-        return None
-    misfit = signature_misfit(sig, s.primals, y_ref)
-    if misfit is not None:  # a call the declaration does not describe: not the rule's fault
-        s.report.note(
-            f"the rule's core signature {sig} does not fit this call ({misfit}): not used"
-        )
-        return None
-    broken = batch_dependence(sig, functools.partial(s.f, **s.kwargs()), s.primals, y_ref)
-    if broken is None:
-        return sig
-    s.report.problem(
-        Check.SIGNATURE,
-        "f",
-        f"the rule declares the core signature {sig}, but f does not act on each batch "
-        f"member alone: {broken}; checked against a reference that does not rest on it",
-        hint=f"declare the signature only where it holds ({register}(..., signature=...) "
-        "takes a function of the call's arguments that returns None where it does not)",
-    )
-    return None
 
 
 def closed_over(
