@@ -160,14 +160,20 @@ def test_nan_and_special_values_are_written_so_they_load() -> None:
 def test_numpy_float64_and_complex128_scalars_keep_their_type_and_import() -> None:
     # np.float64 is a float and np.complex128 a complex: the line once wrote
     # "np.float64(0.5)" (numpy's repr) without importing numpy, and complex(...) for the other.
+    # (np.sinc: no ruleset registers a rule for it, whose module the line would import.)
     line = reproduce_line(
-        "test_rrule", np.sin, (np.float64(0.5), np.complex128(1 - 2j), np.float64("nan")), {}, {}, 1
+        "test_rrule",
+        np.sinc,
+        (np.float64(0.5), np.complex128(1 - 2j), np.float64("nan")),
+        {},
+        {},
+        1,
     )
     assert line == (
-        "import numpy as np; from rruletest import test_rrule; test_rrule(np.sin, "
+        "import numpy as np; from rruletest import test_rrule; test_rrule(np.sinc, "
         "np.float64(0.5), np.complex128(complex(1.0, -2.0)), np.float64(float('nan')), rng=1)"
     )
-    args = eval(line.split("test_rrule(np.sin, ", 1)[1][: -len(", rng=1)")], {"np": np})
+    args = eval(line.split("test_rrule(np.sinc, ", 1)[1][: -len(", rng=1)")], {"np": np})
     assert [type(a) for a in args] == [np.float64, np.complex128, np.float64]
 
 
@@ -277,3 +283,66 @@ def test_an_argument_declared_in_a_space_reproduces_with_its_space(
         "np.array([[1.0, 1.0], [1.0, 1.0]]), space=Symmetric()), rng=3)"
     )
     assert "from rruletest.spaces import Symmetric" in line
+
+
+FUNCS = """
+def double(x):
+    return 2.0 * x
+"""
+
+DEFAULT_RULES = """
+import numpy as np
+from rruletest import scalar_rule
+import {funcs}
+
+scalar_rule({funcs}.double, lambda x, y: (2.1 * np.ones_like(x),))  # wrong: 2
+"""
+
+
+@pytest.fixture
+def default_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A function in one module, its (wrong) rule registered in the default RuleSet by another;
+    the registration is dropped afterwards."""
+    from rruletest.rules import default_ruleset
+
+    stem = tmp_path.name.replace("-", "_")
+    funcs, rules = f"userfuncs_{stem}", f"userdefault_{stem}"
+    (tmp_path / f"{funcs}.py").write_text(FUNCS)
+    (tmp_path / f"{rules}.py").write_text(DEFAULT_RULES.format(funcs=funcs))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".pytest_cache").mkdir()
+    importlib.import_module(rules)
+    yield importlib.import_module(funcs), rules
+    for table in (default_ruleset._rrules, default_ruleset._frules, default_ruleset._scalars):
+        for key in [k for k, info in table.items() if info.module == rules]:
+            del table[key]
+
+
+def test_the_module_that_registered_the_default_rule_is_imported(
+    default_rules: Any, tmp_path: Path
+) -> None:
+    # A fresh process has no registration: the line used to name only f's module, so it
+    # reported "no rule" instead of the failure (every gate failure of the numpy ruleset).
+    funcs, rules = default_rules
+    err = _failure(lambda: test_scalar(funcs.double, 0.5, rng=2))
+    assert f"import {funcs.__name__}; import {rules}; " in err.reproduce
+    shown = _rerun(err.reproduce, tmp_path)
+    assert "no rule" not in shown
+    assert "[numeric]" in shown
+    assert _first_line(err) in shown
+
+
+def test_the_numpy_rulesets_modules_are_imported_and_a_given_rule_imports_none() -> None:
+    import rruletest.rulesets.numpy
+    from rruletest import RuleSet, broadcasted
+
+    line = reproduce_line("test_scalar", np.tan, (1.0,), {}, {}, 5)
+    assert line.startswith("import numpy as np; import rruletest.rulesets.numpy._unary; ")
+    line = reproduce_line("test_frule", broadcasted, (np.hypot, np.ones(2), 2.0), {}, {}, 5)
+    assert "; import rruletest.rulesets.numpy._binary; " in line
+    norm = reproduce_line("test_rrule", np.linalg.norm, (np.ones(3),), {}, {}, 5)
+    assert "import rruletest.rulesets.numpy._norm; " in norm
+    assert rruletest.rulesets.numpy.__name__ in norm
+    given = reproduce_line("test_rrule", np.tan, (1.0,), {}, {"rrule_f": RuleSet().rrule}, 5)
+    assert "rulesets" not in given.split("test_rrule(")[0]

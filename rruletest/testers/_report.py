@@ -7,13 +7,13 @@ one ``RuleTestFailure`` at the end, chained to the first exception the rule rais
 call returns a ``TesterReport``: what was checked and how closely.
 
 >>> import numpy as np
->>> r = Report("test_rrule", np.sin, (np.ones(1000),), {}, seed=5)
+>>> r = Report("test_rrule", np.sinc, (np.ones(1000),), {}, seed=5)
 >>> r.problem(Check.RULE, "rrule", "no rule: rrule_f returned None", expected="a rule")
 >>> print(r.failure())
-test_rrule(np.sin, float64[1000]) failed
+test_rrule(np.sinc, float64[1000]) failed
 [rule] rrule: no rule: rrule_f returned None
 reproduce: import numpy as np; from rruletest import test_rrule; _saved = np.load(...); \
-test_rrule(np.sin, _saved['a0'], rng=5)
+test_rrule(np.sinc, _saved['a0'], rng=5)
 >>> worst_errors(np.array([1.0, 2.0]), np.array([1.0, 2.5]))
 (0.5, 0.2)
 """

@@ -11,10 +11,14 @@ other values are pickled next to it. A function is named by its import path when
 RuleSet: ``mypkg.rules.rules.rrule``); one that cannot be imported (a lambda, a local function,
 a value that cannot be saved) is named as it is and the line says it needs it.
 
+The modules that registered the rules a tester found in the default RuleSet are imported too
+(a fresh process has no registration):
+
 >>> import numpy as np
+>>> import rruletest.rulesets.numpy
 >>> line = reproduce_line("test_rrule", np.sin, (np.array([0.5, 1.0]),), {}, {"rtol": 1e-13}, 4)
 >>> print(line)
-import numpy as np; from rruletest import test_rrule; \
+import numpy as np; import rruletest.rulesets.numpy._unary; from rruletest import test_rrule; \
 test_rrule(np.sin, np.array([0.5, 1.0]), rtol=1e-13, rng=4)
 >>> given_options(lambda f, *a, rtol=None, vjp_mode="auto", rng=None: None,
 ...               {"rtol": 1e-13, "vjp_mode": "auto", "rng": 3})
@@ -374,6 +378,50 @@ def _local_name(obj: Any) -> str | None:
     return None
 
 
+#: The rule options each tester takes; one not given means the default RuleSet's rule is used.
+_RULE_OPTIONS = {
+    "test_rrule": ("rrule_f",),
+    "test_frule": ("frule_f",),
+    "test_scalar": ("rrule_f", "frule_f"),
+}
+
+
+def _rule_modules(tester: str, f: Any, args: tuple[Any, ...], options: dict[str, Any]) -> list[str]:
+    """The modules that registered the default RuleSet's rules the tester used for ``f``
+    (and, for ``broadcasted(g, ...)``, the scalar rule of ``g``), in the order found."""
+    from rruletest.broadcast import broadcasted
+    from rruletest.rules import default_ruleset
+    from rruletest.testers._args import WithTangent
+
+    primals = tuple(a.primal if isinstance(a, WithTangent) else a for a in args)
+    infos: list[Any] = []
+    for option in _RULE_OPTIONS.get(tester, ()):
+        if option in options:
+            continue
+        find = default_ruleset.rrule_info if option == "rrule_f" else default_ruleset.frule_info
+        try:
+            infos.append(find(f, *primals))
+        except Exception:  # a lookup that cannot judge these arguments: no rule to name
+            continue
+        if f is broadcasted and primals:
+            infos.append(default_ruleset.scalar_info(primals[0]))
+    modules = (str(getattr(info, "module", "")) for info in infos if info is not None)
+    return list(dict.fromkeys(m for m in modules if m))
+
+
+def _import_rule_modules(
+    w: _Writer, tester: str, f: Any, args: tuple[Any, ...], options: dict[str, Any]
+) -> None:
+    """Import in the line the modules that registered the rules the tester found: a fresh
+    process has no registration, so ``test_scalar(np.tan, 1.0)`` of a rule registered by
+    ``rruletest.rulesets.numpy`` (or a user's ``mypkg.rules``) would find no rule at all.
+    Rules registered by ``__main__`` (a script, a docs page) cannot be imported: the line is
+    run where they are defined."""
+    for module in _rule_modules(tester, f, args, options):
+        if module != "__main__" and module in sys.modules:
+            w.imports[f"import {module}"] = None
+
+
 def _save(w: _Writer) -> list[str]:
     """Save the collected arrays and pickled values; the statements that load them."""
     loads: list[str] = []
@@ -418,6 +466,7 @@ def reproduce_line(
         if rule is not None:
             options = {**options, own: rule}
     parts = [w.expr(f), *(w.expr(a) for a in args)]
+    _import_rule_modules(w, tester, f, args, options)
     if fkwargs:
         parts.append(f"fkwargs={w.expr(dict(fkwargs))}")
     parts += [f"{k}={w.expr(v)}" for k, v in options.items()]
