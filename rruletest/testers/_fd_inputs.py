@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import math
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -399,8 +398,7 @@ def quiet_reference(check: Callable[..., None]) -> Callable[..., None]:
 
     @functools.wraps(check)
     def quiet(*args: Any, **kwargs: Any) -> None:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
+        with np.errstate(all="ignore"):  # (numpy's RuntimeWarnings; f's own warnings stand)
             check(*args, **kwargs)
 
     return quiet
@@ -420,8 +418,10 @@ def note_zero_tangent(report: Report, tangents: Sequence[Any], what: str, rule: 
 
 def _sized(t: Any) -> bool:
     """Whether a tangent has coordinates (a zero stands for some; an empty array has none)."""
-    if isinstance(t, AbstractZero):
+    if isinstance(t, AbstractZero | int | float | complex | np.number):
         return True
+    if type(t) is np.ndarray:
+        return t.size > 0
     try:
         return bool(to_vec(t, path="tangent")[0].size)
     except Exception:  # not a value to_vec knows: say what is known

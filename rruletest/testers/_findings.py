@@ -172,7 +172,7 @@ def kinks_directional(
     the central difference could not estimate (``abs`` of an entry at its kink, 0) is checked
     against the two sides too (``one_sided_evidence``)."""
     real = unthunk(ydot)
-    if not isinstance(real, float | np.ndarray | np.floating):
+    if not isinstance(real, float | complex | np.ndarray | np.number):  # (a structure)
         return _kinks_flattened(fdm, g, real, pairs, expected, error, rtol, atol)
     tol = widen(atol, error)
     mask = out_of_tolerance(ydot, expected, rtol, tol)
