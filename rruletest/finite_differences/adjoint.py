@@ -43,7 +43,7 @@ import numpy.typing as npt
 
 from rruletest.finite_differences.dense import check_fdm, working_dtype
 from rruletest.finite_differences.estimation import run
-from rruletest.finite_differences.line import Line
+from rruletest.finite_differences.line import Line, dot
 from rruletest.finite_differences.problem import Estimate, Problem, eps
 from rruletest.finite_differences.ties import tie_groups
 from rruletest.finite_differences.to_vec import to_vec
@@ -256,7 +256,7 @@ class AdjointCheck:
     def inner(self, k: int, idx: Index | None) -> float:
         """``<xbar, v>`` for direction ``k`` restricted to ``idx``."""
         sel = slice(None) if idx is None else idx
-        return _dot(self.xbar[sel], self.direction(k)[sel])
+        return dot(self.xbar[sel], self.direction(k)[sel])
 
     def tolerance(self, error: float, idx: Index | None) -> float:
         """The gap allowed on ``idx`` (all coordinates for None) whose estimate has the error
@@ -341,7 +341,7 @@ class AdjointCheck:
         ``<xbar, z - x - t * d>``: the rounding of the point, so that the derivative at 0 is
         ``<ybar, J d>`` along the displacement really made."""
         yv, rounding = self._output_at(t, d, idx)
-        return _dot(self._kept(self.ybar), self._kept(yv)) - rounding + self.offset
+        return dot(self._kept(self.ybar), self._kept(yv)) - rounding + self.offset
 
     def _output_at(self, t: float, d: Arr | None, idx: Index | None) -> tuple[Arr, float]:
         """``Line.output`` with this check's ``xbar`` weighing the rounding of the point."""
@@ -363,8 +363,8 @@ class AdjointCheck:
         used = ybar != 0
         if not used.all():
             ybar, est = ybar[used], Estimate(est.value[used], est.error[used], None)
-        error = _dot(np.abs(ybar), np.asarray(est.error, dtype=np.float64))
-        value = _dot(ybar, np.asarray(est.value, dtype=np.float64))
+        error = dot(np.abs(ybar), np.asarray(est.error, dtype=np.float64))
+        value = dot(ybar, np.asarray(est.value, dtype=np.float64))
         return value, (error if math.isfinite(error) else math.inf)
 
     def output_jvp(self, k: int) -> Estimate:
@@ -398,14 +398,8 @@ class AdjointCheck:
         return self.gaps([(k, None) for k in range(self.count)])
 
 
-def _dot(a: Arr, b: Arr) -> float:
-    """``sum(a * b)`` (``einsum``: no temporary, and unlike BLAS ``dot`` it does not contend
-    for threads on a loaded machine)."""
-    return float(np.einsum("i,i->", a, b))
-
-
 def _norm(a: F64) -> float:
-    return math.sqrt(_dot(a, a))
+    return math.sqrt(dot(a, a))
 
 
 def _coords(value: Any, size: int, convert: Callable[[Any], F64]) -> F64:

@@ -44,7 +44,16 @@ from rruletest.finite_differences.problem import Problem, abs_spacing, reduce_to
 from rruletest.finite_differences.rows import combine_rows
 from rruletest.finite_differences.steps import choose_step
 
-__all__ = ["Result", "attempt", "check", "checked", "merge", "straddles", "unreliable"]
+__all__ = [
+    "Result",
+    "attempt",
+    "check",
+    "checked",
+    "elements",
+    "merge",
+    "straddles",
+    "unreliable",
+]
 
 F64 = npt.NDArray[np.float64]
 Arr = npt.NDArray[Any]
@@ -350,6 +359,11 @@ def checked(m: Stencil, prob: Problem, res: Result, mask: Arr) -> tuple[Result, 
         res, r = check(m, prob, res, coarse, 2.0)
         ratio = np.maximum(ratio, r)
     return res, ratio
+
+
+def elements(res: Result, index: npt.NDArray[np.intp]) -> Result:
+    """The flat ``index``es of an elementwise ``res`` (every field shaped like ``t``)."""
+    return Result(*(np.asarray(a).reshape(-1)[index] for a in res))
 
 
 def merge(res: Result, alt: Result, take: Arr) -> Result:

@@ -36,6 +36,7 @@ from rruletest.finite_differences.attempt import (
     attempt,
     check,
     checked,
+    elements,
     merge,
     straddles,
     unreliable,
@@ -141,10 +142,6 @@ def _careful(
     return res
 
 
-def _take(res: Result, index: npt.NDArray[np.intp]) -> Result:
-    return Result(*(np.asarray(a).reshape(-1)[index] for a in res))
-
-
 def _put(res: Result, index: npt.NDArray[np.intp], part: Result) -> Estimate:
     """``value``, ``error`` and ``step`` of ``res`` with the subset's results at ``index``.
 
@@ -207,7 +204,7 @@ def _run(
             res = _careful(m, prob, res, suspect, noisy_ok)
         else:
             whole = np.ones(index.size, dtype=bool)
-            part = _careful(m, sub, _take(res, index), whole, noisy_ok.reshape(-1)[index])
+            part = _careful(m, sub, elements(res, index), whole, noisy_ok.reshape(-1)[index])
             return _put(res, index, part)
     return Estimate(res.value, res.error, res.step)
 

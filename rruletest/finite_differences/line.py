@@ -30,7 +30,7 @@ from rruletest.finite_differences.problem import eps
 from rruletest.finite_differences.to_vec import to_vec
 from rruletest.walk import leaves
 
-__all__ = ["Line"]
+__all__ = ["Line", "dot"]
 
 F64 = npt.NDArray[np.float64]
 Arr = npt.NDArray[Any]
@@ -102,7 +102,7 @@ class Line:
             if moved and x.dtype != np.float64:  # float64 rounding is far below tolerances
                 sel = slice(None) if idx is None else idx
                 dz = flat[sel].astype(np.float64) - self.v[sel] - t * d[sel].astype(np.float64)
-                rounding = float(np.einsum("i,i->", xbar[sel], dz))
+                rounding = dot(xbar[sel], dz)
             y = self.f(z)
         else:
             zw = self.v.copy()
@@ -115,7 +115,7 @@ class Line:
             args = self.back(zw)
             if moved:
                 zv = to_vec(args, path="args")[0]  # the point really used (rounded per leaf)
-                rounding = float(np.einsum("i,i->", xbar, zv - zw))
+                rounding = dot(xbar, zv - zw)
             y = self.f(*args)
         if isinstance(y, np.ndarray) and y.dtype.kind == "f":
             yv: Arr = y.reshape(-1)
@@ -140,3 +140,9 @@ def _float_coordinates(y: Any) -> Arr:
         return np.zeros(0)
     dtype = min((v.dtype for v in floats), key=lambda d: d.itemsize)
     return np.concatenate([v.astype(dtype) for v in floats])
+
+
+def dot(a: Arr, b: Arr) -> float:
+    """``sum(a * b)`` (``einsum``: no temporary, and unlike BLAS ``dot`` it does not contend
+    for threads on a loaded machine)."""
+    return float(np.einsum("i,i->", a, b))

@@ -24,7 +24,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rruletest.finite_differences.attempt import Result, attempt, check, checked, merge, unreliable
+from rruletest.finite_differences.attempt import (
+    Result,
+    attempt,
+    check,
+    checked,
+    elements,
+    merge,
+    unreliable,
+)
 from rruletest.finite_differences.kernels import Kind, Stencil, restricted
 from rruletest.finite_differences.problem import Problem, reduce_to
 
@@ -58,7 +66,7 @@ def across_zero(m: Stencil, prob: Problem, res: Result, across: Arr) -> tuple[Re
     index, sub = (None, prob) if part is None else part
     mine = across if index is None else np.ones(index.size, dtype=bool)
     step = res.step if index is None else res.step.reshape(-1)[index]
-    base = res if index is None else Result(*(np.asarray(a).reshape(-1)[index] for a in res))
+    base = res if index is None else elements(res, index)
     one, (away, sign) = m.one_sided("forward"), _away(sub)
     sign = sign**one.q  # (d^q/dt^q of the mirror is (-1)^q times the original's)
     alt = _signed(attempt(one, away, step), sign)

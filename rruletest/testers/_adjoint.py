@@ -27,7 +27,7 @@ from rruletest.testers._checks import compare
 from rruletest.testers._evidence import record
 from rruletest.testers._fd_inputs import coordinate_count, fd_failure, of_live
 from rruletest.testers._findings import contracted, kinks_dense_vjp, out_of_tolerance
-from rruletest.testers._float64 import wide_cotangents
+from rruletest.testers._float64 import rule_cotangents, wide_cotangents
 from rruletest.testers._setup import Setup
 
 __all__ = ["check_adjoint"]
@@ -178,22 +178,22 @@ def _without_unestimated(
     vec = chk.ybar.copy()
     vec[void if chk.keep is None else chk.keep[void]] = 0.0
     ybar2 = chk.yback.tangent(vec)
-    got = _cotangents(rrule_f, s, ybar2, [a.index for a in live])
+    got = rule_cotangents(rrule_f, s.f, s.primals, s.kwargs(), ybar2, [a.index for a in live])
     if got is None:
         return found, None
     other = chk.without_outputs(void, vec, got)
     gap, error, tol = found.gap.copy(), found.error.copy(), found.tolerance.copy()
     lhs = found.lhs.copy()
-    done = {}
     out2 = list(out)
     for a, xbar in zip(live, got, strict=True):
         out2[a.index + 1] = xbar
+    pair = (other, tuple(out2), ybar2)  # (the check, the pullback's output, its ybar)
+    done = {}
     for k in ks:
         gap_k, err, tol_k = other.by_outputs(k)
-        if not (math.isfinite(gap_k) and math.isfinite(err)):
-            continue
-        gap[k], error[k], tol[k], lhs[k] = gap_k, err, tol_k, other.inner(k, None)
-        done[k] = (other, tuple(out2), ybar2)
+        if math.isfinite(gap_k) and math.isfinite(err):
+            gap[k], error[k], tol[k], lhs[k] = gap_k, err, tol_k, other.inner(k, None)
+            done[k] = pair
     if not done:
         return found, None
     s.report.note(
@@ -204,22 +204,6 @@ def _without_unestimated(
         "rule called once more for its cotangent"
     )
     return found._replace(gap=gap, error=error, tolerance=tol, lhs=lhs), done
-
-
-def _cotangents(rrule_f: Any, s: Setup, ybar: Any, positions: list[int]) -> tuple[Any, ...] | None:
-    """The rule's cotangents for the arguments at ``positions`` from a fresh call of the rule
-    with ``ybar``; None when the call does not give them (it raises, or returns another
-    shape of result)."""
-    try:
-        res = rrule_f(s.f, *s.primals, **s.kwargs())
-        if not isinstance(res, tuple) or len(res) != 2 or not callable(res[1]):
-            return None
-        got = res[1](ybar)
-        if not isinstance(got, tuple) or len(got) != len(s.primals) + 1:
-            return None
-        return tuple(unthunk(got[i + 1]) for i in positions)
-    except Exception:  # the directions stay unchecked, as they were
-        return None
 
 
 def _located(

@@ -50,6 +50,7 @@ __all__ = [
     "frule_allowance",
     "rounding_allowance",
     "rrule_allowance",
+    "rule_cotangents",
     "void_from",
     "wide_cotangents",
     "wide_point",
@@ -86,17 +87,34 @@ def wide_cotangents(
     try:
         wide = [_widened(p, changed) for p in primals]
         ybar64 = _widened(unthunk(ybar), changed)
-        if not changed:
-            return None
+    except Exception:  # a measurement only: the checks already made stand as they are
+        return None
+    if not changed:
+        return None
+    return rule_cotangents(rrule_f, f, wide, kwargs, ybar64, positions)
+
+
+def rule_cotangents(
+    rrule_f: Any,
+    f: Any,
+    primals: Sequence[Any],
+    kwargs: dict[str, Any],
+    ybar: Any,
+    positions: Sequence[int],
+) -> tuple[Any, ...] | None:
+    """The rule's cotangents (unthunked) for the arguments at ``positions`` from a fresh call
+    of the rule at ``primals`` with ``ybar``; None when the call does not give them (it raises,
+    or returns another shape of result). Its floating-point warnings are the first call's."""
+    try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = rrule_f(f, *wide, **kwargs)
+            res = rrule_f(f, *primals, **kwargs)
             if not isinstance(res, tuple) or len(res) != 2 or not callable(res[1]):
                 return None
-            out = res[1](ybar64)
-        if not isinstance(out, tuple) or len(out) != len(primals) + 1:
-            return None
-        return tuple(unthunk(out[i + 1]) for i in positions)
+            out = res[1](ybar)
+            if not isinstance(out, tuple) or len(out) != len(primals) + 1:
+                return None
+            return tuple(unthunk(out[i + 1]) for i in positions)
     except Exception:  # a measurement only: the checks already made stand as they are
         return None
 
@@ -244,10 +262,8 @@ def rrule_allowance(
     """``rounding_allowance`` of the cotangents at ``positions`` (``ybar`` made float64)."""
     ybar64 = _widened(unthunk(ybar), [])
 
-    def call(ps: list[Any]) -> list[Any] | None:
-        res = rrule_f(f, *ps, **kwargs)
-        out = res[1](ybar64)
-        return [out[i + 1] for i in positions]
+    def call(ps: list[Any]) -> Sequence[Any] | None:
+        return rule_cotangents(rrule_f, f, ps, kwargs, ybar64, positions)
 
     return rounding_allowance(call, primals, positions)
 

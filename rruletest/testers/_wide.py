@@ -56,16 +56,17 @@ def wide_vjps(
     if not any(d is not None and d.any() for d in differ.values()):
         return ests
 
-    def estimate(points: list[Any]) -> Any:
+    def estimate(points: list[Any], _: list[Any]) -> Any:
         ybar64 = np.asarray(unthunk(ybar), dtype=np.float64)
         return broadcast_vjp(fdm, g, ybar64, *points, y=g(*points))
 
-    wide = _again(estimate, primals, g, y)
+    wide = _again(estimate, primals, [], g, y)
     if wide is None:
         return ests
-    out = {k: _where(e, wide[k - 1], differ[k]) for k, e in ests.items()}
+    out = {}
     for k, e in ests.items():
-        if n := _replaced(e, out[k]):
+        out[k], n = _where(e, wide[k - 1], differ[k])
+        if n:
             report.note(NOTE.format(path=outs[k][0], n=n))
     return out
 
@@ -76,14 +77,6 @@ NOTE = (
     "estimated again at float64 copies of the inputs (float32 steps reach across ties and "
     "kinks that float64 steps resolve)"
 )
-
-
-def _replaced(before: Any, after: Any) -> int:
-    """How many elements ``after`` (from ``wide_vjps``/``wide_jvp``) took from float64."""
-    if after is before:
-        return 0
-    b, a = np.asarray(before.error), np.asarray(after.error)
-    return int(np.count_nonzero(a != b)) if a.shape == b.shape else 0
 
 
 def wide_jvp(
@@ -99,49 +92,48 @@ def wide_jvp(
     if differ is None or not differ.any():
         return est
 
-    def estimate(points: list[Any]) -> Any:
-        dots = [_as64(d) for _, d in pairs]
+    def estimate(points: list[Any], dots: list[Any]) -> Any:
         return broadcast_jvp(fdm, g, *zip(points, dots, strict=True), y=g(*points))
 
-    out = _where(est, _again(estimate, primals, g, y), differ)
-    if n := _replaced(est, out):
+    out, n = _where(est, _again(estimate, primals, [d for _, d in pairs], g, y), differ)
+    if n:
         report.note(NOTE.format(path="ydot", n=n))
     return out
-
-
-def _as64(d: Any) -> Any:
-    d = unthunk(d)
-    return d.astype(np.float64) if isinstance(d, np.ndarray) and d.dtype.kind == "f" else d
 
 
 def _differs(actual: Any, est: Any, rtol: float, atol: float) -> Any:
     return out_of_tolerance(unthunk(actual), est.value, rtol, widen(atol, est.error))
 
 
-def _again(estimate: Callable[[list[Any]], Any], primals: Sequence[Any], g: Any, y: Any) -> Any:
-    """``estimate`` at float64 copies of ``primals`` where ``wide_point`` allows; else None."""
-    wide = wide_point(g, primals, [], y)
+def _again(
+    estimate: Callable[[list[Any], list[Any]], Any], primals: Sequence[Any],
+    dots: Sequence[Any], g: Any, y: Any,
+) -> Any:  # fmt: skip
+    """``estimate(points, dots)`` at float64 copies of ``primals`` and of the tangents ``dots``
+    (``wide_point``, where ``g`` takes and agrees with them); else None."""
+    wide = wide_point(g, primals, dots, y)
     if wide is None:
         return None
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            return estimate(wide[0])
+            return estimate(*wide)
         except Exception:  # the reference at the point itself stands
             return None
 
 
-def _where(low: Any, wide: Any, differ: Any) -> Any:
+def _where(low: Any, wide: Any, differ: Any) -> tuple[Any, int]:
     """``low`` with ``wide``'s value and error at the elements ``differ`` where ``wide``'s
-    error is finite, in ``low``'s dtype; ``low`` as it is for estimates of other shapes."""
+    error is finite, in ``low``'s dtype, and how many those were; ``low`` as it is (and 0) for
+    estimates of other shapes."""
     if wide is None or differ is None or not np.any(differ):
-        return low
+        return low, 0
     lv, wv = np.asarray(low.value), np.asarray(wide.value)
     le, we = np.asarray(low.error, dtype=np.float64), np.asarray(wide.error, dtype=np.float64)
     if not (lv.shape == wv.shape == le.shape == we.shape == np.shape(differ)):
-        return low
+        return low, 0
     take = np.asarray(differ) & np.isfinite(we)
     if not take.any():
-        return low
+        return low, 0
     value = np.where(take, wv, lv).astype(lv.dtype, copy=False)
-    return low._replace(value=value, error=np.where(take, we, le))
+    return low._replace(value=value, error=np.where(take, we, le)), int(take.sum())
