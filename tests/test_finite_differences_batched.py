@@ -107,6 +107,40 @@ def test_a_retry_evaluates_only_the_members_that_need_it() -> None:
     np.testing.assert_allclose(est.value, _log_vjp(x), rtol=1e-7)
 
 
+def _vjp_calls(x: Any, ybar: Any) -> tuple[int, Any]:
+    calls = [0]
+
+    def f(x: Any) -> Any:
+        calls[0] += 1
+        return _softmax(x)
+
+    (est,) = batched_vjp(None, "(n)->(n)", f, ybar, x)
+    return calls[0], est
+
+
+def test_the_fallbacks_of_every_core_coordinate_share_their_calls() -> None:
+    # A member's stencil across 0 is estimated again on its side of 0 (a fallback). One such
+    # member in every core coordinate costs the calls of one: the fallbacks of all coordinates
+    # run on one sub-batch, a member in it once per coordinate it needs.
+    rng = np.random.default_rng(5)
+    x, ybar = rng.uniform(1.0, 2.0, (500, 6)), rng.standard_normal((500, 6))
+    one, every = x.copy(), x.copy()
+    one[7, 2] = 1e-9
+    for c, b in enumerate([100, 9, 7, 50, 51, 52]):
+        every[b, c] = 1e-9 * (-1) ** c
+    plain, _ = _vjp_calls(x, ybar)
+    calls_one, _ = _vjp_calls(one, ybar)
+    calls_every, est = _vjp_calls(every, ybar)
+    assert plain < calls_one == calls_every
+    assert np.all(np.abs(est.value - _softmax_vjp(every, ybar)) <= 10 * est.error + 1e-12)
+    assert np.max(est.error) < 1e-10
+    # the jvp settles the same members the same way
+    dot = rng.standard_normal(x.shape)
+    jvp = batched_jvp(None, "(n)->(n)", _softmax, (every,), (dot,))
+    exact = _softmax_vjp(every, dot)  # softmax's Jacobian is symmetric
+    assert np.all(np.abs(jvp.value - exact) <= 10 * jvp.error + 1e-12)
+
+
 def test_a_function_raising_for_the_whole_batch() -> None:
     # One member outside the domain voids the evaluation of its whole sub-batch; the others'
     # values come back at the next stage that re-evaluates them, on a sub-batch again.

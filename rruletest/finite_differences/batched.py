@@ -9,14 +9,17 @@ only on member ``b`` of the perturbation, the engine's elementwise case. Every p
 ``dy[b, :] / dx_j[b, c]`` comes out of one stencil run, and the cost is the core size times a
 stencil's evaluations, whatever the number of batch members.
 
-The batch is flattened to the rows of ``estimation.run_rows``: every member is estimated and
-checked at once, and the fallbacks a few members need (a domain edge, a failed check) run on a
-problem of those members alone. Each member's values are remembered by its input value
-(``_Members``), and an evaluation computes only the members at new points, gathered into a
-*sub-batch* (``f`` acts independently along its batch axes, so they are a valid input of their
-own): a fallback costs the members it re-works, and the work per member stays constant as the
-batch grows. Where the perturbed argument does not carry the whole output batch (an operand
-shared by every member), each evaluation takes the whole batch, as the engine's ``run``.
+The batch is flattened to rows (``estimation.first_rows``): for each core coordinate every
+member is estimated and checked at once; the fallbacks a few members need (a domain edge, a
+failed check, a stencil across 0) then run for every coordinate's members together, on one
+problem of those members alone (``estimation.finish_rows``), so a fallback stage is one call
+of ``f`` however many coordinates need it. Each member's values are remembered by its input
+value (``members.Members``), and an evaluation computes only the members at new points,
+gathered into a *sub-batch* (``f`` acts independently along its batch axes, so they are a
+valid input of their own, a member in it once per coordinate it is needed for): a fallback
+costs the members it re-works, and the work per member stays constant as the batch grows.
+Where the perturbed argument does not carry the whole output batch (an operand shared by every
+member), each evaluation takes the whole batch, as the engine's ``run``.
 
 >>> import numpy as np
 >>> from rruletest.rules.info import Signature
@@ -38,8 +41,9 @@ import numpy as np
 import numpy.typing as npt
 
 from rruletest.finite_differences.dense import check_fdm
-from rruletest.finite_differences.estimation import run, run_rows
-from rruletest.finite_differences.problem import Estimate, OutputError, Problem, reduce_to
+from rruletest.finite_differences.estimation import Pending, finish_rows, first_rows, run
+from rruletest.finite_differences.members import Members, evaluate_joined
+from rruletest.finite_differences.problem import Estimate, Problem, reduce_to
 from rruletest.rules.info import Signature
 
 __all__ = ["batched_jvp", "batched_vjp", "sub_batches"]
@@ -51,79 +55,6 @@ F64 = npt.NDArray[np.float64]
 def _core_index(c: tuple[int, ...]) -> Any:
     """The index of core coordinate ``c`` in every batch member: ``(..., *c)``."""
     return (Ellipsis, *c)
-
-
-#: Member values remembered per core coordinate (8 bytes each) for the engine's re-evaluations.
-MEMO_VALUES = 1 << 22
-
-
-class _Members:
-    """The values of ``f`` per batch member, remembered by the member's input value.
-
-    ``evaluate(rows, t)`` gives the outputs of the members ``rows`` (flat indices into the
-    batch) perturbed to ``t`` (one value each): members whose value was seen before (or is the
-    primal point) take the remembered outputs, the others are evaluated by
-    ``compute(index, t)`` on those members alone (``index`` None: the whole batch, in order). A
-    member where ``f`` raises a domain-type error gets NaN.
-    """
-
-    def __init__(
-        self, t0: Arr, y0: Arr, compute: Callable[[npt.NDArray[np.intp] | None, Arr], Arr]
-    ) -> None:
-        self.size = t0.size
-        self.per = y0.size // max(self.size, 1)  # output values per member
-        # (members or None for all of them, their input values, their outputs)
-        self.seen: list[tuple[Arr | None, Arr, Arr]] = [
-            (None, t0.reshape(-1), y0.reshape(self.size, self.per))
-        ]
-        self.compute = compute
-        self.dtype = y0.dtype if y0.dtype.kind in "fc" else np.dtype(np.float64)
-        self.budget = MEMO_VALUES
-
-    def _recall(self, rows: Arr, tf: Arr, out: Arr) -> Arr:
-        """Fill ``out`` where a member's value was seen; returns the members still needed."""
-        need = np.ones(rows.size, dtype=bool)
-        for members, tp, yp in reversed(self.seen):
-            if members is None:
-                hit = need & (tf == tp[rows])
-                at = rows
-            else:
-                pos = np.minimum(np.searchsorted(members, rows), members.size - 1)
-                hit = need & (members[pos] == rows) & (tf == tp[pos])
-                at = pos
-            if hit.any():
-                out[hit] = yp[at[hit]]
-                need &= ~hit
-                if not need.any():
-                    break
-        return need
-
-    def evaluate(self, rows: Arr, t: Arr) -> Arr:
-        tf = t.reshape(-1)
-        out = np.empty((rows.size, self.per), self.dtype)
-        need = self._recall(rows, tf, out)
-        if need.any():
-            index = rows[need]
-            whole = index.size == self.size
-            try:
-                y = np.asarray(self.compute(None if whole else index, tf[need]))
-            except OutputError:
-                raise
-            except (ArithmeticError, ValueError):
-                out[need] = np.nan  # outside the domain: the engine shrinks these steps
-            else:
-                if y.size != index.size * self.per:
-                    raise OutputError(
-                        f"the function's output changed shape under perturbation: {y.shape} "
-                        f"for {index.size} batch members, {self.per} values per member at the "
-                        "primal point"
-                    )
-                out[need] = y.reshape(index.size, self.per)
-        if self.budget >= out.size:
-            self.budget -= out.size
-            members = None if rows.size == self.size else rows
-            self.seen.append((members, tf.copy(), out))
-        return out
 
 
 class _Partials:
@@ -145,57 +76,145 @@ class _Partials:
         self.fdm, self.f, self.xs, self.j = check_fdm(fdm), f, list(xs), j
         self.calls = 1
         self.gather = _gatherers(sig, xs, j, self.y0.shape[: self.y0.ndim - out_core])
+        self.size = int(np.prod(self.batch, dtype=np.intp))
 
     def coordinates(self) -> list[tuple[tuple[int, ...], bool]]:
         parts = [False, True] if self.x.dtype.kind == "c" else [False]
         return [(c, imag) for c in np.ndindex(*self.core) for imag in parts]
 
-    def estimate(self, c: tuple[int, ...], imag: bool) -> Estimate:
-        x0 = self.x
-        sel: Any = (Ellipsis, *c)
-        base = x0[sel].imag if imag else x0[sel].real
+    def _set(self, x: Arr, sel: Any, t: Arr, imag: Any) -> None:
+        """Core coordinate(s) ``sel`` of ``x`` set to ``t``: its imaginary part where
+        ``imag``, else its real part (complex ``x``)."""
+        if x.dtype.kind != "c":
+            x[sel] = t
+        else:
+            cur = x[sel]
+            x[sel] = np.where(imag, cur.real + 1j * t, t + 1j * cur.imag)
 
-        def compute(index: npt.NDArray[np.intp] | None, t: Arr) -> Any:
-            args = list(self.xs)
-            if index is None or self.gather is None:
-                x = x0.copy()
-                t = t.reshape(self.batch)
-            else:
-                args = [g(index) for g in self.gather]
-                x = args[self.j]
-            if x0.dtype.kind != "c":
-                x[sel] = t
-            elif imag:
-                x[sel] = x[sel].real + 1j * t
-            else:
-                x[sel] = t + 1j * x[sel].imag
-            args[self.j] = x
+    def run(
+        self,
+        coords: Sequence[tuple[tuple[int, ...], bool]],
+        take: Callable[[int, Estimate, npt.NDArray[np.intp]], None],
+        fix: Callable[[int, npt.NDArray[np.intp], Estimate], None],
+    ) -> None:
+        """The estimates of ``dy / dx_j[..., c]`` for the core coordinates ``coords``: each
+        coordinate ``k``'s, with every member estimated and checked at once, is given to
+        ``take(k, estimate, pending)`` (shaped like ``y``; ``pending`` the flat batch members
+        whose estimates are not final yet); then the fallbacks of every coordinate's pending
+        members run on one problem of all of them, and ``fix(k, members, rows)`` gives
+        coordinate ``k``'s final estimates for those ``members`` (one row each). So a
+        fallback stage costs one call of ``f`` (on the members that need it, of any
+        coordinate), not one per coordinate that needs it.
+        """
+        x0 = self.x
+        none = np.zeros(0, dtype=np.intp)
+        if self.gather is None:
+            # The perturbed argument does not carry the whole output batch: each evaluation
+            # takes the whole batch, as the engine's ``run``.
+            for k, (c, imag) in enumerate(coords):
+                sel: Any = (Ellipsis, *c)
+                base = x0[sel].imag if imag else x0[sel].real
+                t0 = np.array(base, dtype=x0.real.dtype).reshape(self.t_shape)
+                prob = Problem(functools.partial(self._whole, sel, imag), t0, centre=self.y0)
+                take(k, run(self.fdm, prob, check_all=True), none)
+            return
+        size = self.size
+        lead = (1,) * (len(self.t_shape) - len(self.batch))
+        y_rows = self.y0.reshape((size, *self.y0.shape[len(self.batch) :]))
+        flat_core = [int(np.ravel_multi_index(c, self.core)) if c else 0 for c, _ in coords]
+        imags = np.array([imag for _, imag in coords], dtype=bool)
+        memory: list[Members] = []
+        pending: list[tuple[int, Pending]] = []
+
+        def sub_batch(group: Arr, index: Arr, t: Arr) -> Any:
+            """Members ``index``, each with its coordinate (of ``coords[group]``) at ``t``."""
+            args = [g(index) for g in self.gather or ()]
+            x = args[self.j]
+            flat = x.reshape(index.size, -1)
+            at = (np.arange(index.size), np.asarray(flat_core)[group])
+            self._set(flat, at, t.astype(flat.real.dtype, copy=False), imags[group])
             self.calls += 1
             return self.f(*args)
 
-        t0 = np.array(base, dtype=x0.real.dtype).reshape(self.t_shape)
-        if self.gather is None:
-            prob = Problem(functools.partial(compute, None), t0, centre=self.y0)
-            return run(self.fdm, prob, check_all=True)
-        # The batch flattened to rows: fallbacks re-work the members that need them alone.
-        size = t0.size
-        lead = (1,) * (len(self.t_shape) - len(self.batch))
-        y_rows = self.y0.reshape((size, *self.y0.shape[len(self.batch) :]))
-        members = _Members(t0, y_rows, compute)
-
-        def problem(rows: npt.NDArray[np.intp]) -> Problem:
+        def problem(k: int, rows: npt.NDArray[np.intp]) -> Problem:
             def phi(t: Arr) -> Arr:
-                return members.evaluate(rows, t).reshape((rows.size, *y_rows.shape[1:]))
+                return memory[k].evaluate(rows, t).reshape((rows.size, *y_rows.shape[1:]))
 
-            t_rows = t0.reshape(-1)[rows].reshape((rows.size, *lead))
+            t_rows = memory[k].t0[rows].reshape((rows.size, *lead))
             return Problem(phi, t_rows, centre=y_rows[rows])
 
-        est = run_rows(self.fdm, problem(np.arange(size)), problem)
-        return Estimate(
-            np.asarray(est.value).reshape(self.y0.shape),
-            np.asarray(est.error).reshape(self.y0.shape),
-            np.asarray(est.step).reshape(self.t_shape),
-        )
+        for k, (c, imag) in enumerate(coords):
+            sel = (Ellipsis, *c)
+            base = x0[sel].imag if imag else x0[sel].real
+            t0 = np.array(base, dtype=x0.real.dtype).reshape(-1)
+            memory.append(Members(t0, y_rows, self._compute_for(k, coords, sub_batch)))
+            est, pend = first_rows(self.fdm, problem(k, np.arange(size)))
+            take(
+                k,
+                _shaped_like(est, self.y0.shape, self.t_shape),
+                none if pend is None else pend.at,
+            )
+            if pend is None:
+                memory[k].keep(none)
+            else:
+                memory[k].keep(pend.at)
+                pending.append((k, pend))
+        if not pending:
+            return
+        # Every coordinate's pending members as the rows of one problem (each coordinate's
+        # memory now holds those members alone).
+        groups = [(k, p.at) for k, p in pending]
+        joined = Pending.joined([p for _, p in pending])
+        t_all = np.concatenate([memory[k].t0[rows] for k, rows in groups])
+        centre = np.concatenate([y_rows[rows] for _, rows in groups])
+        bounds = np.cumsum([0, *(rows.size for _, rows in groups)])
+
+        def phi(t: Arr) -> Arr:
+            tf = t.reshape(-1)
+            parts = [
+                (memory[k], rows, tf[bounds[g] : bounds[g + 1]])
+                for g, (k, rows) in enumerate(groups)
+            ]
+            ks = np.array([k for k, _ in groups])
+            outs = evaluate_joined(parts, lambda g, i, tt: sub_batch(ks[g], i, tt))
+            return np.concatenate(outs).reshape((tf.size, *y_rows.shape[1:]))
+
+        sub = Problem(phi, t_all.reshape((t_all.size, *lead)), centre=centre)
+        fixed = finish_rows(self.fdm, sub, joined)
+        for g, (k, rows) in enumerate(groups):
+            piece = slice(int(bounds[g]), int(bounds[g + 1]))
+            fix(k, rows, Estimate(*(np.asarray(a)[piece] for a in fixed)))
+
+    def _compute_for(
+        self, k: int, coords: Sequence[tuple[tuple[int, ...], bool]], sub_batch: Any
+    ) -> Callable[[npt.NDArray[np.intp] | None, Arr], Any]:
+        def compute(index: npt.NDArray[np.intp] | None, t: Arr) -> Any:
+            if index is None:
+                return self._whole_rows(coords[k], t)
+            return sub_batch(np.zeros(index.size, dtype=np.intp) + k, index, t)
+
+        return compute
+
+    def _whole_rows(self, coord: tuple[tuple[int, ...], bool], t: Arr) -> Any:
+        c, imag = coord
+        return self._whole((Ellipsis, *c), imag, t)
+
+    def _whole(self, sel: Any, imag: bool, t: Arr) -> Any:
+        """``f`` with coordinate ``sel`` of every batch member of ``x_j`` set to ``t``."""
+        args = list(self.xs)
+        x = self.x.copy()
+        self._set(x, sel, np.asarray(t).reshape(self.batch), imag)
+        args[self.j] = x
+        self.calls += 1
+        return self.f(*args)
+
+
+def _shaped_like(est: Estimate, y_shape: tuple[int, ...], t_shape: tuple[int, ...]) -> Estimate:
+    return Estimate(
+        np.asarray(est.value).reshape(y_shape),
+        np.asarray(est.error).reshape(y_shape),
+        np.asarray(est.step).reshape(t_shape),
+    )
 
 
 def _shared(x: Any, index: npt.NDArray[np.intp]) -> Any:
@@ -259,27 +278,46 @@ def batched_vjp(
     yb = np.asarray(ybar)
     out = []
     for j in range(len(xs)) if which is None else which:
-        x = xs[j]
-        p = _Partials(fdm, sig, f, xs, j)
-        value = np.zeros(np.shape(x), dtype=np.result_type(np.asarray(x).dtype, np.float64))
-        error = np.zeros(np.shape(x))
-        for c, imag in p.coordinates():
-            est = p.estimate(c, imag)
-            with np.errstate(all="ignore"):
-                contrib = (np.conj(yb) * est.value).real
-                err = np.abs(yb) * est.error
-            v = reduce_to(contrib, p.t_shape, np.sum).reshape(p.batch)
-            e = reduce_to(err, p.t_shape, np.sum).reshape(p.batch)
-            sel: Any = (Ellipsis, *c)
-            if imag:
-                value[sel] = value[sel] + 1j * v
-                error[sel] = np.hypot(error[sel], e)
-            else:
-                value[sel] = value[sel] + v
-                error[sel] = e
-        x_arr = np.asarray(x)
-        out.append(Estimate(value.astype(x_arr.dtype, copy=False), error, None))
+        x = np.asarray(xs[j])
+        value, error = _vjp_part(_Partials(fdm, sig, f, xs, j), yb)
+        out.append(Estimate(value.astype(x.dtype, copy=False), error, None))
     return tuple(out)
+
+
+def _vjp_part(p: _Partials, yb: Arr) -> tuple[Arr, F64]:
+    """``J_j^T ybar`` for one argument: its value and error, shaped like ``x_j``."""
+    coords = p.coordinates()
+    yb_rows = np.broadcast_to(yb, p.y0.shape).reshape(p.size, -1)
+    vs: list[Arr] = [np.zeros(0)] * len(coords)
+    es: list[Arr] = [np.zeros(0)] * len(coords)
+
+    def take(k: int, est: Estimate, pending: Arr) -> None:
+        with np.errstate(all="ignore"):
+            contrib = (np.conj(yb) * est.value).real
+            err = np.abs(yb) * est.error
+        vs[k] = np.array(reduce_to(contrib, p.t_shape, np.sum)).reshape(p.batch)
+        es[k] = np.array(reduce_to(err, p.t_shape, np.sum)).reshape(p.batch)
+
+    def fix(k: int, members: Arr, rows: Estimate) -> None:
+        ybr = yb_rows[members]
+        with np.errstate(all="ignore"):
+            value = np.asarray(rows.value).reshape(members.size, -1)
+            error = np.asarray(rows.error).reshape(members.size, -1)
+            vs[k].reshape(-1)[members] = (np.conj(ybr) * value).real.sum(axis=1)
+            es[k].reshape(-1)[members] = (np.abs(ybr) * error).sum(axis=1)
+
+    p.run(coords, take, fix)
+    value = np.zeros(p.x.shape, dtype=np.result_type(p.x.dtype, np.float64))
+    error = np.zeros(p.x.shape)
+    for (c, imag), v, e in zip(coords, vs, es, strict=True):
+        sel: Any = (Ellipsis, *c)
+        if imag:
+            value[sel] = value[sel] + 1j * v
+            error[sel] = np.hypot(error[sel], e)
+        else:
+            value[sel] = value[sel] + v
+            error[sel] = e
+    return value, error
 
 
 def batched_jvp(
@@ -298,20 +336,42 @@ def batched_jvp(
     error: F64 = np.zeros(y0.shape)
     for j, dot in zip(range(len(xs)) if which is None else which, dots, strict=True):
         d = np.asarray(dot) if isinstance(dot, np.ndarray | float | complex | int) else None
-        if d is None or not np.any(d):
-            continue
-        p = _Partials(fdm, sig, f, xs, j)
-        d = np.broadcast_to(d, np.shape(xs[j]))
-        for c, imag in p.coordinates():
-            dc = d[_core_index(c)]
-            comp = dc.imag if imag else dc.real
-            if not np.any(comp):
-                continue
-            est = p.estimate(c, imag)
-            w = np.asarray(comp, dtype=np.float64).reshape(p.t_shape)
-            with np.errstate(all="ignore"):
-                total = total + est.value * w
-                error = error + est.error * np.abs(w)
+        if d is not None and np.any(d):
+            _jvp_part(_Partials(fdm, sig, f, xs, j), d, total, error)
     return Estimate(
         total.astype(y0.dtype, copy=False) if y0.dtype.kind in "fc" else total, error, None
     )
+
+
+def _jvp_part(p: _Partials, dot: Arr, total: Arr, error: F64) -> None:
+    """Adds ``J_j xdot_j`` for one argument to ``total`` and its error to ``error``."""
+    d = np.broadcast_to(dot, p.x.shape)
+    coords, weights = [], []
+    for c, imag in p.coordinates():
+        dc = d[_core_index(c)]
+        comp = dc.imag if imag else dc.real
+        if np.any(comp):
+            coords.append((c, imag))
+            weights.append(np.asarray(comp, dtype=np.float64).reshape(p.t_shape))
+    # Row views of the sums (members first), for the members a fallback settles last.
+    total_rows = total.reshape(p.size, -1)
+    error_rows = error.reshape(p.size, -1)
+
+    def take(k: int, est: Estimate, pending: Arr) -> None:
+        w = weights[k]
+        value, err = np.asarray(est.value), np.asarray(est.error)
+        if pending.size:  # their estimates come in ``fix``
+            value, err = value.copy(), err.copy()
+            value.reshape(p.size, -1)[pending] = 0.0
+            err.reshape(p.size, -1)[pending] = 0.0
+        with np.errstate(all="ignore"):
+            total[...] += value * w
+            error[...] += err * np.abs(w)
+
+    def fix(k: int, members: Arr, rows: Estimate) -> None:
+        w = np.broadcast_to(weights[k], p.y0.shape).reshape(p.size, -1)[members]
+        with np.errstate(all="ignore"):
+            total_rows[members] += np.asarray(rows.value).reshape(members.size, -1) * w
+            error_rows[members] += np.asarray(rows.error).reshape(members.size, -1) * np.abs(w)
+
+    p.run(coords, take, fix)

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -48,7 +48,15 @@ from rruletest.finite_differences.problem import Estimate, Problem, check_functi
 from rruletest.finite_differences.scalar import fast_estimate
 from rruletest.finite_differences.sides import across_zero, one_sided
 
-__all__ = ["estimate_function", "run", "run_rows"]
+__all__ = [
+    "Pending",
+    "estimate_function",
+    "finish_rows",
+    "first_rows",
+    "put_rows",
+    "run",
+    "run_rows",
+]
 
 Arr = npt.NDArray[Any]
 
@@ -209,6 +217,88 @@ def _run(
     return Estimate(res.value, res.error, res.step)
 
 
+class Pending(NamedTuple):
+    """The rows of a problem of independent rows that need ``_careful``'s fallbacks after the
+    first check (``first_rows``): their positions, their first check's results (one row
+    each: fields shaped like ``t`` flattened to ``(K,)``, the others ``(K, P)``), the ratio
+    that check saw, and whether the scaled round-off model may be tried for them."""
+
+    at: npt.NDArray[np.intp]
+    first: Result
+    ratio: Arr
+    ok: Arr
+
+    @staticmethod
+    def joined(parts: Sequence[Pending]) -> Pending:
+        """The rows of several problems' ``Pending``s, in order, as one (their fallbacks then
+        run on one problem of all those rows: ``finish_rows``). ``at`` is the position in the
+        joined rows."""
+        fields = [
+            np.concatenate([np.asarray(f) for f in col])
+            for col in zip(*(p.first for p in parts), strict=True)
+        ]
+        total = sum(p.at.size for p in parts)
+        return Pending(
+            np.arange(total),
+            Result(*fields),
+            np.concatenate([p.ratio for p in parts]),
+            np.concatenate([p.ok for p in parts]),
+        )
+
+
+def first_rows(m: Stencil, prob: Problem) -> tuple[Estimate, Pending | None]:
+    """The first part of ``run_rows``: every row of ``prob`` estimated and checked at once,
+    and the rows that still need fallbacks (None if none does). Their fallbacks run on a
+    problem of those rows alone, possibly beside other problems' (``finish_rows``)."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = attempt(m, prob, None, math.inf, None)
+        edge = res.retried | res.grown | straddles(m, prob, res)
+        noisy_ok = ~edge & ~res.coarse & res.done
+        suspect = (~res.done | edge | res.coarse | res.unresolved | noisy_ok) & ~prob.dead()
+        if not suspect.any():
+            return Estimate(res.value, res.error, res.step), None
+        # ``_careful`` begins with this check; the rows it leaves reliable and not vague are
+        # final, the others go through the rest of ``_careful`` on their own.
+        done, ratio = checked(m, prob, res._replace(retried=res.retried | noisy_ok), suspect)
+        vague = reduce_to(done.error >= np.abs(done.value), prob.t_shape, np.any)
+        # (every stencil across 0 is estimated again on its side: ``_across_zero``)
+        across = straddles(m, prob, done) & (prob.abs_t0 > 0)
+        again = (unreliable(prob, done) | (vague & straddles(m, prob, done)) | across) & suspect
+        est = Estimate(done.value, done.error, done.step)
+        if not again.any():
+            return est, None
+        index = np.flatnonzero(again)
+        rows = prob.t_shape[0]
+        # The rows as checked (the check is per row): ``_careful`` goes on from there.
+        part = Result(*(np.asarray(a).reshape(rows, -1)[index] for a in done))
+        part = part._replace(**{k: getattr(part, k).reshape(-1) for k in _ROW_FIELDS})
+        ok = noisy_ok.reshape(-1)[index]
+        return est, Pending(index, part, ratio.reshape(-1)[index], ok)
+
+
+def finish_rows(m: Stencil, sub: Problem, pending: Pending) -> Estimate:
+    """The fallbacks of the ``pending`` rows on ``sub``, the problem of those rows alone (in
+    the order of ``pending.at``): their estimates, shaped like ``sub``'s."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        whole = np.ones(sub.t_shape, dtype=bool)
+        first = (_shaped(pending.first, sub), pending.ratio.reshape(sub.t_shape))
+        fixed = _careful(m, sub, first[0], whole, pending.ok.reshape(sub.t_shape), first)
+        return Estimate(fixed.value, fixed.error, fixed.step)
+
+
+def put_rows(est: Estimate, index: npt.NDArray[np.intp], rows: Estimate) -> Estimate:
+    """``est`` (a problem of independent rows) with the rows at ``index`` replaced by
+    ``rows`` (copies: ``est``'s arrays are left as they are)."""
+    out = []
+    for full, piece in zip(est, rows, strict=True):
+        arr = np.array(full, dtype=np.result_type(full, piece), copy=True)
+        arr.reshape(arr.shape[0], -1)[index] = np.asarray(piece).reshape(index.size, -1)
+        out.append(arr)
+    return Estimate(*out)
+
+
 def run_rows(
     m: Stencil, prob: Problem, subset: Callable[[npt.NDArray[np.intp]], Problem]
 ) -> Estimate:
@@ -219,39 +309,10 @@ def run_rows(
     are re-worked on ``subset(index)``, the problem on those rows alone, so the fallbacks cost
     those rows, not all ``L``. The rows' estimates are those of ``run``.
     """
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = attempt(m, prob, None, math.inf, None)
-        edge = res.retried | res.grown | straddles(m, prob, res)
-        noisy_ok = ~edge & ~res.coarse & res.done
-        suspect = (~res.done | edge | res.coarse | res.unresolved | noisy_ok) & ~prob.dead()
-        if not suspect.any():
-            return Estimate(res.value, res.error, res.step)
-        # ``_careful`` begins with this check; the rows it leaves reliable and not vague are
-        # final, the others go through the rest of ``_careful`` on their own.
-        done, ratio = checked(m, prob, res._replace(retried=res.retried | noisy_ok), suspect)
-        vague = reduce_to(done.error >= np.abs(done.value), prob.t_shape, np.any)
-        # (every stencil across 0 is estimated again on its side: ``_across_zero``)
-        across = straddles(m, prob, done) & (prob.abs_t0 > 0)
-        again = (unreliable(prob, done) | (vague & straddles(m, prob, done)) | across) & suspect
-        if not again.any():
-            return Estimate(done.value, done.error, done.step)
-        index = np.flatnonzero(again)
-        rows = prob.t_shape[0]
-        # The rows as checked (the check is per row): ``_careful`` goes on from there.
-        part = Result(*(np.asarray(a).reshape(rows, -1)[index] for a in done))
-        part = part._replace(**{k: getattr(part, k).reshape(-1) for k in _ROW_FIELDS})
-        sub = subset(index)
-        whole = np.ones(sub.t_shape, dtype=bool)
-        ok = noisy_ok.reshape(-1)[index].reshape(sub.t_shape)
-        first = (_shaped(part, sub), ratio.reshape(-1)[index].reshape(sub.t_shape))
-        fixed = _careful(m, sub, first[0], whole, ok, first)
-        out = []
-        for full, piece in zip(done[:3], fixed[:3], strict=True):
-            arr = np.array(full, dtype=np.result_type(full, piece), copy=True)
-            arr.reshape(rows, -1)[index] = np.asarray(piece).reshape(index.size, -1)
-            out.append(arr)
-        return Estimate(*out)
+    est, pending = first_rows(m, prob)
+    if pending is None:
+        return est
+    return put_rows(est, pending.at, finish_rows(m, subset(pending.at), pending))
 
 
 #: The fields of a ``Result`` shaped like ``t`` (the others are shaped like the output).
