@@ -196,9 +196,42 @@ def test_numpy_array_construction_with_zeros_gives_numbers(z: AbstractZero) -> N
 
 
 @pytest.mark.parametrize("z", ZEROS)
-def test_numpy_ufunc_on_a_zero_is_refused_not_objectified(z: AbstractZero) -> None:
-    with pytest.raises(TypeError, match="does not support ufuncs"):
-        np.add(np.ones(2), z)
+def test_numpy_ufuncs_follow_the_zero_algebra_and_others_are_refused(z: AbstractZero) -> None:
+    x = np.ones(2)
+    assert np.add(x, z) is x
+    assert np.add(z, x) is x
+    assert np.multiply(x, z) is z
+    np.testing.assert_array_equal(np.subtract(z, x), -x)
+    assert np.add(z, NoTangent()) is NoTangent()
+    assert np.negative(z) is z
+    assert not np.equal(x, z)
+    assert np.not_equal(x, z)
+    with pytest.raises(TypeError, match="NotImplemented"):  # not an object array of zeros
+        np.sin(z)
+    with pytest.raises(TypeError, match="NotImplemented"):
+        np.maximum(x, z)
+    with pytest.raises(TypeError, match="cannot divide by"):
+        np.divide(x, z)
+
+
+@pytest.mark.parametrize("z", ZEROS)
+def test_accumulating_a_zero_in_place(z: AbstractZero) -> None:
+    acc = np.arange(3.0, dtype=np.float32)
+    same = acc
+    acc += z  # a pullback's zero cotangent added to a running total
+    acc -= z
+    assert acc is same
+    np.testing.assert_array_equal(acc, [0.0, 1.0, 2.0])
+    assert acc.dtype == np.float32
+    acc *= z
+    assert acc is same
+    np.testing.assert_array_equal(acc, [0.0, 0.0, 0.0])
+    out = np.full(3, 5.0)
+    assert np.add(np.ones(3), z, out=out) is out
+    np.testing.assert_array_equal(out, [1.0, 1.0, 1.0])
+    scalar = np.float64(2.0)
+    scalar += z
+    assert scalar == 2.0
 
 
 @pytest.mark.parametrize("z", ZEROS)

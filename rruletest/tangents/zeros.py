@@ -36,10 +36,12 @@ class AbstractZero:
     """A tangent that is zero whatever the primal: ``x + zero == x`` and ``zero * x == zero``.
 
     The two concrete kinds are singletons (also through ``copy`` and ``pickle``), hashable and
-    falsy. numpy defers to them (``__array_ufunc__ = None``), so ``array + zero`` is the array
-    and never an object array; where numpy must make an array of one (``np.asarray(zero)``,
-    ``np.array([zero, 1.0])``) it is a float ``0``. ``np.add(x, zero)`` (a ufunc called
-    directly) raises ``TypeError``: use the operators.
+    falsy. numpy's operators and arithmetic ufuncs follow their algebra (below), so
+    ``array + zero`` is the array and never an object array, ``np.add(x, zero)`` is ``x``, and
+    in place the result is written into the array: ``acc += zero`` leaves ``acc`` as it is,
+    ``acc *= zero`` zeroes it. Other ufuncs (``np.sin(zero)``) raise ``TypeError``. Where
+    numpy must make an array of one (``np.asarray(zero)``, ``np.array([zero, 1.0])``) it is a
+    float ``0``.
 
     ``zero + x`` is ``x`` itself, not a copy (as in ChainRulesCore), so accumulate with
     ``acc = acc + x`` rather than ``acc += x`` when ``x`` must not be modified. Equality is by
@@ -65,8 +67,6 @@ class AbstractZero:
     """
 
     __slots__ = ()
-    # Make numpy defer to our reflected operators instead of building object arrays.
-    __array_ufunc__ = None
     _instance: AbstractZero | None = None
 
     def __new__(cls) -> AbstractZero:
@@ -111,6 +111,21 @@ class AbstractZero:
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray[Any, Any]:
         return np.zeros((), dtype=np.float64 if dtype is None else dtype)
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """numpy's operators and arithmetic ufuncs with a zero operand, by the zero algebra
+        (never an object array); with ``out`` (``acc += zero``) the result is written there."""
+        out = kwargs.pop("out", None)
+        op = _UFUNCS.get(ufunc.__name__) if method == "__call__" and not kwargs else None
+        if op is None:
+            return NotImplemented
+        result = op(*inputs)
+        if result is NotImplemented or out is None:
+            return result
+        (target,) = out
+        if result is not target:
+            target[...] = 0 if isinstance(result, AbstractZero) else result
+        return target
 
     # -- algebra: zeros are absorbing under products and neutral under sums --------------
     def __add__(self, other: Any) -> Any:
@@ -178,6 +193,53 @@ class AbstractZero:
 
     conj = conjugate = transpose = sum = reshape = copy = _itself
     T = real = imag = property(_itself)
+
+
+def _zero_add(a: Any, b: Any) -> Any:
+    return a.__add__(b) if isinstance(a, AbstractZero) else b.__radd__(a)
+
+
+def _zero_subtract(a: Any, b: Any) -> Any:
+    if isinstance(a, AbstractZero):
+        return a.__sub__(b) if isinstance(b, AbstractZero) else np.negative(unthunk(b))
+    return a
+
+
+def _zero_multiply(a: Any, b: Any) -> Any:
+    return a.__mul__(b) if isinstance(a, AbstractZero) else b
+
+
+def _zero_divide(a: Any, b: Any) -> Any:
+    return b.__rtruediv__(a) if isinstance(b, AbstractZero) else a
+
+
+def _zero_unary(a: Any) -> Any:
+    return a
+
+
+def _zero_equal(a: Any, b: Any) -> bool:
+    # By kind, as ``==`` between a zero and anything else (compare values with test_approx).
+    return type(a) is type(b)
+
+
+def _zero_not_equal(a: Any, b: Any) -> bool:
+    return type(a) is not type(b)
+
+
+#: The ufuncs with a zero algebra, by name (a zero is an operand of each call).
+_UFUNCS: Final[dict[str, Callable[..., Any]]] = {
+    "add": _zero_add,
+    "subtract": _zero_subtract,
+    "multiply": _zero_multiply,
+    "matmul": _zero_multiply,
+    "divide": _zero_divide,
+    "negative": _zero_unary,
+    "positive": _zero_unary,
+    "conjugate": _zero_unary,
+    "absolute": _zero_unary,
+    "equal": _zero_equal,
+    "not_equal": _zero_not_equal,
+}
 
 
 # Not fields: the attributes of numpy arrays a zero does not define itself (``shape``, ``dtype``,
