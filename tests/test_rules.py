@@ -129,6 +129,47 @@ def test_longest_matching_key_wins(rules: RuleSet) -> None:
     assert rules.rrule(g)[0][0] == "1"  # type: ignore[index]
 
 
+def test_a_rule_that_declines_falls_back_to_a_less_specific_one(rules: RuleSet) -> None:
+    # ChainRulesCore's ``nothing``: a rule returning None has no rule for these arguments.
+    def g(*args: Any) -> None:
+        return None
+
+    def h() -> None:
+        return None
+
+    @rules.register_rrule(g, h)
+    def _specific(h: Any, x: Any) -> Any:
+        return None if x < 0 else (("specific", x), None)
+
+    @rules.register_frule(g, h)
+    def _specific_f(dots: Any, h: Any, x: Any) -> Any:
+        return None if x < 0 else ("specific", dots)
+
+    rules.register_rrule(g)(_rrule_returning("general"))
+    assert rules.rrule(g, h, 1.0)[0][0] == "specific"  # type: ignore[index]
+    assert rules.rrule(g, h, -1.0)[0][0] == "general"  # type: ignore[index]
+    assert rules.frule((None, None, 1.0), g, h, 1.0)[0] == "specific"  # type: ignore[index]
+    assert rules.frule((None, None, 1.0), g, h, -1.0) is None  # nothing else to ask
+
+
+def test_a_broadcast_rule_that_declines_falls_back_to_the_scalar_rule(rules: RuleSet) -> None:
+    rules.scalar_rule(np.sin, lambda x, y: (np.cos(x),))
+
+    @rules.register_rrule(rruletest.broadcasted, np.sin)
+    def _float64_only(f: Any, x: Any) -> Any:
+        if x.dtype != np.float64:
+            return None
+        return np.sin(x), lambda g: (NoTangent(), NoTangent(), 2 * g)  # (wrong, for the test)
+
+    x = np.linspace(-1, 1, 5)
+    _, pb = rules.rrule(rruletest.broadcasted, np.sin, x)  # type: ignore[misc]
+    assert np.array_equal(pb(np.ones(5))[2], np.full(5, 2.0))
+    y, pb = rules.rrule(rruletest.broadcasted, np.sin, x.astype(np.float32))  # type: ignore[misc]
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(pb(np.ones(5, np.float32))[2], np.cos(x), rtol=1e-6)
+    rruletest.test_rrule(rruletest.broadcasted, np.sin, x.astype(np.float32), rrule_f=rules.rrule)
+
+
 class UnhashableCallable:
     __hash__ = None  # type: ignore[assignment]
 

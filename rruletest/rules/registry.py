@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 import types
 import warnings
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any, Literal
 
 from rruletest.domains import Domain, DomainLike
@@ -315,7 +315,14 @@ class RuleSet:
 
     # -- lookup ---------------------------------------------------------------------------
     def _find(self, table: dict[Key, RuleInfo], f: Any, args: tuple[Any, ...]) -> RuleInfo | None:
-        for n in range(min(self._longest_key - 1, len(args)), 0, -1):
+        return next(self._matches(table, f, args), None)
+
+    def _matches(
+        self, table: dict[Key, RuleInfo], f: Any, args: tuple[Any, ...]
+    ) -> Iterator[RuleInfo]:
+        """The rules registered for ``f(*args)``, the most specific key first: ``(f, g)``
+        (``broadcasted`` of ``g``) before ``(f,)``."""
+        for n in range(min(self._longest_key - 1, len(args)), -1, -1):
             head = args[:n]
             if not all(callable(a) for a in head):
                 continue
@@ -324,11 +331,7 @@ class RuleSet:
             except TypeError:  # an unhashable callable argument: no key can match
                 continue
             if info is not None:
-                return info
-        try:
-            return table.get((f,))
-        except TypeError:
-            return None
+                yield info
 
     def rrule_info(self, f: Any, *args: Any) -> RuleInfo | None:
         """The registered rrule that ``rrule(f, *args)`` would use, if any (not generic ones)."""
@@ -346,10 +349,16 @@ class RuleSet:
             return None
 
     def rrule(self, f: Any, *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], Any]] | None:
-        """``(y, pullback)`` from the rule for ``f``, or None when no rule applies."""
-        info = self._find(self._rrules, f, args)
-        if info is not None and info.rrule is not None:
-            return info.rrule(*args, **kwargs)  # type: ignore[no-any-return]
+        """``(y, pullback)`` from the rule for ``f``, or None when no rule applies.
+
+        A rule that returns None declines (ChainRulesCore's ``nothing``): the next less
+        specific one is asked (``broadcasted``'s own rule after a ``(broadcasted, g)`` rule
+        that declines a float32 ``x``), then the generic rule of ``f``, if any."""
+        for info in self._matches(self._rrules, f, args):
+            if info.rrule is not None:
+                out = info.rrule(*args, **kwargs)
+                if out is not None:
+                    return out  # type: ignore[no-any-return]
         generic = generic_rrule(f)
         if generic is not None:
             return generic(self, *args, **kwargs)  # type: ignore[no-any-return]
@@ -358,10 +367,13 @@ class RuleSet:
     def frule(
         self, tangents: Sequence[Any], f: Any, *args: Any, **kwargs: Any
     ) -> tuple[Any, Any] | None:
-        """``(y, ydot)`` from the frule for ``f``, or None when no rule applies."""
-        info = self._find(self._frules, f, args)
-        if info is not None and info.frule is not None:
-            return info.frule(tuple(tangents), *args, **kwargs)  # type: ignore[no-any-return]
+        """``(y, ydot)`` from the frule for ``f``, or None when no rule applies (a rule that
+        returns None declines, as in ``rrule``)."""
+        for info in self._matches(self._frules, f, args):
+            if info.frule is not None:
+                out = info.frule(tuple(tangents), *args, **kwargs)
+                if out is not None:
+                    return out  # type: ignore[no-any-return]
         generic = generic_frule(f)
         if generic is not None:
             return generic(self, tuple(tangents), *args, **kwargs)  # type: ignore[no-any-return]
