@@ -67,10 +67,12 @@ class _Partials:
         self.x = np.asarray(xs[j])
         self.batch = sig.batch_shape(j, self.x)
         self.core = self.x.shape[len(self.batch) :]
-        self.y0 = np.asarray(f(*xs))
+        self.y0 = np.asarray(f(*map(_fresh, xs)))
         out_core = len(sig.outputs[0]) if sig.outputs else 0
         if self.y0.ndim < out_core:
             raise ValueError(f"signature {sig}: the output has shape {self.y0.shape}")
+        # output values per batch member (of ``x_j``'s batch, where it carries the output's)
+        self.per = int(np.prod(self.y0.shape[self.y0.ndim - out_core :], dtype=np.intp))
         # t carries the batch dimensions of x_j and broadcasts over the output's core.
         self.t_shape = self.batch + (1,) * out_core
         self.fdm, self.f, self.xs, self.j = check_fdm(fdm), f, list(xs), j
@@ -108,6 +110,11 @@ class _Partials:
         """
         x0 = self.x
         none = np.zeros(0, dtype=np.intp)
+        if self.y0.size == 0:  # an empty batch: nothing depends on x_j
+            zero = Estimate(np.zeros(self.y0.shape), np.zeros(self.y0.shape), None)
+            for k in range(len(coords)):
+                take(k, zero, none)
+            return
         if self.gather is None:
             # The perturbed argument does not carry the whole output batch: each evaluation
             # takes the whole batch, as the engine's ``run``.
@@ -201,7 +208,7 @@ class _Partials:
 
     def _whole(self, sel: Any, imag: bool, t: Arr) -> Any:
         """``f`` with coordinate ``sel`` of every batch member of ``x_j`` set to ``t``."""
-        args = list(self.xs)
+        args = [_fresh(a) for a in self.xs]
         x = self.x.copy()
         self._set(x, sel, np.asarray(t).reshape(self.batch), imag)
         args[self.j] = x
@@ -217,8 +224,14 @@ def _shaped_like(est: Estimate, y_shape: tuple[int, ...], t_shape: tuple[int, ..
     )
 
 
+def _fresh(x: Any) -> Any:
+    """``x``, a copy if an array: ``f`` is never given the caller's arrays (it may mutate
+    its arguments, as the primal the tester checks for that)."""
+    return x.copy() if isinstance(x, np.ndarray) else x
+
+
 def _shared(x: Any, index: npt.NDArray[np.intp]) -> Any:
-    return x
+    return _fresh(x)
 
 
 def _gatherers(
@@ -287,7 +300,6 @@ def batched_vjp(
 def _vjp_part(p: _Partials, yb: Arr) -> tuple[Arr, F64]:
     """``J_j^T ybar`` for one argument: its value and error, shaped like ``x_j``."""
     coords = p.coordinates()
-    yb_rows = np.broadcast_to(yb, p.y0.shape).reshape(p.size, -1)
     vs: list[Arr] = [np.zeros(0)] * len(coords)
     es: list[Arr] = [np.zeros(0)] * len(coords)
 
@@ -299,7 +311,8 @@ def _vjp_part(p: _Partials, yb: Arr) -> tuple[Arr, F64]:
         es[k] = np.array(reduce_to(err, p.t_shape, np.sum)).reshape(p.batch)
 
     def fix(k: int, members: Arr, rows: Estimate) -> None:
-        ybr = yb_rows[members]
+        # (only where x_j carries the output's batch: members first)
+        ybr = np.broadcast_to(yb, p.y0.shape).reshape(p.size, p.per)[members]
         with np.errstate(all="ignore"):
             value = np.asarray(rows.value).reshape(members.size, -1)
             error = np.asarray(rows.error).reshape(members.size, -1)
@@ -331,11 +344,15 @@ def batched_jvp(
     """``J xdot`` of a function with core signature ``sig`` (one tangent per argument, or per
     argument at positions ``which``; zero tangents and zero core coordinates cost nothing)."""
     sig = Signature.parse(sig)
-    y0 = np.asarray(f(*xs))
+    y0 = np.asarray(f(*map(_fresh, xs)))
     total: Arr = np.zeros(y0.shape, dtype=np.result_type(y0.dtype, np.float64))
     error: F64 = np.zeros(y0.shape)
     for j, dot in zip(range(len(xs)) if which is None else which, dots, strict=True):
-        d = np.asarray(dot) if isinstance(dot, np.ndarray | float | complex | int) else None
+        d = (
+            np.asarray(dot)
+            if isinstance(dot, np.ndarray | np.number | float | complex | int)
+            else None
+        )
         if d is not None and np.any(d):
             _jvp_part(_Partials(fdm, sig, f, xs, j), d, total, error)
     return Estimate(
@@ -353,9 +370,6 @@ def _jvp_part(p: _Partials, dot: Arr, total: Arr, error: F64) -> None:
         if np.any(comp):
             coords.append((c, imag))
             weights.append(np.asarray(comp, dtype=np.float64).reshape(p.t_shape))
-    # Row views of the sums (members first), for the members a fallback settles last.
-    total_rows = total.reshape(p.size, -1)
-    error_rows = error.reshape(p.size, -1)
 
     def take(k: int, est: Estimate, pending: Arr) -> None:
         w = weights[k]
@@ -369,7 +383,10 @@ def _jvp_part(p: _Partials, dot: Arr, total: Arr, error: F64) -> None:
             error[...] += err * np.abs(w)
 
     def fix(k: int, members: Arr, rows: Estimate) -> None:
-        w = np.broadcast_to(weights[k], p.y0.shape).reshape(p.size, -1)[members]
+        # Row views of the sums (members first: only where x_j carries the output's batch).
+        total_rows = total.reshape(p.size, p.per)
+        error_rows = error.reshape(p.size, p.per)
+        w = np.broadcast_to(weights[k], p.y0.shape).reshape(p.size, p.per)[members]
         with np.errstate(all="ignore"):
             total_rows[members] += np.asarray(rows.value).reshape(members.size, -1) * w
             error_rows[members] += np.asarray(rows.error).reshape(members.size, -1) * np.abs(w)

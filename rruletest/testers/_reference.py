@@ -169,9 +169,17 @@ def check_vjp(
             fdm = fdm_for_domain(s.fdm, domain, s.primals)
             g = functools.partial(s.f, **s.kwargs())
             which = [a.index for a in live]
-            ests = batched_vjp(fdm, sig, g, ybar, *s.primals, which=which)
+            wide = wide_point(g, s.primals, [], y_ref)  # low precision: at float64 copies
+            ests = batched_vjp(fdm, sig, g, ybar, *(wide[0] if wide else s.primals), which=which)
+            if wide:  # what float64 points cannot estimate, the point itself may
+                low = functools.partial(_batched_low, fdm, sig, g, ybar, s.primals)
+                ests = [
+                    void_from(e, functools.partial(low, j))
+                    for j, e in zip(which, ests, strict=True)
+                ]
             est_of = dict(zip(which, ests, strict=True))
-            mode = f"batched vjp over the core signature {sig} (declared by the rule)"
+            promoted = ", evaluated in float64" if wide else ""
+            mode = f"batched vjp over the core signature {sig} (declared by the rule{promoted})"
         else:
             fdm = fdm_for_domain(s.fdm, domain, s.primals)
             ncoord = coordinate_count(s.args)
@@ -281,6 +289,11 @@ def _at_primals(fdm: Any, g: Any, live: list[Any], ybar: Any, y_ref: Any, cache:
     return one
 
 
+def _batched_low(fdm: Any, sig: Any, g: Any, ybar: Any, primals: Any, j: int) -> Any:
+    """The batched vjp of argument ``j`` at the (low-precision) primals themselves."""
+    return batched_vjp(fdm, sig, g, ybar, *primals, which=[j])[0]
+
+
 @quiet_reference
 def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) -> None:
     """Check: ``ydot`` matches the numerical jvp chosen for ``f`` along the input tangents
@@ -319,8 +332,14 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
         ):
             fdm = fdm_for_domain(s.fdm, domain, s.primals)
             g = functools.partial(s.f, **s.kwargs())
-            est = batched_jvp(fdm, sig, g, s.primals, dots, which=[a.index for a in live])
-            mode = f"batched jvp over the core signature {sig} (declared by the rule)"
+            which = [a.index for a in live]
+            wide = wide_point(g, s.primals, dots, y_ref)  # low precision: at float64 copies
+            xs, ds = wide or (s.primals, dots)
+            est = batched_jvp(fdm, sig, g, xs, ds, which=which)
+            if wide:  # what float64 points cannot estimate, the point itself may
+                est = void_from(est, lambda: batched_jvp(fdm, sig, g, s.primals, dots, which))
+            promoted = ", evaluated in float64" if wide else ""
+            mode = f"batched jvp over the core signature {sig} (declared by the rule{promoted})"
         else:
             fdm = fdm_for_domain(s.fdm, domain, s.primals)
             g = closed_over(s.f, s.fkwargs, s.primals, [a.index for a in live])
