@@ -431,3 +431,51 @@ def test_low_precision_batches_are_estimated_at_float64_copies(dtype: Any, off: 
         test_frule(_norm, x, frule_f=_norm_rules(off, rows).frule, rng=0)
     assert f"ydot: 1 of {rows} elements differ" in str(info.value)
     assert f"at [{rows // 2}]" in str(info.value)
+
+
+def _relu_softmax(x: Any) -> Any:
+    return _softmax(np.maximum(x, 0.0))
+
+
+def _relu_softmax_rules(off: float) -> RuleSet:
+    """Rules of ``softmax(relu(x))`` (relu's derivative 0 at 0), one element ``off``."""
+    rules = RuleSet("relu_softmax")
+
+    @rules.register_rrule(_relu_softmax, signature="(n)->(n)")
+    def _rrule(x: Any) -> Any:
+        def pullback(g: Any) -> Any:
+            g = unthunk(g)
+            if isinstance(g, ZeroTangent):
+                return NoTangent(), np.zeros_like(x)
+            xbar = _softmax_vjp(np.maximum(x, 0.0), g) * (x > 0)
+            xbar[1, 2] *= 1 + off
+            return NoTangent(), xbar
+
+        return _relu_softmax(x), pullback
+
+    @rules.register_frule(_relu_softmax, signature="(n)->(n)")
+    def _frule(tangents: Any, x: Any) -> Any:
+        ydot = _softmax_vjp(np.maximum(x, 0.0), tangents[1] * (x > 0))  # (symmetric)
+        ydot[1, 2] *= 1 + off
+        return _relu_softmax(x), ydot
+
+    return rules
+
+
+@pytest.mark.parametrize("tester", ["rrule", "frule"])
+def test_a_right_rule_at_kinks_passes_with_a_note(tester: str) -> None:
+    # relu at 0 in some members: a central difference there averages relu's two slopes; the
+    # one-sided walk (as for the dense references) accepts the rule's one-sided derivative.
+    x = np.random.default_rng(0).standard_normal((20, 4))
+    x[::3, 1] = 0.0
+    run = test_rrule if tester == "rrule" else test_frule
+    kw = "rrule_f" if tester == "rrule" else "frule_f"
+    report = run(_relu_softmax, x, rng=0, **{kw: getattr(_relu_softmax_rules(0.0), tester)})
+    assert report.numerical is not None
+    assert report.numerical.startswith(f"batched {'vjp' if tester == 'rrule' else 'jvp'}")
+    assert any("is at a kink along the tangent" in n for n in report.notes)
+    with pytest.raises(AssertionError) as info:
+        run(_relu_softmax, x, rng=0, **{kw: getattr(_relu_softmax_rules(1e-3), tester)})
+    where = "args[0]" if tester == "rrule" else "ydot"
+    assert f"{where}: 1 of 80 elements differ" in str(info.value)
+    assert "at [1, 2]" in str(info.value)

@@ -35,11 +35,11 @@ from rruletest.finite_differences import (
     broadcast_vjp,
     jvp_estimate,
 )
-from rruletest.finite_differences.batched import batched_jvp, batched_vjp
 from rruletest.finite_differences.half import half_broadcast_jvp, half_broadcast_vjp, has_half
 from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
 from rruletest.testers import _constrained, _findings
 from rruletest.testers._adjoint import check_adjoint
+from rruletest.testers._batched import batched_jvp_reference, batched_vjp_reference
 from rruletest.testers._checks import compare
 from rruletest.testers._conj_hint import conj_hint
 from rruletest.testers._declared import checked_signature
@@ -167,19 +167,8 @@ def check_vjp(
             )
         ):
             fdm = fdm_for_domain(s.fdm, domain, s.primals)
-            g = functools.partial(s.f, **s.kwargs())
             which = [a.index for a in live]
-            wide = wide_point(g, s.primals, [], y_ref)  # low precision: at float64 copies
-            ests = batched_vjp(fdm, sig, g, ybar, *(wide[0] if wide else s.primals), which=which)
-            if wide:  # what float64 points cannot estimate, the point itself may
-                low = functools.partial(_batched_low, fdm, sig, g, ybar, s.primals)
-                ests = [
-                    void_from(e, functools.partial(low, j))
-                    for j, e in zip(which, ests, strict=True)
-                ]
-            est_of = dict(zip(which, ests, strict=True))
-            promoted = ", evaluated in float64" if wide else ""
-            mode = f"batched vjp over the core signature {sig} (declared by the rule{promoted})"
+            est_of, mode, g, points = batched_vjp_reference(s, fdm, sig, ybar, y_ref, which)
         else:
             fdm = fdm_for_domain(s.fdm, domain, s.primals)
             ncoord = coordinate_count(s.args)
@@ -211,7 +200,7 @@ def check_vjp(
     expected = {a.index: est_of[a.index].value for a in live}
     if _is_broadcast(s) and g is not None:
         expected = _kinks_vjp(s, fdm, g, ybar, out, est_of, expected, rtol, atol)
-    elif mode.startswith("dense") and g is not None:
+    elif mode.startswith(("dense", "batched")) and g is not None:
         expected = _findings.kinks_dense(s.report, fdm, g, ybar, out, live, est_of, expected,
                                          rtol, atol, points)  # fmt: skip
     allowance = Allowance(
@@ -223,7 +212,7 @@ def check_vjp(
         est = est_of[a.index]
         ref, counts = masked(out[a.index + 1], expected[a.index], est.error)
         tol = widen(atol, est.error)
-        if mode.startswith("dense"):
+        if mode.startswith(("dense", "batched")):
             tol = allowance.widened(report, a.path, out[a.index + 1], ref, rtol, tol, k)
         found = compare(
             report,
@@ -289,11 +278,6 @@ def _at_primals(fdm: Any, g: Any, live: list[Any], ybar: Any, y_ref: Any, cache:
     return one
 
 
-def _batched_low(fdm: Any, sig: Any, g: Any, ybar: Any, primals: Any, j: int) -> Any:
-    """The batched vjp of argument ``j`` at the (low-precision) primals themselves."""
-    return batched_vjp(fdm, sig, g, ybar, *primals, which=[j])[0]
-
-
 @quiet_reference
 def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) -> None:
     """Check: ``ydot`` matches the numerical jvp chosen for ``f`` along the input tangents
@@ -331,15 +315,8 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
             ruleset_of(frule_f).frule_info(s.f, *s.primals), s, y_ref, "register_frule"
         ):
             fdm = fdm_for_domain(s.fdm, domain, s.primals)
-            g = functools.partial(s.f, **s.kwargs())
             which = [a.index for a in live]
-            wide = wide_point(g, s.primals, dots, y_ref)  # low precision: at float64 copies
-            xs, ds = wide or (s.primals, dots)
-            est = batched_jvp(fdm, sig, g, xs, ds, which=which)
-            if wide:  # what float64 points cannot estimate, the point itself may
-                est = void_from(est, lambda: batched_jvp(fdm, sig, g, s.primals, dots, which))
-            promoted = ", evaluated in float64" if wide else ""
-            mode = f"batched jvp over the core signature {sig} (declared by the rule{promoted})"
+            est, mode, g, pairs = batched_jvp_reference(s, fdm, sig, dots, y_ref, which)
         else:
             fdm = fdm_for_domain(s.fdm, domain, s.primals)
             g = closed_over(s.f, s.fkwargs, s.primals, [a.index for a in live])
@@ -365,7 +342,7 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
     expected = est.value
     broadcast = _is_broadcast(s)
     general = mode.startswith(("finite-difference Jacobian", "finite-difference jvp"))
-    if g is not None and (broadcast or general):
+    if g is not None and (broadcast or general or mode.startswith("batched")):
         try:
             if broadcast:
                 expected, lines = kinks_jvp(fdm, g, ydot, pairs, est.value, rtol,
@@ -382,7 +359,7 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
             report.note(line)
     ref, counts = masked(ydot, expected, est.error)
     tol = widen(atol, est.error)
-    if frule_f is not None and mode.startswith("finite-difference Jacobian"):
+    if frule_f is not None and mode.startswith(("finite-difference Jacobian", "batched")):
         by_index = {a.index: t for a, t in zip(live, dots, strict=True)}
         tangents = [by_index.get(a.index, NO_TANGENT) for a in s.args]
         allowance = Allowance(
