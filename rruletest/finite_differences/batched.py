@@ -155,7 +155,7 @@ class _Partials:
             base = x0[sel].imag if imag else x0[sel].real
             t0 = np.array(base, dtype=x0.real.dtype).reshape(-1)
             memory.append(Members(t0, y_rows, self._compute_for(k, coords, sub_batch)))
-            est, pend = first_rows(self.fdm, problem(k, np.arange(size)))
+            est, pend = first_rows(self.fdm, problem(k, np.arange(size)), shrink_edges=False)
             take(
                 k,
                 _shaped_like(est, self.y0.shape, self.t_shape),
@@ -168,29 +168,53 @@ class _Partials:
                 pending.append((k, pend))
         if not pending:
             return
-        # Every coordinate's pending members as the rows of one problem (each coordinate's
-        # memory now holds those members alone).
-        groups = [(k, p.at) for k, p in pending]
-        joined = Pending.joined([p for _, p in pending])
-        t_all = np.concatenate([memory[k].t0[rows] for k, rows in groups])
-        centre = np.concatenate([y_rows[rows] for _, rows in groups])
-        bounds = np.cumsum([0, *(rows.size for _, rows in groups)])
 
-        def phi(t: Arr) -> Arr:
-            tf = t.reshape(-1)
-            parts = [
-                (memory[k], rows, tf[bounds[g] : bounds[g + 1]])
-                for g, (k, rows) in enumerate(groups)
-            ]
+        def joined(groups: list[tuple[int, Arr]]) -> tuple[Problem, Arr]:
+            """One problem of the coordinates' members ``groups`` (``(k, members)``, in
+            order), each coordinate's memory holding those members alone; its bounds."""
+            t_all = np.concatenate([memory[k].t0[rows] for k, rows in groups])
+            bounds = np.cumsum([0, *(rows.size for _, rows in groups)])
             ks = np.array([k for k, _ in groups])
-            outs = evaluate_joined(parts, lambda g, i, tt: sub_batch(ks[g], i, tt))
-            return np.concatenate(outs).reshape((tf.size, *y_rows.shape[1:]))
 
-        sub = Problem(phi, t_all.reshape((t_all.size, *lead)), centre=centre)
-        fixed = finish_rows(self.fdm, sub, joined)
-        for g, (k, rows) in enumerate(groups):
-            piece = slice(int(bounds[g]), int(bounds[g + 1]))
-            fix(k, rows, Estimate(*(np.asarray(a)[piece] for a in fixed)))
+            def phi(t: Arr) -> Arr:
+                tf = t.reshape(-1)
+                parts = [
+                    (memory[k], rows, tf[bounds[g] : bounds[g + 1]])
+                    for g, (k, rows) in enumerate(groups)
+                ]
+                outs = evaluate_joined(parts, lambda g, i, tt: sub_batch(ks[g], i, tt))
+                return np.concatenate(outs).reshape((tf.size, *y_rows.shape[1:]))
+
+            centre = np.concatenate([y_rows[rows] for _, rows in groups])
+            return Problem(phi, t_all.reshape((t_all.size, *lead)), centre=centre), bounds
+
+        def settle(groups: list[tuple[int, Arr]], est: Estimate, bounds: Arr, keep: Arr) -> None:
+            """Each group's estimates (rows of ``est``) given to ``fix``, but for ``keep``."""
+            for g, (k, rows) in enumerate(groups):
+                piece = np.arange(bounds[g], bounds[g + 1])
+                if (piece := piece[~np.isin(piece, keep)]).size:
+                    fix(k, rows[piece - bounds[g]], Estimate(*(np.asarray(a)[piece] for a in est)))
+
+        # The members whose points left the domain: their steps shrink on one problem of all
+        # coordinates' (as ``first_rows`` with shrinking would have done for each).
+        cut = [(k, p.rows(p.cut)) for k, p in pending if p.cut.any()]
+        pending = [(k, p.rows(~p.cut)) for k, p in pending if not p.cut.all()]
+        if cut:
+            groups = [(k, p.at) for k, p in cut]
+            prob, bounds = joined(groups)
+            est, again = first_rows(self.fdm, prob)
+            settle(groups, est, bounds, none if again is None else again.at)
+            for g, (k, rows) in enumerate(groups):
+                part = again and again.rows((again.at >= bounds[g]) & (again.at < bounds[g + 1]))
+                if part and part.at.size:
+                    pending.append((k, part._replace(at=rows[part.at - bounds[g]])))
+        if not pending:
+            return
+        # Every coordinate's pending members as the rows of one problem.
+        groups = [(k, p.at) for k, p in pending]
+        sub, bounds = joined(groups)
+        fixed = finish_rows(self.fdm, sub, Pending.joined([p for _, p in pending]))
+        settle(groups, fixed, bounds, none)
 
     def _compute_for(
         self, k: int, coords: Sequence[tuple[tuple[int, ...], bool]], sub_batch: Any
