@@ -300,3 +300,222 @@ def test_a_call_the_signature_does_not_describe_uses_another_reference() -> None
         "the rule's core signature (n)->(n) does not fit this call (argument 0 has shape (), "
         "fewer dimensions than its core (n)): not used"
     ) in report.notes
+
+
+@pytest.mark.parametrize(
+    ("sig", "f", "xs"),
+    [
+        ("(n)->(n)", _softmax, [np.zeros((0, 5))]),
+        ("(n)->()", lambda x: x.sum(axis=-1), [np.zeros((3, 0, 2))]),
+        ("(m,k),(k,n)->(m,n)", np.matmul, [np.zeros((0, 3, 2)), np.ones((2, 3))]),
+    ],
+)
+def test_an_empty_batch_has_zero_partials(sig: str, f: Any, xs: list[Any]) -> None:
+    y = f(*xs)
+    ests = batched_vjp(None, sig, f, np.ones(y.shape), *xs)
+    for est, x in zip(ests, xs, strict=True):
+        assert est.value.shape == x.shape
+        assert not np.any(est.value)
+        assert not np.any(est.error)
+    jvp = batched_jvp(None, sig, f, xs, [np.ones(x.shape) for x in xs])
+    assert jvp.value.shape == y.shape
+
+
+def _doubling_sin(x: Any) -> Any:
+    x *= 2.0  # mutates its argument
+    return np.sin(x)
+
+
+def test_a_function_that_mutates_its_argument_is_given_copies() -> None:
+    rng = np.random.default_rng(9)
+    x, b = rng.standard_normal((6, 3)), rng.standard_normal((3, 2))
+    x0, b0 = x.copy(), b.copy()
+    (est,) = batched_vjp(None, "(n)->(n)", _doubling_sin, np.ones(x.shape), x)
+    np.testing.assert_array_equal(x, x0)
+    assert np.all(np.abs(est.value - 2 * np.cos(2 * x0)) <= 10 * est.error + 1e-12)
+    jvp = batched_jvp(None, "(n)->(n)", _doubling_sin, (x,), (np.ones(x.shape),))
+    np.testing.assert_array_equal(x, x0)
+    assert np.all(np.abs(jvp.value - 2 * np.cos(2 * x0)) <= 10 * jvp.error + 1e-12)
+
+    def scaled(a: Any, b: Any) -> Any:  # mutates the operand shared by every member
+        b *= 2.0
+        return a @ b
+
+    ea, eb = batched_vjp(None, "(m,k),(k,n)->(m,n)", scaled, np.ones((6, 2)), x, b)
+    np.testing.assert_array_equal(b, b0)
+    np.testing.assert_allclose(ea.value, np.ones((6, 2)) @ (2 * b0).T, atol=1e-9)
+    np.testing.assert_allclose(eb.value, 2 * x0.T @ np.ones((6, 2)), atol=1e-9)
+
+
+def test_a_mutating_function_is_a_mutation_finding_alone() -> None:
+    # The primal mutates its input as f does: the one problem is the mutation (as with the
+    # dense reference), not a reference taken at the mutated input.
+    rules = RuleSet("doubling")
+
+    @rules.register_rrule(_doubling_sin, signature="(n)->(n)")
+    def _rrule(x: Any) -> Any:
+        x2 = 2.0 * x
+        x[...] = x2
+
+        def pullback(g: Any) -> Any:
+            g = unthunk(g)
+            if isinstance(g, ZeroTangent):
+                return NoTangent(), np.zeros_like(x)
+            return NoTangent(), 2 * np.cos(x2) * g
+
+        return np.sin(x2), pullback
+
+    x = np.random.default_rng(0).standard_normal((4, 3))
+    with pytest.raises(AssertionError) as info:
+        test_rrule(_doubling_sin, x, rrule_f=rules.rrule, rng=0)
+    assert info.value.checks == ["mutation"]  # type: ignore[attr-defined]
+    assert "batched vjp over the core signature (n)->(n)" in str(info.value)
+
+
+def test_a_low_precision_number_tangent_is_not_a_zero_one() -> None:
+    for number in (np.float32, np.float16, np.complex64):
+        est = batched_jvp(None, "()->()", np.sin, [number(0.5)], [number(1.0)])
+        assert abs(est.value - np.cos(0.5)) <= 10 * est.error + 1e-3
+        assert est.error > 0
+    rules = RuleSet("sin32")
+    rules.register_frule(np.sin, signature="()->()")(lambda t, x: (np.sin(x), np.cos(x) * t[1]))
+    report = test_frule(np.sin, np.float32(0.5), frule_f=rules.frule, rng=0)
+    assert report.numerical is not None
+    assert report.numerical.startswith("batched jvp")
+
+
+def _norm(x: Any) -> Any:
+    return np.linalg.norm(x, axis=-1)
+
+
+def _norm_rules(off: float, rows: int) -> RuleSet:
+    """Rules of a norm over the last axis, one element of each tangent ``off`` relatively."""
+    rules = RuleSet("norm")
+
+    @rules.register_rrule(_norm, signature="(n)->()")
+    def _rrule(x: Any) -> Any:
+        def pullback(g: Any) -> Any:
+            g = unthunk(g)
+            if isinstance(g, ZeroTangent):
+                return NoTangent(), np.zeros_like(x)
+            xbar = g[..., None] * x / _norm(x)[..., None]
+            xbar[rows // 2, 3] *= 1 + off
+            return NoTangent(), xbar
+
+        return _norm(x), pullback
+
+    @rules.register_frule(_norm, signature="(n)->()")
+    def _frule(tangents: Any, x: Any) -> Any:
+        ydot = np.sum(tangents[1] * x, axis=-1) / _norm(x)
+        ydot[rows // 2] *= 1 + off
+        return _norm(x), ydot
+
+    return rules
+
+
+@pytest.mark.parametrize(("dtype", "off"), [(np.float32, 1e-3), (np.float16, 0.1)])
+def test_low_precision_batches_are_estimated_at_float64_copies(dtype: Any, off: float) -> None:
+    # At the float32 (float16) point itself the estimates' errors hide a wrong element that
+    # the dense references catch; at float64 copies (where f agrees) they do not.
+    rows = 300 if dtype == np.float32 else 30
+    x = np.random.default_rng(0).standard_normal((rows, 5)).astype(dtype)
+    report = test_frule(_norm, x, frule_f=_norm_rules(0.0, rows).frule, rng=0)
+    assert report.numerical == (
+        "batched jvp over the core signature (n)->() (declared by the rule, evaluated in float64)"
+    )
+    report = test_rrule(_norm, x, rrule_f=_norm_rules(0.0, rows).rrule, rng=0)
+    assert report.numerical == (
+        "batched vjp over the core signature (n)->() (declared by the rule, evaluated in float64)"
+    )
+    with pytest.raises(AssertionError) as info:
+        test_frule(_norm, x, frule_f=_norm_rules(off, rows).frule, rng=0)
+    assert f"ydot: 1 of {rows} elements differ" in str(info.value)
+    assert f"at [{rows // 2}]" in str(info.value)
+
+
+def _relu_softmax(x: Any) -> Any:
+    return _softmax(np.maximum(x, 0.0))
+
+
+def _relu_softmax_rules(off: float) -> RuleSet:
+    """Rules of ``softmax(relu(x))`` (relu's derivative 0 at 0), one element ``off``."""
+    rules = RuleSet("relu_softmax")
+
+    @rules.register_rrule(_relu_softmax, signature="(n)->(n)")
+    def _rrule(x: Any) -> Any:
+        def pullback(g: Any) -> Any:
+            g = unthunk(g)
+            if isinstance(g, ZeroTangent):
+                return NoTangent(), np.zeros_like(x)
+            xbar = _softmax_vjp(np.maximum(x, 0.0), g) * (x > 0)
+            xbar[1, 2] *= 1 + off
+            return NoTangent(), xbar
+
+        return _relu_softmax(x), pullback
+
+    @rules.register_frule(_relu_softmax, signature="(n)->(n)")
+    def _frule(tangents: Any, x: Any) -> Any:
+        ydot = _softmax_vjp(np.maximum(x, 0.0), tangents[1] * (x > 0))  # (symmetric)
+        ydot[1, 2] *= 1 + off
+        return _relu_softmax(x), ydot
+
+    return rules
+
+
+@pytest.mark.parametrize("tester", ["rrule", "frule"])
+def test_a_right_rule_at_kinks_passes_with_a_note(tester: str) -> None:
+    # relu at 0 in some members: a central difference there averages relu's two slopes; the
+    # one-sided walk (as for the dense references) accepts the rule's one-sided derivative.
+    x = np.random.default_rng(0).standard_normal((20, 4))
+    x[::3, 1] = 0.0
+    run = test_rrule if tester == "rrule" else test_frule
+    kw = "rrule_f" if tester == "rrule" else "frule_f"
+    report = run(_relu_softmax, x, rng=0, **{kw: getattr(_relu_softmax_rules(0.0), tester)})
+    assert report.numerical is not None
+    assert report.numerical.startswith(f"batched {'vjp' if tester == 'rrule' else 'jvp'}")
+    assert any("is at a kink along the tangent" in n for n in report.notes)
+    with pytest.raises(AssertionError) as info:
+        run(_relu_softmax, x, rng=0, **{kw: getattr(_relu_softmax_rules(1e-3), tester)})
+    where = "args[0]" if tester == "rrule" else "ydot"
+    assert f"{where}: 1 of 80 elements differ" in str(info.value)
+    assert "at [1, 2]" in str(info.value)
+
+
+def _sqrt_scaled(x: Any) -> Any:
+    return np.sqrt(x) * x.sum(axis=-1, keepdims=True)
+
+
+def _sqrt_scaled_vjp(x: Any, ybar: Any) -> Any:
+    s = x.sum(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        return ybar * s / (2 * np.sqrt(x)) + (ybar * np.sqrt(x)).sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("edge", [0.0, 1e-12])
+def test_steps_shrinking_at_a_domain_edge_share_their_calls(edge: float) -> None:
+    # A member at (or next to) sqrt's edge has its steps shrunk, its bound estimator's first:
+    # the shrinking runs on one problem of every coordinate's such members, so one of them in
+    # every core coordinate costs the calls of one (at 0: 24 calls per coordinate before).
+    rng = np.random.default_rng(1)
+    x, ybar = rng.uniform(1.0, 2.0, (500, 8)), rng.standard_normal((500, 8))
+    one, every = x.copy(), x.copy()
+    one[11, 0] = edge
+    at = [((37 * c + 11) % 500, c) for c in range(8)]
+    for b, c in at:
+        every[b, c] = edge
+    counts = []
+    for point in (one, every):
+        calls = [0]
+
+        def f(x: Any, calls: list[int] = calls) -> Any:
+            calls[0] += 1
+            return _sqrt_scaled(x)
+
+        (est,) = batched_vjp(None, "(n)->(n)", f, ybar, point)
+        counts.append(calls[0])
+    assert counts[0] == counts[1]
+    void = ~np.isfinite(est.error)
+    assert np.argwhere(void).tolist() == (sorted([list(i) for i in at]) if edge == 0 else [])
+    exact = _sqrt_scaled_vjp(every, ybar)
+    ok = np.abs(est.value - exact) <= 10 * est.error + 1e-9 * np.abs(exact)
+    assert np.all(ok | void)

@@ -77,10 +77,17 @@ def attempt(
     h_cap: Any = math.inf,
     c1_scale: Any = None,
     grow: bool = True,
+    shrink_edges: bool = True,
 ) -> Result:
+    """(``shrink_edges`` False: elements whose points, or the bound estimator's, left the
+    domain are left without an estimate, their steps not shrunk: ``estimation.first_rows``
+    defers that to a joined problem.)"""
+    cut = None
     if step is None:
-        st = choose_step(m, prob, h_cap, c1_scale, grow)
+        st = choose_step(m, prob, h_cap, c1_scale, grow, shrink_edges)
         h, c1, c2, retried, coarse = st.h, st.c1, st.c2, st.retried.copy(), st.coarse
+        if not shrink_edges and c2 is not None:  # the bound estimator's points left the domain
+            cut = ~np.isfinite(reduce_to(np.asarray(c2, dtype=np.float64), prob.t_shape, np.max))
         grown, unresolved = st.grown, st.unresolved
     else:
         h = snap(prob, np.broadcast_to(np.asarray(step, dtype=np.float64), prob.t_shape))
@@ -121,12 +128,16 @@ def attempt(
         done |= ev.good
         if done.all() or step is not None or attempt == MAX_SHRINK or ev.nearest_bad is None:
             break
+        if not shrink_edges:
+            break
         error = None  # steps changed: bound the errors once the passes are merged
         retried |= ~done
         h = snap(prob, np.where(done, h, shrink(prob, h, m.max_offset, ev.nearest_bad)))
     assert value is not None
     assert fmag is not None
     assert used is not None
+    if cut is not None:  # (estimated at the default step: not an estimate)
+        done &= ~cut
     if error is None:
         (error,) = elementwise(prob, kernel_e, used, fmag, c1, c2, c1_scale)
     if inter is not None:

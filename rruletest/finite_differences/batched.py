@@ -67,10 +67,12 @@ class _Partials:
         self.x = np.asarray(xs[j])
         self.batch = sig.batch_shape(j, self.x)
         self.core = self.x.shape[len(self.batch) :]
-        self.y0 = np.asarray(f(*xs))
+        self.y0 = np.asarray(f(*map(_fresh, xs)))
         out_core = len(sig.outputs[0]) if sig.outputs else 0
         if self.y0.ndim < out_core:
             raise ValueError(f"signature {sig}: the output has shape {self.y0.shape}")
+        # output values per batch member (of ``x_j``'s batch, where it carries the output's)
+        self.per = int(np.prod(self.y0.shape[self.y0.ndim - out_core :], dtype=np.intp))
         # t carries the batch dimensions of x_j and broadcasts over the output's core.
         self.t_shape = self.batch + (1,) * out_core
         self.fdm, self.f, self.xs, self.j = check_fdm(fdm), f, list(xs), j
@@ -108,6 +110,11 @@ class _Partials:
         """
         x0 = self.x
         none = np.zeros(0, dtype=np.intp)
+        if self.y0.size == 0:  # an empty batch: nothing depends on x_j
+            zero = Estimate(np.zeros(self.y0.shape), np.zeros(self.y0.shape), None)
+            for k in range(len(coords)):
+                take(k, zero, none)
+            return
         if self.gather is None:
             # The perturbed argument does not carry the whole output batch: each evaluation
             # takes the whole batch, as the engine's ``run``.
@@ -148,7 +155,7 @@ class _Partials:
             base = x0[sel].imag if imag else x0[sel].real
             t0 = np.array(base, dtype=x0.real.dtype).reshape(-1)
             memory.append(Members(t0, y_rows, self._compute_for(k, coords, sub_batch)))
-            est, pend = first_rows(self.fdm, problem(k, np.arange(size)))
+            est, pend = first_rows(self.fdm, problem(k, np.arange(size)), shrink_edges=False)
             take(
                 k,
                 _shaped_like(est, self.y0.shape, self.t_shape),
@@ -161,29 +168,53 @@ class _Partials:
                 pending.append((k, pend))
         if not pending:
             return
-        # Every coordinate's pending members as the rows of one problem (each coordinate's
-        # memory now holds those members alone).
-        groups = [(k, p.at) for k, p in pending]
-        joined = Pending.joined([p for _, p in pending])
-        t_all = np.concatenate([memory[k].t0[rows] for k, rows in groups])
-        centre = np.concatenate([y_rows[rows] for _, rows in groups])
-        bounds = np.cumsum([0, *(rows.size for _, rows in groups)])
 
-        def phi(t: Arr) -> Arr:
-            tf = t.reshape(-1)
-            parts = [
-                (memory[k], rows, tf[bounds[g] : bounds[g + 1]])
-                for g, (k, rows) in enumerate(groups)
-            ]
+        def joined(groups: list[tuple[int, Arr]]) -> tuple[Problem, Arr]:
+            """One problem of the coordinates' members ``groups`` (``(k, members)``, in
+            order), each coordinate's memory holding those members alone; its bounds."""
+            t_all = np.concatenate([memory[k].t0[rows] for k, rows in groups])
+            bounds = np.cumsum([0, *(rows.size for _, rows in groups)])
             ks = np.array([k for k, _ in groups])
-            outs = evaluate_joined(parts, lambda g, i, tt: sub_batch(ks[g], i, tt))
-            return np.concatenate(outs).reshape((tf.size, *y_rows.shape[1:]))
 
-        sub = Problem(phi, t_all.reshape((t_all.size, *lead)), centre=centre)
-        fixed = finish_rows(self.fdm, sub, joined)
-        for g, (k, rows) in enumerate(groups):
-            piece = slice(int(bounds[g]), int(bounds[g + 1]))
-            fix(k, rows, Estimate(*(np.asarray(a)[piece] for a in fixed)))
+            def phi(t: Arr) -> Arr:
+                tf = t.reshape(-1)
+                parts = [
+                    (memory[k], rows, tf[bounds[g] : bounds[g + 1]])
+                    for g, (k, rows) in enumerate(groups)
+                ]
+                outs = evaluate_joined(parts, lambda g, i, tt: sub_batch(ks[g], i, tt))
+                return np.concatenate(outs).reshape((tf.size, *y_rows.shape[1:]))
+
+            centre = np.concatenate([y_rows[rows] for _, rows in groups])
+            return Problem(phi, t_all.reshape((t_all.size, *lead)), centre=centre), bounds
+
+        def settle(groups: list[tuple[int, Arr]], est: Estimate, bounds: Arr, keep: Arr) -> None:
+            """Each group's estimates (rows of ``est``) given to ``fix``, but for ``keep``."""
+            for g, (k, rows) in enumerate(groups):
+                piece = np.arange(bounds[g], bounds[g + 1])
+                if (piece := piece[~np.isin(piece, keep)]).size:
+                    fix(k, rows[piece - bounds[g]], Estimate(*(np.asarray(a)[piece] for a in est)))
+
+        # The members whose points left the domain: their steps shrink on one problem of all
+        # coordinates' (as ``first_rows`` with shrinking would have done for each).
+        cut = [(k, p.rows(p.cut)) for k, p in pending if p.cut.any()]
+        pending = [(k, p.rows(~p.cut)) for k, p in pending if not p.cut.all()]
+        if cut:
+            groups = [(k, p.at) for k, p in cut]
+            prob, bounds = joined(groups)
+            est, again = first_rows(self.fdm, prob)
+            settle(groups, est, bounds, none if again is None else again.at)
+            for g, (k, rows) in enumerate(groups):
+                part = again and again.rows((again.at >= bounds[g]) & (again.at < bounds[g + 1]))
+                if part and part.at.size:
+                    pending.append((k, part._replace(at=rows[part.at - bounds[g]])))
+        if not pending:
+            return
+        # Every coordinate's pending members as the rows of one problem.
+        groups = [(k, p.at) for k, p in pending]
+        sub, bounds = joined(groups)
+        fixed = finish_rows(self.fdm, sub, Pending.joined([p for _, p in pending]))
+        settle(groups, fixed, bounds, none)
 
     def _compute_for(
         self, k: int, coords: Sequence[tuple[tuple[int, ...], bool]], sub_batch: Any
@@ -201,7 +232,7 @@ class _Partials:
 
     def _whole(self, sel: Any, imag: bool, t: Arr) -> Any:
         """``f`` with coordinate ``sel`` of every batch member of ``x_j`` set to ``t``."""
-        args = list(self.xs)
+        args = [_fresh(a) for a in self.xs]
         x = self.x.copy()
         self._set(x, sel, np.asarray(t).reshape(self.batch), imag)
         args[self.j] = x
@@ -217,8 +248,14 @@ def _shaped_like(est: Estimate, y_shape: tuple[int, ...], t_shape: tuple[int, ..
     )
 
 
+def _fresh(x: Any) -> Any:
+    """``x``, a copy if an array: ``f`` is never given the caller's arrays (it may mutate
+    its arguments, as the primal the tester checks for that)."""
+    return x.copy() if isinstance(x, np.ndarray) else x
+
+
 def _shared(x: Any, index: npt.NDArray[np.intp]) -> Any:
-    return x
+    return _fresh(x)
 
 
 def _gatherers(
@@ -287,7 +324,6 @@ def batched_vjp(
 def _vjp_part(p: _Partials, yb: Arr) -> tuple[Arr, F64]:
     """``J_j^T ybar`` for one argument: its value and error, shaped like ``x_j``."""
     coords = p.coordinates()
-    yb_rows = np.broadcast_to(yb, p.y0.shape).reshape(p.size, -1)
     vs: list[Arr] = [np.zeros(0)] * len(coords)
     es: list[Arr] = [np.zeros(0)] * len(coords)
 
@@ -299,7 +335,8 @@ def _vjp_part(p: _Partials, yb: Arr) -> tuple[Arr, F64]:
         es[k] = np.array(reduce_to(err, p.t_shape, np.sum)).reshape(p.batch)
 
     def fix(k: int, members: Arr, rows: Estimate) -> None:
-        ybr = yb_rows[members]
+        # (only where x_j carries the output's batch: members first)
+        ybr = np.broadcast_to(yb, p.y0.shape).reshape(p.size, p.per)[members]
         with np.errstate(all="ignore"):
             value = np.asarray(rows.value).reshape(members.size, -1)
             error = np.asarray(rows.error).reshape(members.size, -1)
@@ -331,11 +368,15 @@ def batched_jvp(
     """``J xdot`` of a function with core signature ``sig`` (one tangent per argument, or per
     argument at positions ``which``; zero tangents and zero core coordinates cost nothing)."""
     sig = Signature.parse(sig)
-    y0 = np.asarray(f(*xs))
+    y0 = np.asarray(f(*map(_fresh, xs)))
     total: Arr = np.zeros(y0.shape, dtype=np.result_type(y0.dtype, np.float64))
     error: F64 = np.zeros(y0.shape)
     for j, dot in zip(range(len(xs)) if which is None else which, dots, strict=True):
-        d = np.asarray(dot) if isinstance(dot, np.ndarray | float | complex | int) else None
+        d = (
+            np.asarray(dot)
+            if isinstance(dot, np.ndarray | np.number | float | complex | int)
+            else None
+        )
         if d is not None and np.any(d):
             _jvp_part(_Partials(fdm, sig, f, xs, j), d, total, error)
     return Estimate(
@@ -353,9 +394,6 @@ def _jvp_part(p: _Partials, dot: Arr, total: Arr, error: F64) -> None:
         if np.any(comp):
             coords.append((c, imag))
             weights.append(np.asarray(comp, dtype=np.float64).reshape(p.t_shape))
-    # Row views of the sums (members first), for the members a fallback settles last.
-    total_rows = total.reshape(p.size, -1)
-    error_rows = error.reshape(p.size, -1)
 
     def take(k: int, est: Estimate, pending: Arr) -> None:
         w = weights[k]
@@ -369,7 +407,10 @@ def _jvp_part(p: _Partials, dot: Arr, total: Arr, error: F64) -> None:
             error[...] += err * np.abs(w)
 
     def fix(k: int, members: Arr, rows: Estimate) -> None:
-        w = np.broadcast_to(weights[k], p.y0.shape).reshape(p.size, -1)[members]
+        # Row views of the sums (members first: only where x_j carries the output's batch).
+        total_rows = total.reshape(p.size, p.per)
+        error_rows = error.reshape(p.size, p.per)
+        w = np.broadcast_to(weights[k], p.y0.shape).reshape(p.size, p.per)[members]
         with np.errstate(all="ignore"):
             total_rows[members] += np.asarray(rows.value).reshape(members.size, -1) * w
             error_rows[members] += np.asarray(rows.error).reshape(members.size, -1) * np.abs(w)

@@ -227,6 +227,12 @@ class Pending(NamedTuple):
     first: Result
     ratio: Arr
     ok: Arr
+    cut: Arr  # rows whose steps are yet to shrink at a domain edge (``shrink_edges``)
+
+    def rows(self, index: Any) -> Pending:
+        """The pending rows at ``index`` (positions, or a mask, into these)."""
+        first = Result(*(np.asarray(f)[index] for f in self.first))
+        return Pending(self.at[index], first, self.ratio[index], self.ok[index], self.cut[index])
 
     @staticmethod
     def joined(parts: Sequence[Pending]) -> Pending:
@@ -243,16 +249,22 @@ class Pending(NamedTuple):
             Result(*fields),
             np.concatenate([p.ratio for p in parts]),
             np.concatenate([p.ok for p in parts]),
+            np.concatenate([p.cut for p in parts]),
         )
 
 
-def first_rows(m: Stencil, prob: Problem) -> tuple[Estimate, Pending | None]:
+def first_rows(
+    m: Stencil, prob: Problem, shrink_edges: bool = True
+) -> tuple[Estimate, Pending | None]:
     """The first part of ``run_rows``: every row of ``prob`` estimated and checked at once,
     and the rows that still need fallbacks (None if none does). Their fallbacks run on a
-    problem of those rows alone, possibly beside other problems' (``finish_rows``)."""
+    problem of those rows alone, possibly beside other problems' (``finish_rows``). With
+    ``shrink_edges`` False, the rows whose points left the domain are pending (``cut``) before
+    their steps shrink: ``first_rows`` of a problem of those rows, beside other problems', is
+    then what it would have given them (one call per shrink for all those problems)."""
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        res = attempt(m, prob, None, math.inf, None)
+        res = attempt(m, prob, None, math.inf, None, shrink_edges=shrink_edges)
         edge = res.retried | res.grown | straddles(m, prob, res)
         noisy_ok = ~edge & ~res.coarse & res.done
         suspect = (~res.done | edge | res.coarse | res.unresolved | noisy_ok) & ~prob.dead()
@@ -274,7 +286,8 @@ def first_rows(m: Stencil, prob: Problem) -> tuple[Estimate, Pending | None]:
         part = Result(*(np.asarray(a).reshape(rows, -1)[index] for a in done))
         part = part._replace(**{k: getattr(part, k).reshape(-1) for k in _ROW_FIELDS})
         ok = noisy_ok.reshape(-1)[index]
-        return est, Pending(index, part, ratio.reshape(-1)[index], ok)
+        cut = (~res.done & ~prob.dead()).reshape(-1)[index]
+        return est, Pending(index, part, ratio.reshape(-1)[index], ok, cut)
 
 
 def finish_rows(m: Stencil, sub: Problem, pending: Pending) -> Estimate:

@@ -115,18 +115,20 @@ def choose_step(
     h_cap: Any,
     c1_scale: Any = None,
     grow: bool = True,
+    shrink_edges: bool = True,
 ) -> Step:
     """The step (per element of ``t``) for ``m`` on ``prob``, and the error constants.
 
     ``c1_scale`` (per element of ``t``) multiplies the round-off model where it was found too
-    optimistic (cancellation inside ``f``).
+    optimistic (cancellation inside ``f``). ``shrink_edges`` False: the bound estimator's steps
+    are not shrunk where its points left the domain (their error constants are NaN).
     """
     bound = m.bound_estimator
     if bound is None:
         h, coarse = finish_step(m, prob, default_step(m, prob.in_eps), h_cap)
         no = np.zeros(prob.t_shape, dtype=bool)
         return Step(h, None, None, no, coarse, no, no)
-    mags = _magnitudes(bound, prob, h_cap, grow)
+    mags = _magnitudes(bound, prob, h_cap, grow, shrink_edges)
     default = default_step(m, prob.in_eps)
     if prob.elementwise:
         kernel = functools.partial(
@@ -235,7 +237,9 @@ def _magnitude_pass_on(b: Stencil, prob: Problem, h: Arr, mask: Arr) -> tuple[Ev
     )
 
 
-def _magnitudes(b: Stencil, prob: Problem, h_cap: Any, grow: bool = True) -> _Magnitudes:
+def _magnitudes(
+    b: Stencil, prob: Problem, h_cap: Any, grow: bool = True, shrink_edges: bool = True
+) -> _Magnitudes:
     """Size ``|f^(p)|`` and ``|f|`` near ``t0`` with the bound estimator ``b``."""
     first = choose_step(b, prob, h_cap, None, grow)
     h = first.h
@@ -258,7 +262,7 @@ def _magnitudes(b: Stencil, prob: Problem, h_cap: Any, grow: bool = True) -> _Ma
         fmag = merge_into(fmag, fm, new, attempt == 0)
         span = merge_into(span, np.multiply(h, b.max_offset, dtype=np.float64), new, attempt == 0)
         done |= ev.good
-        if done.all() or attempt == MAX_SHRINK or ev.nearest_bad is None:
+        if done.all() or attempt == MAX_SHRINK or ev.nearest_bad is None or not shrink_edges:
             break
         retried |= ~done
         h = snap(prob, np.where(done, h, shrink(prob, h, b.max_offset, ev.nearest_bad)))

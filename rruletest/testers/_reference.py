@@ -35,11 +35,11 @@ from rruletest.finite_differences import (
     broadcast_vjp,
     jvp_estimate,
 )
-from rruletest.finite_differences.batched import batched_jvp, batched_vjp
 from rruletest.finite_differences.half import half_broadcast_jvp, half_broadcast_vjp, has_half
 from rruletest.tangents import NO_TANGENT, AbstractZero, unthunk
 from rruletest.testers import _constrained, _findings
 from rruletest.testers._adjoint import check_adjoint
+from rruletest.testers._batched import batched_jvp_reference, batched_vjp_reference
 from rruletest.testers._checks import compare
 from rruletest.testers._conj_hint import conj_hint
 from rruletest.testers._declared import checked_signature
@@ -167,11 +167,8 @@ def check_vjp(
             )
         ):
             fdm = fdm_for_domain(s.fdm, domain, s.primals)
-            g = functools.partial(s.f, **s.kwargs())
             which = [a.index for a in live]
-            ests = batched_vjp(fdm, sig, g, ybar, *s.primals, which=which)
-            est_of = dict(zip(which, ests, strict=True))
-            mode = f"batched vjp over the core signature {sig} (declared by the rule)"
+            est_of, mode, g, points = batched_vjp_reference(s, fdm, sig, ybar, y_ref, which)
         else:
             fdm = fdm_for_domain(s.fdm, domain, s.primals)
             ncoord = coordinate_count(s.args)
@@ -203,7 +200,7 @@ def check_vjp(
     expected = {a.index: est_of[a.index].value for a in live}
     if _is_broadcast(s) and g is not None:
         expected = _kinks_vjp(s, fdm, g, ybar, out, est_of, expected, rtol, atol)
-    elif mode.startswith("dense") and g is not None:
+    elif mode.startswith(("dense", "batched")) and g is not None:
         expected = _findings.kinks_dense(s.report, fdm, g, ybar, out, live, est_of, expected,
                                          rtol, atol, points)  # fmt: skip
     allowance = Allowance(
@@ -215,7 +212,7 @@ def check_vjp(
         est = est_of[a.index]
         ref, counts = masked(out[a.index + 1], expected[a.index], est.error)
         tol = widen(atol, est.error)
-        if mode.startswith("dense"):
+        if mode.startswith(("dense", "batched")):
             tol = allowance.widened(report, a.path, out[a.index + 1], ref, rtol, tol, k)
         found = compare(
             report,
@@ -318,9 +315,8 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
             ruleset_of(frule_f).frule_info(s.f, *s.primals), s, y_ref, "register_frule"
         ):
             fdm = fdm_for_domain(s.fdm, domain, s.primals)
-            g = functools.partial(s.f, **s.kwargs())
-            est = batched_jvp(fdm, sig, g, s.primals, dots, which=[a.index for a in live])
-            mode = f"batched jvp over the core signature {sig} (declared by the rule)"
+            which = [a.index for a in live]
+            est, mode, g, pairs = batched_jvp_reference(s, fdm, sig, dots, y_ref, which)
         else:
             fdm = fdm_for_domain(s.fdm, domain, s.primals)
             g = closed_over(s.f, s.fkwargs, s.primals, [a.index for a in live])
@@ -346,7 +342,7 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
     expected = est.value
     broadcast = _is_broadcast(s)
     general = mode.startswith(("finite-difference Jacobian", "finite-difference jvp"))
-    if g is not None and (broadcast or general):
+    if g is not None and (broadcast or general or mode.startswith("batched")):
         try:
             if broadcast:
                 expected, lines = kinks_jvp(fdm, g, ydot, pairs, est.value, rtol,
@@ -363,7 +359,7 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
             report.note(line)
     ref, counts = masked(ydot, expected, est.error)
     tol = widen(atol, est.error)
-    if frule_f is not None and mode.startswith("finite-difference Jacobian"):
+    if frule_f is not None and mode.startswith(("finite-difference Jacobian", "batched")):
         by_index = {a.index: t for a, t in zip(live, dots, strict=True)}
         tangents = [by_index.get(a.index, NO_TANGENT) for a in s.args]
         allowance = Allowance(
