@@ -477,6 +477,23 @@ def test_inplaceable_thunk_adds_in_place_or_computes() -> None:
 
 
 @pytest.mark.parametrize("z", ZEROS)
+def test_a_thunk_times_a_zero_is_the_zero_without_computing_it(z: AbstractZero) -> None:
+    calls: list[int] = []
+
+    def compute() -> np.ndarray:
+        calls.append(1)
+        raise RuntimeError("not needed")
+
+    t = Thunk(compute)
+    assert t * z is z
+    assert z * t is z
+    assert t @ z is z
+    assert z @ t is z
+    assert calls == []
+    np.testing.assert_array_equal(Thunk(lambda: np.ones(2)) * 2.0, [2.0, 2.0])
+
+
+@pytest.mark.parametrize("z", ZEROS)
 def test_inplaceable_thunk_added_into_a_zero_is_its_value(z: AbstractZero) -> None:
     # ChainRulesCore's add!!(zero, thunk): a zero accumulator is no buffer to write into
     it = InplaceableThunk(lambda x: x.__iadd__(2.0), lambda: np.full(2, 2.0))

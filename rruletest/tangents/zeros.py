@@ -381,16 +381,26 @@ class Thunk:
     def __rsub__(self, other: Any) -> Any:
         return unthunk(other) - self.unthunk()
 
+    # A product with a zero is that zero whatever the thunk holds: it is not computed
+    # (ChainRulesCore's ``thunk * ZeroTangent()``), so a thunk that would raise is not run.
     def __mul__(self, other: Any) -> Any:
+        if isinstance(other, AbstractZero):
+            return other
         return self.unthunk() * unthunk(other)
 
     def __rmul__(self, other: Any) -> Any:
+        if isinstance(other, AbstractZero):
+            return other
         return unthunk(other) * self.unthunk()
 
     def __matmul__(self, other: Any) -> Any:
+        if isinstance(other, AbstractZero):
+            return other
         return self.unthunk() @ unthunk(other)
 
     def __rmatmul__(self, other: Any) -> Any:
+        if isinstance(other, AbstractZero):
+            return other
         return unthunk(other) @ self.unthunk()
 
     def __truediv__(self, other: Any) -> Any:
