@@ -261,6 +261,18 @@ def test_a_zero_ufunc_writes_out_by_numpys_casting_rule(z: AbstractZero) -> None
 
 
 @pytest.mark.parametrize("z", ZEROS)
+def test_an_object_array_times_a_zero_holds_that_zero(z: AbstractZero) -> None:
+    cotangents = np.array([1.0, ZeroTangent(), 2.0], dtype=object)
+    same = cotangents
+    cotangents *= z
+    assert cotangents is same
+    assert all(v is z for v in cotangents)  # not the integer 0
+    cotangents = np.array([1.0, ZeroTangent(), 2.0], dtype=object)
+    cotangents += z
+    assert list(cotangents) == [1.0, ZeroTangent(), 2.0]
+
+
+@pytest.mark.parametrize("z", ZEROS)
 def test_a_zero_ufunc_takes_where_and_dtype(z: AbstractZero) -> None:
     x = np.arange(1.0, 4.0)
     mask = np.array([True, False, True])

@@ -140,7 +140,7 @@ class AbstractZero:
         if result is not target:
             where = kwargs.get("where", True)
             if isinstance(result, AbstractZero):  # a zero is exact in every dtype
-                np.copyto(target, np.zeros((), target.dtype), where=where)
+                np.copyto(target, _zero_of(target.dtype, result), where=where)
             else:
                 np.copyto(target, result, casting=casting, where=where)
         return target
@@ -219,6 +219,16 @@ _UFUNC_KWARGS: Final = frozenset(
     {"out", "where", "casting", "dtype", "order", "subok", "axes", "axis", "keepdims"}
 )
 _PREDICATES: Final = frozenset({"equal", "not_equal"})
+
+
+def _zero_of(dtype: np.dtype[Any], zero: AbstractZero) -> np.ndarray[Any, Any]:
+    """``zero`` as a 0-d array of ``dtype``: the number 0, or the zero itself in an object
+    array (an array of tangents times a zero holds zeros, not the integer 0)."""
+    if dtype.kind != "O":
+        return np.zeros((), dtype)
+    out = np.empty((), dtype=object)
+    out[()] = zero
+    return out
 
 
 def _cast(ufunc: Any, result: Any, dtype: Any, casting: Any) -> Any:
