@@ -671,6 +671,29 @@ class TestResolution:
         y, ydot = rules.frule((NT, NT, np.ones(2)), broadcasted, np.floor, x)
         assert ydot is NT
 
+    def test_no_rule_error_names_a_broadcast_rule_that_declined(self, rules: RuleSet) -> None:
+        # "softsign has no rule ... register_rrule(broadcasted, softsign)" when that rule was
+        # registered and had declined (returned None) the float32 argument
+        def softsign(x: Any) -> Any:
+            return x / (1 + abs(x))
+
+        @rules.register_rrule(broadcasted, softsign)
+        def float64_only(f: Any, x: Any) -> Any:
+            return None if x.dtype != np.float64 else (softsign(x), lambda g: (NT, NT, g))
+
+        with pytest.raises(NoBroadcastRuleError) as info:
+            rules.rrule(broadcasted, softsign, np.ones(2, np.float32))
+        msg = str(info.value)
+        assert msg.startswith(
+            "rrule(broadcasted, softsign, ...): the rrule registered for broadcasted(softsign) "
+            f"declined these arguments (returned None): float64_only (from {__name__}); and "
+            "softsign has no rule of its own in RuleSet('test'"
+        )
+        assert "register_rrule(softsign)" in msg
+        assert "register_rrule(broadcasted, softsign)" not in msg
+        with pytest.raises(NoBroadcastRuleError, match="has no rule in"):  # frule: none at all
+            rules.frule((NT, NT, np.ones(2)), broadcasted, softsign, np.ones(2, np.float32))
+
     def test_no_rule_error(self, rules: RuleSet) -> None:
         def softsign(x: Any) -> Any:
             return x / (1 + abs(x))

@@ -152,6 +152,23 @@ def test_a_rule_that_declines_falls_back_to_a_less_specific_one(rules: RuleSet) 
     assert rules.frule((None, None, 1.0), g, h, -1.0) is None  # nothing else to ask
 
 
+def test_rule_infos_list_the_rules_asked_in_order(rules: RuleSet) -> None:
+    def g(*args: Any) -> None:
+        return None
+
+    def h() -> None:
+        return None
+
+    rules.register_rrule(g, h)(_rrule_returning("specific"))
+    rules.register_rrule(g)(_rrule_returning("general"))
+    rules.register_frule(g)(lambda dots, *args: None)
+    assert [i.key for i in rules.rrule_infos(g, h, 1.0)] == [(g, h), (g,)]
+    assert [i.key for i in rules.rrule_infos(g, 1.0)] == [(g,)]
+    assert rules.rrule_infos(h) == []
+    assert [i.key for i in rules.frule_infos(g, h, 1.0)] == [(g,)]
+    assert rules.rrule_info(g, h, 1.0) is rules.rrule_infos(g, h, 1.0)[0]
+
+
 def test_a_broadcast_rule_that_declines_falls_back_to_the_scalar_rule(rules: RuleSet) -> None:
     rules.scalar_rule(np.sin, lambda x, y: (np.cos(x),))
 

@@ -235,6 +235,88 @@ def test_accumulating_a_zero_in_place(z: AbstractZero) -> None:
 
 
 @pytest.mark.parametrize("z", ZEROS)
+def test_a_zero_in_place_matmul_zeroes_the_array(z: AbstractZero) -> None:
+    # numpy passes ``axes`` to matmul for ``@=``: it was refused (TypeError), where the
+    # operators zero-multiply
+    acc = np.ones((2, 2))
+    same = acc
+    acc @= z
+    assert acc is same
+    np.testing.assert_array_equal(acc, np.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("z", ZEROS)
+def test_a_zero_ufunc_writes_out_by_numpys_casting_rule(z: AbstractZero) -> None:
+    ints = np.ones(3, dtype=np.int64)
+    with pytest.raises(TypeError, match="same_kind"):  # numpy refuses float into int
+        np.add(np.full(3, 1.5), z, out=ints)
+    with pytest.raises(TypeError, match="same_kind"):
+        np.subtract(z, np.full(3, 1.5), out=ints)
+    np.testing.assert_array_equal(ints, [1, 1, 1])
+    np.add(np.full(3, 2.5), z, out=ints, casting="unsafe")
+    np.testing.assert_array_equal(ints, [2, 2, 2])
+    flags = np.ones(3, dtype=bool)
+    assert np.multiply(flags, z, out=flags) is flags  # a zero is exact in any dtype
+    assert not flags.any()
+
+
+@pytest.mark.parametrize("z", ZEROS)
+def test_an_object_array_times_a_zero_holds_that_zero(z: AbstractZero) -> None:
+    cotangents = np.array([1.0, ZeroTangent(), 2.0], dtype=object)
+    same = cotangents
+    cotangents *= z
+    assert cotangents is same
+    assert all(v is z for v in cotangents)  # not the integer 0
+    cotangents = np.array([1.0, ZeroTangent(), 2.0], dtype=object)
+    cotangents += z
+    assert list(cotangents) == [1.0, ZeroTangent(), 2.0]
+
+
+@pytest.mark.parametrize("z", ZEROS)
+def test_a_zero_ufunc_takes_where_and_dtype(z: AbstractZero) -> None:
+    x = np.arange(1.0, 4.0)
+    mask = np.array([True, False, True])
+    out = np.full(3, 9.0)
+    assert np.add(x, z, out=out, where=mask) is out
+    np.testing.assert_array_equal(out, [1.0, 9.0, 3.0])
+    np.multiply(x, z, out=out, where=mask)
+    np.testing.assert_array_equal(out, [0.0, 9.0, 0.0])
+    acc = x.copy()
+    np.add(acc, z, out=acc, where=mask)
+    np.testing.assert_array_equal(acc, x)
+    cast = np.add(x, z, dtype=np.float32)
+    assert cast.dtype == np.float32
+    np.testing.assert_array_equal(cast, x)
+    assert type(np.add(np.float64(2.0), z, dtype=np.float32)) is np.float32
+    with pytest.raises(TypeError, match="same_kind"):
+        np.add(x, z, dtype=np.int64)
+    assert np.multiply(x, z, dtype=np.float32) is z
+
+
+@pytest.mark.parametrize("z", ZEROS)
+def test_scatter_adding_a_zero_leaves_the_array(z: AbstractZero) -> None:
+    acc = np.arange(3.0)
+    np.add.at(acc, [0, 0, 2], z)  # a pullback of indexing, with a zero cotangent
+    np.subtract.at(acc, [1], z)
+    np.testing.assert_array_equal(acc, [0.0, 1.0, 2.0])
+    np.multiply.at(acc, [1, 2], z)
+    np.testing.assert_array_equal(acc, [0.0, 0.0, 0.0])
+    with pytest.raises(TypeError):
+        np.add.at(z, [0], acc)
+    with pytest.raises(TypeError):
+        np.add.reduce(z)
+    with pytest.raises(TypeError):
+        np.add.outer(acc, z)
+
+
+@pytest.mark.parametrize("z", ZEROS)
+def test_sum_and_mean_of_a_zero_are_the_zero(z: AbstractZero) -> None:
+    assert np.sum(z) is z
+    assert np.mean(z) is z  # was np.float64(0.0): mean is linear, as sum is
+    assert np.mean(z, axis=0) is z
+
+
+@pytest.mark.parametrize("z", ZEROS)
 def test_zero_cannot_be_divided_by(z: AbstractZero) -> None:
     with pytest.raises(TypeError):
         1.0 / z  # type: ignore[operator]
@@ -404,6 +486,33 @@ def test_inplaceable_thunk_adds_in_place_or_computes() -> None:
     assert isinstance(it.thunk, Thunk)
     assert repr(it).startswith("InplaceableThunk(")
     assert "add" in repr(it)
+
+
+@pytest.mark.parametrize("z", ZEROS)
+def test_a_thunk_times_a_zero_is_the_zero_without_computing_it(z: AbstractZero) -> None:
+    calls: list[int] = []
+
+    def compute() -> np.ndarray:
+        calls.append(1)
+        raise RuntimeError("not needed")
+
+    t = Thunk(compute)
+    assert t * z is z
+    assert z * t is z
+    assert t @ z is z
+    assert z @ t is z
+    assert calls == []
+    np.testing.assert_array_equal(Thunk(lambda: np.ones(2)) * 2.0, [2.0, 2.0])
+
+
+@pytest.mark.parametrize("z", ZEROS)
+def test_inplaceable_thunk_added_into_a_zero_is_its_value(z: AbstractZero) -> None:
+    # ChainRulesCore's add!!(zero, thunk): a zero accumulator is no buffer to write into
+    it = InplaceableThunk(lambda x: x.__iadd__(2.0), lambda: np.full(2, 2.0))
+    np.testing.assert_array_equal(it.add_into(z), [2.0, 2.0])
+    acc = np.ones(2)
+    assert it.add_into(acc) is acc
+    np.testing.assert_array_equal(acc, [3.0, 3.0])
 
 
 def test_inplaceable_thunk_takes_a_thunk_and_checks_arguments() -> None:

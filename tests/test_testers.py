@@ -314,6 +314,23 @@ def test_frule_dtype_and_missing_rule() -> None:
     assert err.checks == ["rule"]
 
 
+def test_frule_declining_is_a_failure_naming_it() -> None:
+    rules = RuleSet()
+
+    @rules.register_frule(np.sin)
+    def sin_float64_only(dots: Any, x: Any) -> Any:
+        return None if x.dtype != np.float64 else (np.sin(x), np.cos(x) * dots[1])
+
+    x = np.array([0.1, 0.2], np.float32)
+    err = failure(lambda: test_frule(np.sin, x, frule_f=rules.frule, rng=0))
+    assert err.checks == ["rule"]
+    assert (
+        "no rule: RuleSet.frule returned None: the one registered declined these arguments "
+        f"(returned None): sin_float64_only (for np.sin, from {__name__}); no other frule applies"
+    ) in str(err)
+    test_frule(np.sin, x.astype(np.float64), frule_f=rules.frule, rng=0)
+
+
 # -- test_scalar ----------------------------------------------------------------------------
 
 

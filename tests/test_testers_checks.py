@@ -37,6 +37,31 @@ def test_missing_rule() -> None:
     assert err.checks == ["rule"]
 
 
+def test_every_rule_declining_is_a_failure_naming_them() -> None:
+    # a rule returning None declines (ChainRulesCore's nothing): "no rule registered" was wrong
+    rules = RuleSet()
+
+    def apply(fn: Any, x: Any) -> Any:
+        return fn(x)
+
+    @rules.register_rrule(apply, np.sin)
+    def sin_positive(fn: Any, x: Any) -> Any:
+        return None if x < 0 else (np.sin(x), lambda g: (NT, NT, g * np.cos(x)))
+
+    @rules.register_rrule(apply)
+    def never(fn: Any, x: Any) -> None:
+        return None
+
+    err = failure(lambda: test_rrule(apply, np.sin, -0.5, rrule_f=rules.rrule, rng=3))
+    assert err.checks == ["rule"]
+    assert str(err).splitlines()[1] == (
+        "[rule] rrule_f(f, *args): no rule: RuleSet.rrule returned None: every one registered "
+        "declined these arguments (returned None): sin_positive (for apply(np.sin), from "
+        f"{__name__}), then never (for apply, from {__name__}); no other rrule applies"
+    )
+    test_rrule(apply, np.sin, 0.5, rrule_f=rules.rrule, rng=3)
+
+
 def test_rule_returning_no_pullback() -> None:
     rules = RuleSet()
     rules.register_rrule(np.sin)(lambda x: np.sin(x))

@@ -333,6 +333,34 @@ def test_the_module_that_registered_the_default_rule_is_imported(
     assert _first_line(err) in shown
 
 
+def test_the_module_of_a_rule_asked_after_one_that_declines_is_imported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # (apply, np.sin)'s rule (one package) declines negative x and apply's own rule (another
+    # package) answers: the line imported only the first, so a fresh process found no rule.
+    from rruletest.rules import default_ruleset
+    from rruletest.tangents import NoTangent
+
+    def apply(fn: Any, x: Any) -> Any:
+        return fn(x)
+
+    def positive_only(fn: Any, x: Any) -> Any:
+        return None if x < 0 else (fn(x), lambda g: (NoTangent(), NoTangent(), g))
+
+    def any_x(fn: Any, x: Any) -> Any:
+        return fn(x), lambda g: (NoTangent(), NoTangent(), g)
+
+    for rule, module in ((positive_only, "pkg_specific.rules"), (any_x, "pkg_general.rules")):
+        monkeypatch.setitem(sys.modules, module, ModuleType(module))
+        rule.__module__ = module
+    monkeypatch.setattr(default_ruleset, "_rrules", dict(default_ruleset._rrules))
+    monkeypatch.setattr(default_ruleset, "_longest_key", default_ruleset._longest_key)
+    default_ruleset.register_rrule(apply, np.sin)(positive_only)
+    default_ruleset.register_rrule(apply)(any_x)
+    line = reproduce_line("test_rrule", apply, (np.sin, -0.5), {}, {}, 5)
+    assert "import pkg_specific.rules; import pkg_general.rules; " in line
+
+
 def test_the_numpy_rulesets_modules_are_imported_and_a_given_rule_imports_none() -> None:
     import rruletest.rulesets.numpy
     from rruletest import RuleSet, broadcasted

@@ -273,6 +273,37 @@ def test_spaces_given_at_registration() -> None:
     assert str(info_.value).endswith("(the space the rrule of cholesky was registered with)")
 
 
+def scaled(fn: Any, x: Any) -> Any:
+    return 2.0 * fn(x)
+
+
+def test_a_rule_whose_space_the_argument_is_not_in_is_passed_over_for_the_next() -> None:
+    # scaled(transpose, X)'s rule for symmetric X declines any other X and scaled's own rule
+    # answers: the tester raised NotInSpaceError for the symmetric rule's space instead
+    rules = RuleSet("fallback")
+
+    @rules.register_rrule(scaled, np.transpose, spaces=(None, Symmetric()))
+    def symmetric_only(fn: Any, x: Any) -> Any:
+        if not np.allclose(x, x.T):
+            return None
+        return scaled(fn, x), lambda g: (NT, NT, 2.0 * unthunk(g))
+
+    @rules.register_rrule(scaled)
+    def any_x(fn: Any, x: Any) -> Any:
+        return scaled(fn, x), lambda g: (NT, NT, 2.0 * unthunk(g).T)
+
+    x = np.array([[1.0, 2.0], [3.0, 4.0]])
+    report = test_rrule(scaled, np.transpose, x, rrule_f=rules.rrule, rng=0)
+    assert "dense" in str(report.numerical)
+    s = np.array([[1.0, 2.0], [2.0, 4.0]])
+    report = test_rrule(scaled, np.transpose, s, rrule_f=rules.rrule, rng=0)
+    assert "along the declared spaces" in str(report.numerical)
+    alone = RuleSet("alone")  # with no rule to fall back on, the space is the caller's mistake
+    alone.register_rrule(scaled, np.transpose, spaces=(None, Symmetric()))(symmetric_only)
+    with pytest.raises(NotInSpaceError, match="the space the rrule of scaled"):
+        test_rrule(scaled, np.transpose, x, rrule_f=alone.rrule, rng=0)
+
+
 def test_registration_refuses_what_is_not_a_space() -> None:
     rules = RuleSet("bad")
     with pytest.raises(TypeError, match=r"^register_rrule\(cholesky\): spaces\[0\] must be a "):

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from rruletest.broadcast._apply import call_text, fname
+from rruletest.broadcast._apply import broadcasted, call_text, fname
 from rruletest.projection import is_differentiable
 from rruletest.rules import RuleSet, default_ruleset
 from rruletest.rules.scalar import fits, numeric_value
@@ -47,6 +47,18 @@ class NoBroadcastRuleError(TypeError, LookupError):
 _WARNED: set[Hashable] = set()
 
 
+def _declined_rules(rules: RuleSet, f: Any, kind: str) -> str:
+    """The rules registered for ``broadcasted(f)`` (which the RuleSet asked before the generic
+    rule), by name and module; empty when there are none."""
+    try:
+        infos = (rules.rrule_infos if kind == "rrule" else rules.frule_infos)(broadcasted, f)
+    except Exception:  # an f the registry cannot look up: nothing registered for it
+        return ""
+    return ", then ".join(
+        f"{i.qualname.rsplit('<locals>.', 1)[-1]} (from {i.module})" for i in infos
+    )
+
+
 def no_rule(rules: RuleSet, f: Any, kind: str) -> NoBroadcastRuleError:
     """The error for a function without any rule, with the three ways to give it one."""
     short = str(getattr(f, "__name__", fname(f)))
@@ -57,10 +69,20 @@ def no_rule(rules: RuleSet, f: Any, kind: str) -> NoBroadcastRuleError:
         (f"{reg}({short})", f"its own scalar {kind}, called once per element (slow)"),
         (f"{reg}(broadcasted, {short})", "a rule for the whole broadcast"),
     ]
+    declined = _declined_rules(rules, f, kind)
+    if declined:  # the generic rule runs after every registered one declined
+        ways = ways[:2]
+        what = (
+            f"the {kind} registered for broadcasted({fname(f)}) declined these arguments "
+            f"(returned None): {declined}; and {fname(f)} has no rule of its own in {where} to "
+            f"fall back on"
+        )
+    else:
+        what = f"{fname(f)} has no rule in {where}"
     width = max(len(w) for w, _ in ways) + 2
     lines = "".join(f"\n  {w.ljust(width)}{why}" for w, why in ways)
     return NoBroadcastRuleError(
-        f"{call_text(kind, f)}: {fname(f)} has no rule in {where}. Give it one of:{lines}\n"
+        f"{call_text(kind, f)}: {what}. Give it one of:{lines}\n"
         f"(module-level functions register in the default RuleSet, a RuleSet's methods in it). "
         f"broadcast_path(f, rules=...) checks for a rule without raising.",
         f,

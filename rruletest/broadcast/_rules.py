@@ -3,7 +3,8 @@
 Resolution, for a RuleSet ``rules`` (``broadcast_path`` reports it without computing anything):
 
 ``"registered"``
-    a rule registered for ``(broadcasted, f)``: the RuleSet finds it before the generic rule.
+    a rule registered for ``(broadcasted, f)``: the RuleSet asks it before the generic rule (a
+    rule that returns None declines, and the paths below are tried).
 ``"non_differentiable"``
     ``rules.non_differentiable(f)``: every tangent is ``NoTangent()``.
 ``"scalar"``

@@ -334,12 +334,23 @@ class RuleSet:
                 yield info
 
     def rrule_info(self, f: Any, *args: Any) -> RuleInfo | None:
-        """The registered rrule that ``rrule(f, *args)`` would use, if any (not generic ones)."""
+        """The registered rrule that ``rrule(f, *args)`` asks first, if any (not generic ones;
+        if it declines, ``rrule_infos`` lists the ones asked after it)."""
         return self._find(self._rrules, f, args)
 
     def frule_info(self, f: Any, *args: Any) -> RuleInfo | None:
-        """The registered frule that ``frule(..., f, *args)`` would use, if any."""
+        """The registered frule that ``frule(..., f, *args)`` asks first, if any."""
         return self._find(self._frules, f, args)
+
+    def rrule_infos(self, f: Any, *args: Any) -> list[RuleInfo]:
+        """Every registered rrule ``rrule(f, *args)`` may ask, in the order it asks them (the
+        most specific key first; each asked only if the ones before it declined)."""
+        return list(self._matches(self._rrules, f, args))
+
+    def frule_infos(self, f: Any, *args: Any) -> list[RuleInfo]:
+        """Every registered frule ``frule(..., f, *args)`` may ask, in order (see
+        ``rrule_infos``)."""
+        return list(self._matches(self._frules, f, args))
 
     def scalar_info(self, f: Any) -> RuleInfo | None:
         """The scalar rule of ``f`` (with ``.partials`` and ``.domain``), if it has one."""

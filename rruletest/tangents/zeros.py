@@ -39,7 +39,9 @@ class AbstractZero:
     falsy. numpy's operators and arithmetic ufuncs follow their algebra (below), so
     ``array + zero`` is the array and never an object array, ``np.add(x, zero)`` is ``x``, and
     in place the result is written into the array: ``acc += zero`` leaves ``acc`` as it is,
-    ``acc *= zero`` zeroes it. Other ufuncs (``np.sin(zero)``) raise ``TypeError``. Where
+    ``acc *= zero`` and ``acc @= zero`` zero it (``out``, ``where``, ``casting`` and ``dtype``
+    as numpy has them), ``np.add.at(acc, i, zero)`` does nothing. Other ufuncs
+    (``np.sin(zero)``) and methods (``np.add.reduce(zero)``) raise ``TypeError``. Where
     numpy must make an array of one (``np.asarray(zero)``, ``np.array([zero, 1.0])``) it is a
     float ``0``.
 
@@ -52,8 +54,9 @@ class AbstractZero:
     zeros ``NoTangent()`` wins ``+`` and ``-`` (it says more: no tangent space at all) and
     ``ZeroTangent()`` wins ``*`` and ``@`` (so a product can select). ``x / zero`` raises
     ``TypeError``. Every part of a zero is that zero: ``z[i]``, ``z.field``, ``z.T``, ``z.real``,
-    ``z.imag``, ``z.conj()``, ``z.sum()``, ``z.reshape(...)``. Iterating a zero yields it once
-    (as ChainRulesCore's ``iterate``), so ``list(z)``, ``sum(z)`` and ``x in z`` end at once.
+    ``z.imag``, ``z.conj()``, ``z.sum()``, ``z.mean()``, ``z.reshape(...)``. Iterating a zero
+    yields it once (as ChainRulesCore's ``iterate``), so ``list(z)``, ``sum(z)`` and ``x in z``
+    end at once.
     Array attributes a zero does not define (``dtype``, ``shape``, ``astype``, ...) and mapping
     and thunk names (``keys``, ``unthunk``, ...) are not fields: ``getattr(z, "shape", None)``
     is None, so duck-typing code does not take a zero for an array.
@@ -114,17 +117,32 @@ class AbstractZero:
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """numpy's operators and arithmetic ufuncs with a zero operand, by the zero algebra
-        (never an object array); with ``out`` (``acc += zero``) the result is written there."""
-        out = kwargs.pop("out", None)
-        op = _UFUNCS.get(ufunc.__name__) if method == "__call__" and not kwargs else None
-        if op is None:
+        (never an object array); with ``out`` (``acc += zero``) the result is written there,
+        by numpy's ``casting`` rule and only ``where`` it holds; ``dtype`` casts a result
+        that is not a zero. ``np.add.at(acc, i, zero)`` leaves ``acc`` as it is."""
+        name = ufunc.__name__
+        if method == "at":
+            return _zero_at(ufunc, *inputs)
+        op = _UFUNCS.get(name) if method == "__call__" else None
+        if op is None or not kwargs.keys() <= _UFUNC_KWARGS:
             return NotImplemented
         result = op(*inputs)
-        if result is NotImplemented or out is None:
+        if result is NotImplemented:
+            return result
+        casting = kwargs.get("casting", "same_kind")
+        dtype = kwargs.get("dtype")
+        if dtype is not None and name not in _PREDICATES and not isinstance(result, AbstractZero):
+            result = _cast(ufunc, result, dtype, casting)
+        out = kwargs.get("out")
+        if out is None:
             return result
         (target,) = out
         if result is not target:
-            target[...] = 0 if isinstance(result, AbstractZero) else result
+            where = kwargs.get("where", True)
+            if isinstance(result, AbstractZero):  # a zero is exact in every dtype
+                np.copyto(target, _zero_of(target.dtype, result), where=where)
+            else:
+                np.copyto(target, result, casting=casting, where=where)
         return target
 
     # -- algebra: zeros are absorbing under products and neutral under sums --------------
@@ -191,8 +209,56 @@ class AbstractZero:
     def __contains__(self, item: object) -> bool:
         return item is self
 
-    conj = conjugate = transpose = sum = reshape = copy = _itself
+    conj = conjugate = transpose = sum = mean = reshape = copy = _itself
     T = real = imag = property(_itself)
+
+
+#: The keyword arguments a zero's ufuncs take; ``order``, ``subok`` and matmul's ``axes``,
+#: ``axis`` and ``keepdims`` cannot change a result that is an operand or a zero.
+_UFUNC_KWARGS: Final = frozenset(
+    {"out", "where", "casting", "dtype", "order", "subok", "axes", "axis", "keepdims"}
+)
+_PREDICATES: Final = frozenset({"equal", "not_equal"})
+
+
+def _zero_of(dtype: np.dtype[Any], zero: AbstractZero) -> np.ndarray[Any, Any]:
+    """``zero`` as a 0-d array of ``dtype``: the number 0, or the zero itself in an object
+    array (an array of tangents times a zero holds zeros, not the integer 0)."""
+    if dtype.kind != "O":
+        return np.zeros((), dtype)
+    out = np.empty((), dtype=object)
+    out[()] = zero
+    return out
+
+
+def _cast(ufunc: Any, result: Any, dtype: Any, casting: Any) -> Any:
+    """``result`` in ``dtype`` (``np.add(x, zero, dtype=np.float32)``), refused as numpy
+    refuses it when ``casting`` does not allow it."""
+    arr = np.asarray(result)
+    if not np.can_cast(arr.dtype, dtype, casting=casting):
+        raise TypeError(
+            f"cannot cast ufunc {ufunc.__name__!r} input from {arr.dtype!r} to "
+            f"{np.dtype(dtype)!r} with casting rule {casting!r}"
+        )
+    cast = arr.astype(dtype, copy=False)
+    return cast if isinstance(result, np.ndarray) else cast[()]
+
+
+def _zero_at(ufunc: Any, target: Any, indices: Any, *values: Any) -> Any:
+    """``np.add.at(acc, i, zero)`` (a scatter-add of a zero cotangent) and ``np.subtract.at``
+    leave ``acc`` as it is; ``np.multiply.at(acc, i, zero)`` zeroes ``acc[i]``."""
+    if (
+        isinstance(target, AbstractZero)
+        or len(values) != 1
+        or not isinstance(values[0], AbstractZero)
+    ):
+        return NotImplemented
+    if ufunc.__name__ in ("add", "subtract"):
+        return None
+    if ufunc.__name__ == "multiply":
+        ufunc.at(target, indices, np.zeros((), np.asarray(target).dtype))
+        return None
+    return NotImplemented
 
 
 def _zero_add(a: Any, b: Any) -> Any:
@@ -325,16 +391,26 @@ class Thunk:
     def __rsub__(self, other: Any) -> Any:
         return unthunk(other) - self.unthunk()
 
+    # A product with a zero is that zero whatever the thunk holds: it is not computed
+    # (ChainRulesCore's ``thunk * ZeroTangent()``), so a thunk that would raise is not run.
     def __mul__(self, other: Any) -> Any:
+        if isinstance(other, AbstractZero):
+            return other
         return self.unthunk() * unthunk(other)
 
     def __rmul__(self, other: Any) -> Any:
+        if isinstance(other, AbstractZero):
+            return other
         return unthunk(other) * self.unthunk()
 
     def __matmul__(self, other: Any) -> Any:
+        if isinstance(other, AbstractZero):
+            return other
         return self.unthunk() @ unthunk(other)
 
     def __rmatmul__(self, other: Any) -> Any:
+        if isinstance(other, AbstractZero):
+            return other
         return unthunk(other) @ self.unthunk()
 
     def __truediv__(self, other: Any) -> Any:
@@ -422,7 +498,11 @@ class InplaceableThunk(Thunk):
         self.thunk = inner
 
     def add_into(self, x: Any) -> Any:
-        """Add this tangent into ``x`` in place and return it."""
+        """Add this tangent into ``x`` in place and return it. A zero ``x`` (nothing
+        accumulated yet) is no buffer: the value is returned (``zero + tangent``, as
+        ChainRulesCore's ``add!!`` for a destination it cannot write into)."""
+        if isinstance(x, AbstractZero):
+            return self.unthunk()
         return self.add_fn(x)
 
     def __repr__(self) -> str:

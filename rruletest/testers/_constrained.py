@@ -40,6 +40,7 @@ from rruletest.finite_differences import FiniteDifferenceMethod, jacobian_estima
 from rruletest.finite_differences.calculus import path_derivative
 from rruletest.finite_differences.dense import working_dtype
 from rruletest.projection import project
+from rruletest.rules.generic import generic_frule, generic_rrule
 from rruletest.spaces import NotInSpaceError
 from rruletest.tangents import AbstractZero, unthunk
 from rruletest.testers._args import Arg
@@ -76,22 +77,53 @@ def declare_registered(s: Setup, rule_f: Any, kind: str) -> None:
     """Give the arguments not declared with ``with_tangent`` the spaces the rule for ``f`` was
     registered with (``register_rrule(f, spaces=...)``), checking each is a point of its space.
 
+    A rule whose spaces do not hold the arguments is passed over when a less specific rule
+    (or the generic one) is asked after it: it declines such arguments (returns None), so
+    the rule that answers is one of those.
+
     Raises:
-        NotInSpaceError: an argument is not a point of the space its rule was registered with.
+        NotInSpaceError: an argument is not a point of the space its rule was registered with
+            (and no other rule could answer the call).
     """
     try:
         rules = ruleset_of(rule_f)
-        find = rules.rrule_info if kind == "rrule" else rules.frule_info
-        info = find(s.f, *s.primals)
+        find = rules.rrule_infos if kind == "rrule" else rules.frule_infos
+        infos = find(s.f, *s.primals)
     except Exception:  # no registry behind rule_f, or arguments it cannot look up with
         return
-    if info is None or not info.spaces:
+    generic = (generic_rrule if kind == "rrule" else generic_frule)(s.f) is not None
+    for n, info in enumerate(infos):
+        if not info.spaces:
+            return
+        if (n + 1 < len(infos) or generic) and not _holds(s, info.spaces):
+            continue
+        _declare(s, info, kind)
         return
-    spaces = info.spaces
+
+
+def _undeclared(s: Setup, spaces: Sequence[Any]) -> list[tuple[int, Arg, Any]]:
+    """``(position, argument, space)`` for each argument a registered space applies to."""
+    out = []
     for k, a in enumerate(s.args):
         space = spaces[a.index] if a.index < len(spaces) else None
         if space is None or a.space is not None or (a.strict and not a.numeric):
             continue
+        out.append((k, a, space))
+    return out
+
+
+def _holds(s: Setup, spaces: Sequence[Any]) -> bool:
+    """Whether every argument is a point of the space registered for it."""
+    for _, a, space in _undeclared(s, spaces):
+        try:
+            space.check(a.primal, a.path)
+        except NotInSpaceError:
+            return False
+    return True
+
+
+def _declare(s: Setup, info: Any, kind: str) -> None:
+    for k, a, space in _undeclared(s, info.spaces):
         try:
             space.check(a.primal, a.path)
         except NotInSpaceError as exc:

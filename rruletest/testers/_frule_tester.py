@@ -38,7 +38,7 @@ from rruletest.testers._reference import check_jvp
 from rruletest.testers._report import Check, TesterReport
 from rruletest.testers._reproduce import given_options
 from rruletest.testers._second_order import check_order, register_tester, second_order
-from rruletest.testers._setup import Setup, guarded, setup
+from rruletest.testers._setup import Setup, guarded, no_rule_text, setup
 from rruletest.testers._snapshot import copyable, is_lazy, nonzero, snapshot
 
 __all__ = ["run_frule_checks", "test_frule"]
@@ -198,8 +198,7 @@ def call_rule(s: Setup, frule_f: Any, tangents: tuple[Any, ...], inputs: Inputs,
         report.problem(
             Check.RULE,
             call,
-            f"no rule: {describe(frule_f)} returned None (register one "
-            "with register_frule, or pass frule_f=)",
+            no_rule_text(s, frule_f, "frule", inputs.args),
             expected="a rule",
         )
         return None

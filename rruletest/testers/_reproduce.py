@@ -387,8 +387,9 @@ _RULE_OPTIONS = {
 
 
 def _rule_modules(tester: str, f: Any, args: tuple[Any, ...], options: dict[str, Any]) -> list[str]:
-    """The modules that registered the default RuleSet's rules the tester used for ``f``
-    (and, for ``broadcasted(g, ...)``, the scalar rule of ``g``), in the order found."""
+    """The modules that registered the default RuleSet's rules the tester may have used for
+    ``f`` (every one it asks: the most specific may decline and a less specific one answer),
+    and, for ``broadcasted(g, ...)``, the scalar rule of ``g``, in the order found."""
     from rruletest.broadcast import broadcasted
     from rruletest.rules import default_ruleset
     from rruletest.testers._args import WithTangent
@@ -398,9 +399,9 @@ def _rule_modules(tester: str, f: Any, args: tuple[Any, ...], options: dict[str,
     for option in _RULE_OPTIONS.get(tester, ()):
         if option in options:
             continue
-        find = default_ruleset.rrule_info if option == "rrule_f" else default_ruleset.frule_info
+        find = default_ruleset.rrule_infos if option == "rrule_f" else default_ruleset.frule_infos
         try:
-            infos.append(find(f, *primals))
+            infos.extend(find(f, *primals))
         except Exception:  # a lookup that cannot judge these arguments: no rule to name
             continue
         if f is broadcasted and primals:

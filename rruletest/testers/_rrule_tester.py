@@ -58,7 +58,7 @@ from rruletest.testers._reference import check_vjp
 from rruletest.testers._report import Check, TesterReport
 from rruletest.testers._reproduce import given_options
 from rruletest.testers._second_order import check_order, register_tester, second_order
-from rruletest.testers._setup import BadArgumentError, Setup, guarded, setup
+from rruletest.testers._setup import BadArgumentError, Setup, guarded, no_rule_text, setup
 from rruletest.testers._snapshot import copyable, snapshot
 from rruletest.walk import map_leaves
 
@@ -287,8 +287,7 @@ def call_rule(s: Setup, rrule_f: Any, inputs: Inputs) -> tuple[Any, Any]:
         report.problem(
             Check.RULE,
             call,
-            f"no rule: {describe(rrule_f)} returned None "
-            "(register one with register_rrule, or pass rrule_f=)",
+            no_rule_text(s, rrule_f, "rrule", inputs.args),
             expected="a rule",
         )
         report.raise_now()

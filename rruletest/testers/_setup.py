@@ -25,11 +25,12 @@ import numpy as np
 
 from rruletest import defaults
 from rruletest._marked import marking
+from rruletest._naming import function_name
 from rruletest.broadcast import broadcasted
 from rruletest.errors import RuleTestFailure
 from rruletest.finite_differences import default_fdm
-from rruletest.rules import RuleSet, default_ruleset
-from rruletest.testers._args import Arg, WithTangent, classify_args
+from rruletest.rules import RuleSet, default_ruleset, frule, rrule
+from rruletest.testers._args import Arg, WithTangent, classify_args, describe
 from rruletest.testers._rand_tangent import resolve_rng
 from rruletest.testers._report import Check, Report
 from rruletest.testers._snapshot import copyable, snapshot
@@ -41,6 +42,7 @@ __all__ = [
     "Setup",
     "check_options",
     "guarded",
+    "no_rule_text",
     "ruleset_of",
     "setup",
     "tolerances_of",
@@ -250,6 +252,43 @@ def ruleset_of(rule_f: Callable[..., Any]) -> RuleSet:
     """
     owner = getattr(rule_f, "__self__", None)
     return owner if isinstance(owner, RuleSet) else default_ruleset
+
+
+def _short(qualname: str) -> str:
+    """A rule's name without the function it was defined in (``<locals>``)."""
+    return qualname.rsplit("<locals>.", 1)[-1]
+
+
+def _key_text(key: tuple[Any, ...]) -> str:
+    head, *rest = (function_name(k) for k in key)
+    return f"{head}({', '.join(rest)})" if rest else head
+
+
+def no_rule_text(s: Setup, rule_f: Any, kind: str, args: tuple[Any, ...]) -> str:
+    """What a tester says when ``rule_f`` returned None: no rule is registered, or (for a
+    RuleSet's own ``rrule``/``frule``) the registered ones named here all declined."""
+    owner = default_ruleset if rule_f in (rrule, frule) else getattr(rule_f, "__self__", None)
+    declining: list[Any] = []
+    if isinstance(owner, RuleSet):
+        try:
+            infos = owner.rrule_infos if kind == "rrule" else owner.frule_infos
+            declining = infos(s.f, *args)
+        except Exception:  # arguments the registry cannot look up with: no rule to name
+            declining = []
+    if not declining:
+        return (
+            f"no rule: {describe(rule_f)} returned None (register one with register_{kind}, "
+            f"or pass {kind}_f=)"
+        )
+    named = ", then ".join(
+        f"{_short(info.qualname)} (for {_key_text(info.key)}, from {info.module})"
+        for info in declining
+    )
+    which = "the one registered" if len(declining) == 1 else "every one registered"
+    return (
+        f"no rule: {describe(rule_f)} returned None: {which} declined these arguments (returned "
+        f"None): {named}; no other {kind} applies"
+    )
 
 
 def domain_for(s: Setup, rule_f: Any) -> tuple[Any, tuple[Any, ...]]:
