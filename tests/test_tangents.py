@@ -1,5 +1,6 @@
-"""Zeros, thunks and ``conj`` (``rruletest.tangents.zeros``, public in ``rruletest.tangents``): the
-algebra every rule relies on. ``Tangent`` is tested in ``test_structured.py``."""
+"""Zeros, thunks and ``conj`` (``rruletest.tangents.zeros`` and ``.thunks``, public in
+``rruletest.tangents``): the algebra every rule relies on. ``Tangent`` is tested in
+``test_structured.py``."""
 
 from __future__ import annotations
 

@@ -26,17 +26,8 @@ from __future__ import annotations
 
 from rruletest.tangents.primal import add_to_primal
 from rruletest.tangents.structured import Tangent
-from rruletest.tangents.zeros import (
-    NO_TANGENT,
-    ZERO_TANGENT,
-    AbstractZero,
-    InplaceableThunk,
-    NoTangent,
-    Thunk,
-    ZeroTangent,
-    conj,
-    unthunk,
-)
+from rruletest.tangents.thunks import InplaceableThunk, Thunk, conj, unthunk
+from rruletest.tangents.zeros import NO_TANGENT, ZERO_TANGENT, AbstractZero, NoTangent, ZeroTangent
 
 __all__ = [
     "NO_TANGENT",

@@ -22,7 +22,8 @@ from typing import Any
 
 from rruletest.tangents.fields import is_namedtuple_type
 from rruletest.tangents.structured import Tangent, register_primal_addition
-from rruletest.tangents.zeros import ZERO_TANGENT, AbstractZero, unthunk
+from rruletest.tangents.thunks import unthunk
+from rruletest.tangents.zeros import ZERO_TANGENT, AbstractZero
 
 __all__ = ["add_to_primal", "use_walk"]
 

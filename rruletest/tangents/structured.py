@@ -23,7 +23,8 @@ from rruletest.tangents.fields import (
     is_namedtuple_type,
     is_sequence_type,
 )
-from rruletest.tangents.zeros import NOT_PARTS, ZERO_TANGENT, AbstractZero, conj, unthunk
+from rruletest.tangents.thunks import conj, unthunk
+from rruletest.tangents.zeros import NOT_PARTS, ZERO_TANGENT, AbstractZero
 
 __all__ = ["Tangent", "register_primal_addition"]
 

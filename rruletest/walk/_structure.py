@@ -17,7 +17,8 @@ import numpy as np
 
 from rruletest.tangents.fields import declare_fields
 from rruletest.tangents.structured import Tangent
-from rruletest.tangents.zeros import AbstractZero, Thunk, unthunk
+from rruletest.tangents.thunks import Thunk, unthunk
+from rruletest.tangents.zeros import AbstractZero
 from rruletest.walk._steps import Attr, Element, Index, Key, Step
 
 __all__ = ["children", "is_registered", "is_structure", "rebuild", "register_structure"]

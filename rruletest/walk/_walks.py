@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from rruletest.tangents.zeros import unthunk
+from rruletest.tangents.thunks import unthunk
 from rruletest.walk._steps import MAX_DEPTH, Path, Step, WalkError
 from rruletest.walk._structure import children, rebuild
 
