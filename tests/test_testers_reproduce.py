@@ -374,3 +374,80 @@ def test_the_numpy_rulesets_modules_are_imported_and_a_given_rule_imports_none()
     assert rruletest.rulesets.numpy.__name__ in norm
     given = reproduce_line("test_rrule", np.tan, (1.0,), {}, {"rrule_f": RuleSet().rrule}, 5)
     assert "rulesets" not in given.split("test_rrule(")[0]
+
+
+def test_default_tolerances_in_force_are_set_by_the_line(user: ModuleType, tmp_path: Path) -> None:
+    # The plugin's --rruletest-rtol/--rruletest-atol (and ini keys) change the defaults around
+    # each test; the line left them out, so in a fresh process the rule passed.
+    from rruletest.tolerances import override_default_tolerances
+
+    with override_default_tolerances(rtol=1e-13, atol=0.0):
+        err = _failure(lambda: test_rrule(user.cube, 0.5, rrule_f=user.rules.rrule, rng=3))
+    assert (
+        "(_tolerances := override_default_tolerances(rtol=1e-13, atol=0.0)).__enter__(); "
+        f"test_rrule({user.__name__}.cube, 0.5, rrule_f={user.__name__}.rules.rrule, rng=3)"
+    ) in err.reproduce
+    shown = _rerun(err.reproduce, tmp_path)
+    assert str(err).split("reproduce:")[0] in shown
+    with override_default_tolerances({np.float64: (1e-13, 0.0)}):
+        line = reproduce_line("test_rrule", user.cube, (0.5,), {}, {}, 3)
+        given = reproduce_line("test_rrule", user.cube, (0.5,), {}, {"rtol": 1.0, "atol": 1.0}, 3)
+    assert "override_default_tolerances({'float64': (1e-13, 0.0)})" in line
+    assert "override_default_tolerances" not in given
+    assert "override_default_tolerances" not in reproduce_line(
+        "test_rrule", user.cube, (0.5,), {}, {}, 3
+    )
+
+
+def test_a_generator_passed_as_rng_is_saved_as_it_was_on_entry(
+    user: ModuleType, tmp_path: Path
+) -> None:
+    # The line used to say "with the same numpy Generator state" and draw other tangents.
+    gen = np.random.default_rng(11)
+    gen.random(5)  # a state that no seed names
+    x = np.array([0.5, -1.0, 2.0])
+    err = _failure(lambda: test_rrule(user.mymean, x, rrule_f=user.rules.rrule, rng=gen))
+    assert "Generator state" not in err.reproduce
+    assert err.reproduce.endswith(", rng=_pickled[0])")
+    assert str(err).split("reproduce:")[0] in _rerun(err.reproduce, tmp_path)
+    err = _failure(lambda: test_scalar(user.cube, 0.5, rrule_f=user.rules.rrule, rng=gen))
+    assert err.reproduce.endswith(", rng=_pickled[0])")
+    assert str(err).split("reproduce:")[0] in _rerun(err.reproduce, tmp_path)
+
+
+def test_scalar_chains_its_first_part_without_a_line_of_its_own(user: ModuleType) -> None:
+    # The part ran with test_scalar's generator: its own line (shown first by pytest, as the
+    # direct cause) did not repeat it; the combined failure's line does.
+    err = _failure(
+        lambda: test_scalar(user.cube, 0.5, rrule_f=user.rules.rrule, rng=np.random.default_rng(1))
+    )
+    cause = err.__cause__
+    assert isinstance(cause, RuleTestFailure)
+    assert cause.reproduce == ""
+    assert "reproduce:" not in str(cause)
+    first = [m.message for m in err.mismatches if m.context == err.mismatches[0].context]
+    assert [m.message for m in cause.mismatches] == first
+
+
+def test_a_module_imported_from_a_directory_a_fresh_process_lacks_is_put_on_its_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pytest's prepend import mode puts a test module's directory on sys.path, and
+    # ``rruletest check path/to/rules.py`` its file's: ``python -c`` from the same place did
+    # not find the module (ModuleNotFoundError).
+    name = f"userrules_{tmp_path.name.replace('-', '_')}_far"
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / f"{name}.py").write_text(USER_RULES)
+    monkeypatch.syspath_prepend(str(tmp_path / "tests"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".pytest_cache").mkdir()
+    far = importlib.import_module(name)
+    err = _failure(lambda: test_rrule(far.cube, 0.5, rrule_f=far.rules.rrule, rtol=1e-13, rng=1))
+    assert err.reproduce.startswith(
+        f"import sys; sys.path.insert(0, {str((tmp_path / 'tests').resolve())!r}); import {name}; "
+    )
+    assert str(err).split("reproduce:")[0] in _rerun(err.reproduce, tmp_path)
+    # a module the fresh process finds (the working directory, $PYTHONPATH) needs no entry
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "tests"))
+    line = reproduce_line("test_rrule", far.cube, (0.5,), {}, {}, 1)
+    assert line.startswith(f"import {name}; ")

@@ -109,6 +109,8 @@ class Report:
         self._what = (f, args, fkwargs)
         self._call: str | None = None
         self.seed = seed
+        # a Generator passed as rng, as it was on entry (set by ``setup``): the line passes it
+        self.generator: Any = None
         self.mismatches: list[Mismatch] = []
         self.notes: list[str] = []
         self.passing_notes: list[str] = []
@@ -250,7 +252,8 @@ class Report:
 
         f, args, fkwargs = self._what
         try:
-            return reproduce_line(self.tester, f, args, fkwargs, self.options, self.seed)
+            rng = self.seed if self.seed is not None else self.generator
+            return reproduce_line(self.tester, f, args, fkwargs, self.options, rng)
         except Exception:  # a value nothing can write out: the call as summarised
             rng = f", rng={self.seed})" if self.seed is not None else ")"
             return f"{self.call[:-1]}{rng}  # (its inputs could not be written out)"

@@ -11,6 +11,13 @@ other values are pickled next to it. A function is named by its import path when
 RuleSet: ``mypkg.rules.rules.rrule``); one that cannot be imported (a lambda, a local function,
 a value that cannot be saved) is named as it is and the line says it needs it.
 
+What a fresh ``python -c`` run from the same directory would lack is in the line too: the
+directory of a module it imports that only this process has on ``sys.path`` (a test module
+pytest's ``prepend`` import mode found, a module given to ``rruletest check`` by path), the
+default tolerances in force where they are not the library's (the plugin's
+``--rruletest-rtol``/``--rruletest-atol``, ``override_default_tolerances``), and a
+``Generator`` passed as ``rng``, saved as it was when the tester started.
+
 The modules that registered the rules a tester found in the default RuleSet are imported too
 (a fresh process has no registration):
 
@@ -423,6 +430,109 @@ def _import_rule_modules(
             w.imports[f"import {module}"] = None
 
 
+def _tolerance_defaults(w: _Writer, options: dict[str, Any]) -> list[str]:
+    """The statement that sets the default tolerances in force where they are not the
+    library's (the pytest plugin's ``--rruletest-rtol``/``--rruletest-atol`` and ini keys, or
+    an ``override_default_tolerances`` block): a tester called without ``rtol``/``atol`` used
+    them, and a fresh process has the library's. Entered without a ``with`` (the line is one
+    statement list; its process ends with it). None needed when both are given."""
+    from rruletest.tolerances import _OVERRIDES, DEFAULT_TOLERANCES
+
+    if "rtol" in options and "atol" in options:
+        return []
+    overrides = _OVERRIDES.get()
+    if not overrides:
+        return []
+    now = {d: tuple(overrides.get(d, t)) for d, t in DEFAULT_TOLERANCES.items()}
+    # a value every dtype has (``--rruletest-rtol=1e-13``) is one keyword, the rest a table
+    uniform: dict[str, Any] = {}
+    for i, name in enumerate(("rtol", "atol")):
+        values = {t[i] for t in now.values()}
+        if len(values) == 1 and any(
+            t[i] != d[i] for t, d in zip(now.values(), DEFAULT_TOLERANCES.values(), strict=True)
+        ):
+            uniform[name] = values.pop()
+    base = {
+        d: (uniform.get("rtol", t.rtol), uniform.get("atol", t.atol))
+        for d, t in DEFAULT_TOLERANCES.items()
+    }
+    table = {d.name: now[d] for d in now if now[d] != base[d]}
+    if not (uniform or table):
+        return []
+    w.imports["from rruletest.tolerances import override_default_tolerances"] = None
+    args = [w.expr(table)] if table else []
+    args += [f"{k}={w.expr(v)}" for k, v in uniform.items()]
+    # held by a name: a context manager nothing refers to is collected, and its exit undoes it
+    return [f"(_tolerances := override_default_tolerances({', '.join(args)})).__enter__()"]
+
+
+def _import_root(module: str) -> str | None:
+    """The directory ``module``'s top-level package or module was imported from (None for a
+    built-in, frozen or unlocated one)."""
+    top = sys.modules.get(module.split(".")[0])
+    file = getattr(top, "__file__", None)
+    if isinstance(file, str):
+        here = Path(file).resolve().parent
+        return str(here.parent if Path(file).name == "__init__.py" else here)
+    paths = list(getattr(top, "__path__", None) or ())  # a namespace package
+    return str(Path(paths[0]).resolve().parent) if len(paths) == 1 else None
+
+
+def _fresh_path() -> tuple[set[str], tuple[str, ...]]:
+    """Where a fresh ``python -c`` run where this one runs imports from: the working directory,
+    ``$PYTHONPATH`` and the directories ``.pth`` files add (exactly), and anything inside the
+    standard library and site-packages."""
+    import site
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    sites = [*site.getsitepackages(), site.getusersitepackages()]
+    trees = [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths]
+    dirs = [os.getcwd(), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
+    for folder in sites:
+        try:
+            pth = sorted(Path(folder).glob("*.pth"))
+        except OSError:
+            continue
+        for file in pth:
+            try:
+                lines = file.read_text().splitlines()
+            except (OSError, UnicodeDecodeError):
+                continue
+            entries = (ln.strip() for ln in lines)
+            dirs += [  # relative to the site directory, as ``site`` reads them
+                str(Path(folder) / e) for e in entries if e and not e.startswith(("#", "import"))
+            ]
+    exact = {str(Path(d).resolve()) for d in dirs if d}
+    return exact, tuple(os.path.join(str(Path(t).resolve()), "") for t in [*trees, *sites])
+
+
+def _path_entries(w: _Writer) -> list[str]:
+    """``sys.path`` entries the line needs: the import directories of the modules it imports
+    that a fresh process would not find, as the directory of a test module pytest put on
+    ``sys.path`` (its ``prepend`` import mode), or of a module given to ``rruletest check`` by
+    path. Put first, as where they were found."""
+    modules = []
+    for statement in w.imports:
+        words = statement.split()
+        if words[0] in ("import", "from") and words[1].split(".")[0] not in ("numpy", "rruletest"):
+            modules.append(words[1])
+    fresh: tuple[set[str], tuple[str, ...]] | None = None
+    dirs: dict[str, None] = {}
+    for module in modules:
+        root = _import_root(module)
+        if root is None or (
+            root not in sys.path
+            and not any(Path(p or ".").resolve() == Path(root) for p in sys.path)
+        ):
+            continue  # not found through sys.path (an import hook's): the hook finds it again
+        fresh = _fresh_path() if fresh is None else fresh
+        exact, trees = fresh
+        if root not in exact and not os.path.join(root, "").startswith(trees):
+            dirs[root] = None
+    return [f"sys.path.insert(0, {d!r})" for d in dirs]
+
+
 def _save(w: _Writer) -> list[str]:
     """Save the collected arrays and pickled values; the statements that load them."""
     loads: list[str] = []
@@ -453,11 +563,12 @@ def reproduce_line(
     args: tuple[Any, ...],
     fkwargs: dict[str, Any],
     options: dict[str, Any],
-    seed: int | None,
+    seed: int | np.random.Generator | None,
 ) -> str:
     """The statement that repeats a tester call: ``tester(f, *args, fkwargs=..., **options,
     rng=seed)`` with its imports and loads. ``options`` are the keyword options the caller
-    gave (those left at their defaults are not passed)."""
+    gave (those left at their defaults are not passed). ``seed`` is an int seed, or a copy
+    of the ``Generator`` passed as ``rng`` as it was on entry (saved with the inputs)."""
     w = _Writer()
     own = {"test_rrule": "rrule_f", "test_frule": "frule_f"}.get(tester)
     if own and own not in options and _registered(f, args, own):
@@ -471,16 +582,22 @@ def reproduce_line(
     if fkwargs:
         parts.append(f"fkwargs={w.expr(dict(fkwargs))}")
     parts += [f"{k}={w.expr(v)}" for k, v in options.items()]
-    if seed is not None:
+    if isinstance(seed, np.random.Generator):
+        parts.append(f"rng={w.expr(seed)}")
+    elif seed is not None:
         parts.append(f"rng={seed}")
     call = f"{tester}({', '.join(parts)})"
+    defaults = _tolerance_defaults(w, options)
     try:
         loads = _save(w)
     except OSError as exc:
         loads = []
         w.missing.append(f"the saved inputs ({exc})")
+    paths = _path_entries(w)
     imports = [*w.imports, f"from rruletest import {tester}"]
-    line = "; ".join([*imports, *loads, call])
+    if paths:
+        imports = ["import sys", *paths, *imports]
+    line = "; ".join([*imports, *loads, *defaults, call])
     if seed is None:
         line += "  # with the same numpy Generator state (pass an int rng=seed to reproduce)"
     if w.missing:

@@ -10,6 +10,7 @@ they come from; a pullback that missed a ``conj`` gets a ``Check.CONVENTION`` hi
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import warnings
@@ -105,6 +106,7 @@ def test_scalar(
     check_options("test_scalar", rtol=rtol, atol=atol, fdm=fdm, fkwargs=fkwargs)
     check_order("test_scalar", order)
     gen, seed = resolve_rng(rng)
+    start: Any = seed if seed is not None else copy.deepcopy(gen)  # what the line passes as rng
     kw: dict[str, Any] = {"fdm": fdm, "rtol": rtol, "atol": atol, "fkwargs": fkwargs, "rng": gen}
     points = [x]
     if not isinstance(x, complex | np.complexfloating):
@@ -135,13 +137,14 @@ def test_scalar(
             except RuleTestFailure as exc:
                 failures.append((tester, point, exc))
     if failures:
-        raise _combine(f, x, points, seed, failures, fdm, rrule_f, fkwargs, given) from (
-            failures[0][2].__cause__ or failures[0][2]
+        first = failures[0][2]
+        raise _combine(f, x, points, start, failures, fdm, rrule_f, fkwargs, given) from (
+            first.__cause__ or _without_line(first)
         )
     if order == 2:
 
         def repro() -> str:
-            return reproduce_line("test_scalar", f, (x,), fkwargs or {}, given or {}, seed)
+            return reproduce_line("test_scalar", f, (x,), fkwargs or {}, given or {}, start)
 
         parts += second_order("test_rrule", f, (points[0],), rule_f=rrule_f,
                               rng=seed if seed is not None else gen, reproduce=repro,
@@ -164,7 +167,7 @@ def _combine(
     f: Any,
     x: Any,
     points: list[Any],
-    seed: int | None,
+    seed: Any,
     failures: list[tuple[str, Any, RuleTestFailure]],
     fdm: Any,
     rrule_f: Any,
@@ -189,6 +192,15 @@ def _combine(
     header = f"test_scalar({describe(f)}, {describe(x)}) failed (tested at x = {checked})"
     repro = reproduce_line("test_scalar", f, (x,), fkwargs or {}, options or {}, seed)
     return RuleTestFailure(mismatches, header=header, reproduce=repro)
+
+
+def _without_line(exc: RuleTestFailure) -> RuleTestFailure:
+    """A part's failure shown as the cause of ``test_scalar``'s, without its reproduce line:
+    the part ran with ``test_scalar``'s generator and options, so only the combined
+    failure's line repeats it."""
+    out = RuleTestFailure(exc.mismatches, header=exc.header)
+    out.__traceback__ = exc.__traceback__
+    return out
 
 
 def _conj_hint(f: Any, z: Any, fdm: Any, rrule_f: Any) -> str | None:

@@ -17,6 +17,7 @@ ValueError: test_rrule: rtol must be a number >= 0, got rtol=-1.0
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -206,6 +207,8 @@ def setup(
         fdm = default_fdm()
     f_snap = snapshot(f)  # the report names (and reproduces) f as it was, whatever a rule does
     report = Report(tester, f_snap if copyable(f_snap) else f, args, fkwargs, seed=seed)
+    if seed is None:  # a Generator: its state now, which the reproduce line passes as rng
+        report.generator = copy.deepcopy(gen)
     _check_walkable(report, args, fkwargs)
     classified = classify_args(args)
     primals = tuple(c.primal for c in classified)
