@@ -52,6 +52,7 @@ import numpy as np
 
 from rruletest._naming import function_name
 from rruletest.tangents import AbstractZero
+from rruletest.testers._fresh_process import path_entries, rule_modules, tolerance_arguments
 
 __all__ = ["given_options", "reproduce_line", "save_dir"]
 
@@ -386,37 +387,6 @@ def _local_name(obj: Any) -> str | None:
 
 
 #: The rule options each tester takes; one not given means the default RuleSet's rule is used.
-_RULE_OPTIONS = {
-    "test_rrule": ("rrule_f",),
-    "test_frule": ("frule_f",),
-    "test_scalar": ("rrule_f", "frule_f"),
-}
-
-
-def _rule_modules(tester: str, f: Any, args: tuple[Any, ...], options: dict[str, Any]) -> list[str]:
-    """The modules that registered the default RuleSet's rules the tester may have used for
-    ``f`` (every one it asks: the most specific may decline and a less specific one answer),
-    and, for ``broadcasted(g, ...)``, the scalar rule of ``g``, in the order found."""
-    from rruletest.broadcast import broadcasted
-    from rruletest.rules import default_ruleset
-    from rruletest.testers._args import WithTangent
-
-    primals = tuple(a.primal if isinstance(a, WithTangent) else a for a in args)
-    infos: list[Any] = []
-    for option in _RULE_OPTIONS.get(tester, ()):
-        if option in options:
-            continue
-        find = default_ruleset.rrule_infos if option == "rrule_f" else default_ruleset.frule_infos
-        try:
-            infos.extend(find(f, *primals))
-        except Exception:  # a lookup that cannot judge these arguments: no rule to name
-            continue
-        if f is broadcasted and primals:
-            infos.append(default_ruleset.scalar_info(primals[0]))
-    modules = (str(getattr(info, "module", "")) for info in infos if info is not None)
-    return list(dict.fromkeys(m for m in modules if m))
-
-
 def _import_rule_modules(
     w: _Writer, tester: str, f: Any, args: tuple[Any, ...], options: dict[str, Any]
 ) -> None:
@@ -425,40 +395,20 @@ def _import_rule_modules(
     ``rruletest.rulesets.numpy`` (or a user's ``mypkg.rules``) would find no rule at all.
     Rules registered by ``__main__`` (a script, a docs page) cannot be imported: the line is
     run where they are defined."""
-    for module in _rule_modules(tester, f, args, options):
+    for module in rule_modules(tester, f, args, options):
         if module != "__main__" and module in sys.modules:
             w.imports[f"import {module}"] = None
 
 
 def _tolerance_defaults(w: _Writer, options: dict[str, Any]) -> list[str]:
     """The statement that sets the default tolerances in force where they are not the
-    library's (the pytest plugin's ``--rruletest-rtol``/``--rruletest-atol`` and ini keys, or
-    an ``override_default_tolerances`` block): a tester called without ``rtol``/``atol`` used
-    them, and a fresh process has the library's. Entered without a ``with`` (the line is one
-    statement list; its process ends with it). None needed when both are given."""
-    from rruletest.tolerances import _OVERRIDES, DEFAULT_TOLERANCES
-
+    library's (``fresh_process.tolerance_arguments``), with its import."""
     if "rtol" in options and "atol" in options:
         return []
-    overrides = _OVERRIDES.get()
-    if not overrides:
+    found = tolerance_arguments()
+    if found is None:
         return []
-    now = {d: tuple(overrides.get(d, t)) for d, t in DEFAULT_TOLERANCES.items()}
-    # a value every dtype has (``--rruletest-rtol=1e-13``) is one keyword, the rest a table
-    uniform: dict[str, Any] = {}
-    for i, name in enumerate(("rtol", "atol")):
-        values = {t[i] for t in now.values()}
-        if len(values) == 1 and any(
-            t[i] != d[i] for t, d in zip(now.values(), DEFAULT_TOLERANCES.values(), strict=True)
-        ):
-            uniform[name] = values.pop()
-    base = {
-        d: (uniform.get("rtol", t.rtol), uniform.get("atol", t.atol))
-        for d, t in DEFAULT_TOLERANCES.items()
-    }
-    table = {d.name: now[d] for d in now if now[d] != base[d]}
-    if not (uniform or table):
-        return []
+    table, uniform = found
     w.imports["from rruletest.tolerances import override_default_tolerances"] = None
     args = [w.expr(table)] if table else []
     args += [f"{k}={w.expr(v)}" for k, v in uniform.items()]
@@ -466,71 +416,14 @@ def _tolerance_defaults(w: _Writer, options: dict[str, Any]) -> list[str]:
     return [f"(_tolerances := override_default_tolerances({', '.join(args)})).__enter__()"]
 
 
-def _import_root(module: str) -> str | None:
-    """The directory ``module``'s top-level package or module was imported from (None for a
-    built-in, frozen or unlocated one)."""
-    top = sys.modules.get(module.split(".")[0])
-    file = getattr(top, "__file__", None)
-    if isinstance(file, str):
-        here = Path(file).resolve().parent
-        return str(here.parent if Path(file).name == "__init__.py" else here)
-    paths = list(getattr(top, "__path__", None) or ())  # a namespace package
-    return str(Path(paths[0]).resolve().parent) if len(paths) == 1 else None
-
-
-def _fresh_path() -> tuple[set[str], tuple[str, ...]]:
-    """Where a fresh ``python -c`` run where this one runs imports from: the working directory,
-    ``$PYTHONPATH`` and the directories ``.pth`` files add (exactly), and anything inside the
-    standard library and site-packages."""
-    import site
-    import sysconfig
-
-    paths = sysconfig.get_paths()
-    sites = [*site.getsitepackages(), site.getusersitepackages()]
-    trees = [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths]
-    dirs = [os.getcwd(), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
-    for folder in sites:
-        try:
-            pth = sorted(Path(folder).glob("*.pth"))
-        except OSError:
-            continue
-        for file in pth:
-            try:
-                lines = file.read_text().splitlines()
-            except (OSError, UnicodeDecodeError):
-                continue
-            entries = (ln.strip() for ln in lines)
-            dirs += [  # relative to the site directory, as ``site`` reads them
-                str(Path(folder) / e) for e in entries if e and not e.startswith(("#", "import"))
-            ]
-    exact = {str(Path(d).resolve()) for d in dirs if d}
-    return exact, tuple(os.path.join(str(Path(t).resolve()), "") for t in [*trees, *sites])
-
-
 def _path_entries(w: _Writer) -> list[str]:
-    """``sys.path`` entries the line needs: the import directories of the modules it imports
-    that a fresh process would not find, as the directory of a test module pytest put on
-    ``sys.path`` (its ``prepend`` import mode), or of a module given to ``rruletest check`` by
-    path. Put first, as where they were found."""
+    """``sys.path`` entries for the modules the line imports (``fresh_process.path_entries``)."""
     modules = []
     for statement in w.imports:
         words = statement.split()
         if words[0] in ("import", "from") and words[1].split(".")[0] not in ("numpy", "rruletest"):
             modules.append(words[1])
-    fresh: tuple[set[str], tuple[str, ...]] | None = None
-    dirs: dict[str, None] = {}
-    for module in modules:
-        root = _import_root(module)
-        if root is None or (
-            root not in sys.path
-            and not any(Path(p or ".").resolve() == Path(root) for p in sys.path)
-        ):
-            continue  # not found through sys.path (an import hook's): the hook finds it again
-        fresh = _fresh_path() if fresh is None else fresh
-        exact, trees = fresh
-        if root not in exact and not os.path.join(root, "").startswith(trees):
-            dirs[root] = None
-    return [f"sys.path.insert(0, {d!r})" for d in dirs]
+    return [f"sys.path.insert(0, {d!r})" for d in path_entries(modules)]
 
 
 def _save(w: _Writer) -> list[str]:
