@@ -213,6 +213,8 @@ def test_numpy_ufuncs_follow_the_zero_algebra_and_others_are_refused(z: Abstract
         np.maximum(x, z)
     with pytest.raises(TypeError, match="cannot divide by"):
         np.divide(x, z)
+    assert np.divide(z, x) is z
+    assert np.divide(z, z) is z  # as ``z / z``
 
 
 @pytest.mark.parametrize("z", ZEROS)

@@ -205,8 +205,10 @@ class _Partials:
             est, again = first_rows(self.fdm, prob)
             settle(groups, est, bounds, none if again is None else again.at)
             for g, (k, rows) in enumerate(groups):
-                part = again and again.rows((again.at >= bounds[g]) & (again.at < bounds[g + 1]))
-                if part and part.at.size:
+                if again is None:
+                    break
+                part = again.rows((again.at >= bounds[g]) & (again.at < bounds[g + 1]))
+                if part.at.size:
                     pending.append((k, part._replace(at=rows[part.at - bounds[g]])))
         if not pending:
             return
@@ -222,7 +224,7 @@ class _Partials:
         def compute(index: npt.NDArray[np.intp] | None, t: Arr) -> Any:
             if index is None:
                 return self._whole_rows(coords[k], t)
-            return sub_batch(np.zeros(index.size, dtype=np.intp) + k, index, t)
+            return sub_batch(np.full(index.size, k, dtype=np.intp), index, t)
 
         return compute
 

@@ -51,7 +51,7 @@ class Members:
         self.per = y0.size // max(self.size, 1)  # output values per member
         # (members or None for all of them, their input values, their outputs)
         self.seen: list[tuple[Arr | None, Arr, Arr]] = [
-            (None, t0.reshape(-1), y0.reshape(self.size, self.per))
+            (None, self.t0, y0.reshape(self.size, self.per))
         ]
         self.compute = compute
         self.dtype = y0.dtype if y0.dtype.kind in "fc" else np.dtype(np.float64)
@@ -144,20 +144,16 @@ def evaluate_joined(
         t_all = np.concatenate(
             [t.reshape(-1)[n] for (_, _, t), n in zip(groups, needs, strict=True)]
         )
-        per = groups[0][0].per
-        y = split_on_errors(
-            lambda sel: groups[0][0].shaped(
-                np.asarray(compute(label[sel], index[sel], t_all[sel])), int(sel.size)
-            ),
-            label.size,
-            per,
-            groups[0][0].dtype,
-        )
-        start = 0
-        for out, n in zip(outs, needs, strict=True):
-            count = int(n.sum())
-            out[n] = y[start : start + count]
-            start += count
+        first = groups[0][0]  # (every coordinate's members have one shape of output)
+
+        def evaluate(sel: Arr) -> Arr:
+            y = compute(label[sel], index[sel], t_all[sel])
+            return first.shaped(np.asarray(y), int(sel.size))
+
+        y = split_on_errors(evaluate, label.size, first.per, first.dtype)
+        ends = np.cumsum([int(n.sum()) for n in needs])[:-1]
+        for out, n, part in zip(outs, needs, np.split(y, ends), strict=True):
+            out[n] = part
     for (members, rows, t), out in zip(groups, outs, strict=True):
         members.remember(rows, t.reshape(-1), out)
     return outs

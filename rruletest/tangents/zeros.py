@@ -275,7 +275,8 @@ def _zero_multiply(a: Any, b: Any) -> Any:
 
 
 def _zero_divide(a: Any, b: Any) -> Any:
-    return b.__rtruediv__(a) if isinstance(b, AbstractZero) else a
+    # as ``/``: ``zero / x`` (and ``zero / zero``) is the zero, ``x / zero`` raises
+    return a.__truediv__(b) if isinstance(a, AbstractZero) else b.__rtruediv__(a)
 
 
 def _zero_unary(a: Any) -> Any:
