@@ -110,7 +110,7 @@ class Report:
         self._call: str | None = None
         self.seed = seed
         # a Generator passed as rng, as it was on entry (set by ``setup``): the line passes it
-        self.generator: Any = None
+        self.generator: Any = None  # a SavedGenerator
         self.mismatches: list[Mismatch] = []
         self.notes: list[str] = []
         self.passing_notes: list[str] = []
@@ -252,11 +252,13 @@ class Report:
 
         f, args, fkwargs = self._what
         try:
-            rng = self.seed if self.seed is not None else self.generator
+            rng: Any = self.seed
+            if rng is None and self.generator is not None:
+                rng = self.generator.generator()
             return reproduce_line(self.tester, f, args, fkwargs, self.options, rng)
         except Exception:  # a value nothing can write out: the call as summarised
-            rng = f", rng={self.seed})" if self.seed is not None else ")"
-            return f"{self.call[:-1]}{rng}  # (its inputs could not be written out)"
+            tail = f", rng={self.seed})" if self.seed is not None else ")"
+            return f"{self.call[:-1]}{tail}  # (its inputs could not be written out)"
 
     def failure(self) -> RuleTestFailure:
         header = "\n".join([f"{self.call} failed", *(f"  {n}" for n in self.notes)])

@@ -10,7 +10,6 @@ they come from; a pullback that missed a ``conj`` gets a ``Check.CONVENTION`` hi
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 import warnings
@@ -24,7 +23,7 @@ from rruletest.rules import frule, rrule
 from rruletest.testers._args import describe
 from rruletest.testers._cross_check import partner
 from rruletest.testers._frule_tester import run_frule_checks
-from rruletest.testers._rand_tangent import resolve_rng
+from rruletest.testers._rand_tangent import SavedGenerator, resolve_rng
 from rruletest.testers._report import Check, TesterReport, combine
 from rruletest.testers._reproduce import given_options, reproduce_line
 from rruletest.testers._rrule_tester import run_rrule_checks
@@ -106,7 +105,11 @@ def test_scalar(
     check_options("test_scalar", rtol=rtol, atol=atol, fdm=fdm, fkwargs=fkwargs)
     check_order("test_scalar", order)
     gen, seed = resolve_rng(rng)
-    start: Any = seed if seed is not None else copy.deepcopy(gen)  # what the line passes as rng
+    saved = SavedGenerator(gen) if seed is None else None
+
+    def start() -> Any:  # what a reproduce line passes as rng: the seed, or gen as on entry
+        return seed if saved is None else saved.generator()
+
     kw: dict[str, Any] = {"fdm": fdm, "rtol": rtol, "atol": atol, "fkwargs": fkwargs, "rng": gen}
     points = [x]
     if not isinstance(x, complex | np.complexfloating):
@@ -138,13 +141,13 @@ def test_scalar(
                 failures.append((tester, point, exc))
     if failures:
         first = failures[0][2]
-        raise _combine(f, x, points, start, failures, fdm, rrule_f, fkwargs, given) from (
+        raise _combine(f, x, points, start(), failures, fdm, rrule_f, fkwargs, given) from (
             first.__cause__ or _without_line(first)
         )
     if order == 2:
 
         def repro() -> str:
-            return reproduce_line("test_scalar", f, (x,), fkwargs or {}, given or {}, start)
+            return reproduce_line("test_scalar", f, (x,), fkwargs or {}, given or {}, start())
 
         parts += second_order("test_rrule", f, (points[0],), rule_f=rrule_f,
                               rng=seed if seed is not None else gen, reproduce=repro,

@@ -17,7 +17,6 @@ ValueError: test_rrule: rtol must be a number >= 0, got rtol=-1.0
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +31,7 @@ from rruletest.errors import RuleTestFailure
 from rruletest.finite_differences import default_fdm
 from rruletest.rules import RuleSet, default_ruleset, frule, rrule
 from rruletest.testers._args import Arg, WithTangent, classify_args, describe
-from rruletest.testers._rand_tangent import resolve_rng
+from rruletest.testers._rand_tangent import SavedGenerator, resolve_rng
 from rruletest.testers._report import Check, Report
 from rruletest.testers._snapshot import copyable, snapshot
 from rruletest.tolerances import default_tolerances, loosest, tolerances_for
@@ -208,7 +207,7 @@ def setup(
     f_snap = snapshot(f)  # the report names (and reproduces) f as it was, whatever a rule does
     report = Report(tester, f_snap if copyable(f_snap) else f, args, fkwargs, seed=seed)
     if seed is None:  # a Generator: its state now, which the reproduce line passes as rng
-        report.generator = copy.deepcopy(gen)
+        report.generator = SavedGenerator(gen)
     _check_walkable(report, args, fkwargs)
     classified = classify_args(args)
     primals = tuple(c.primal for c in classified)
