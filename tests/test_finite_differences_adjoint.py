@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rruletest.finite_differences.adjoint import AdjointCheck, directions
+from rruletest.finite_differences.adjoint import AdjointCheck, Gaps, directions
 from rruletest.finite_differences.localise import localise
 
 N = 20_000
@@ -172,3 +172,50 @@ def test_outputs_left_without_an_estimate_are_left_out_by_a_zero_ybar() -> None:
     wrong[100] *= 1.01
     bad = chk.without_outputs(void, zeroed, wrong)
     assert all(abs(bad.by_outputs(k)[0]) > bad.by_outputs(k)[2] for k in range(chk.count))
+
+
+class _KinkedHalf:
+    """A stand-in for ``AdjointCheck`` over 16 coordinates: coordinate ``wrong`` carries the
+    whole gap; a group inside the first half that holds coordinate ``kinked`` cannot be
+    estimated (its direction meets a kink of ``f``: infinite error, a meaningless gap)."""
+
+    n = 16
+    tie_order = tie_group = None
+
+    def __init__(self, wrong: int, kinked: int) -> None:
+        self.wrong, self.kinked = wrong, kinked
+        self.signs = np.ones((1, self.n), dtype=np.int8)
+        self.xbar = np.zeros(self.n)
+
+    def tolerance(self, error: float, idx: Any) -> float:
+        return 10.0 * error + 0.01
+
+    def gaps(self, groups: Any, resolve: float = math.inf) -> Gaps:
+        gap, error = [], []
+        for _, idx in groups:
+            void = self.kinked in idx and idx.max() < self.n // 2
+            gap.append(-3995.0 if void else float(self.wrong in idx))
+            error.append(math.inf if void else 1e-3)
+        tol = [self.tolerance(e, None) for e in error]
+        return Gaps(np.array(gap), np.array(error), np.array(tol), np.zeros(len(groups)))
+
+
+def test_a_half_is_estimated_directly_where_its_sibling_is_void() -> None:
+    """The gap of a half is its parent's minus its sibling's only when both are estimated: by
+    difference from a void sibling it would be void too, and the search would stop at the
+    parent ('spread over [0..15]') instead of finding the wrong coordinate."""
+    chk = _KinkedHalf(wrong=11, kinked=2)
+    found = Gaps(np.array([1.0]), np.array([1e-3]), np.array([0.02]), np.zeros(1))
+    located = localise(chk, found, 0)  # type: ignore[arg-type]
+    assert located.coords.tolist() == [11]
+    assert located.regions == []
+    assert located.unresolved == []
+
+
+def test_a_difference_inside_a_void_half_is_unresolved_not_spread() -> None:
+    chk = _KinkedHalf(wrong=3, kinked=2)  # the wrong coordinate's half cannot be estimated
+    found = Gaps(np.array([1.0]), np.array([1e-3]), np.array([0.02]), np.zeros(1))
+    located = localise(chk, found, 0)  # type: ignore[arg-type]
+    assert located.coords.size == 0
+    assert located.regions == []
+    assert [r.tolist() for r in located.unresolved] == [list(range(16))]

@@ -195,21 +195,38 @@ def test_a_near_tie_located_by_group_testing_is_checked_against_both_sides() -> 
     each) are accepted with a note, and an element 1% off elsewhere still fails."""
     x = np.random.default_rng(0).standard_normal(5000)
     x[4398] = np.nextafter(x[3311], np.inf)
-    seen, across = 0, []
+    seen = 0
     for seed in range(3):  # (a direction with equal signs on the pair crosses no kink)
         report = test_rrule(np.sort, x, rrule_f=_sort_rules(0.0).rrule, rng=seed)
         kinks = [n for n in report.notes if "is at a kink along the tangent" in n]
         assert [k.split()[0] for k in kinks] in ([], ["args[0][3311]", "args[0][4398]"])
         assert all(k.endswith("between them (accepted)") for k in kinks)
         seen += bool(kinks)
-        across += [n for n in report.notes if "of the adjoint identity crosses a kink" in n]
     assert seen
-    # a direction whose elements group testing cannot name alone is checked along itself
-    assert across
-    assert all(n.endswith("between them (accepted)") for n in across)
     with pytest.raises(AssertionError) as info:
         test_rrule(np.sort, x, rrule_f=_sort_rules(1e-2).rrule, rng=0)
     assert "args[0]: 1 of 5000 elements differ" in str(info.value)
+
+
+def test_a_direction_across_more_kinks_than_group_testing_names_is_checked_along_itself() -> None:
+    """relu at 715 exact zeros (a rule giving 0 there): every direction crosses a kink at
+    each, too many for group testing to name alone; the direction itself is checked against
+    its one-sided derivatives, and the rule's value, one side's, is accepted with a note."""
+    rules = RuleSet()
+
+    def relu(x: Any) -> Any:
+        return np.maximum(x, 0.0)
+
+    @rules.register_rrule(relu)
+    def _relu_rrule(x: Any) -> Any:
+        return relu(x), lambda ybar: (NoTangent(), ybar * (x > 0))
+
+    x = np.random.default_rng(0).standard_normal(5000)
+    x[::7] = 0.0
+    report = test_rrule(relu, x, rrule_f=rules.rrule, rng=0)
+    across = [n for n in report.notes if "of the adjoint identity crosses a kink" in n]
+    assert across
+    assert all(n.endswith("between them (accepted)") for n in across)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -278,3 +295,20 @@ def test_a_sort_of_many_values_is_checked_without_the_outputs_no_step_resolves()
     assert "could not be estimated at 6 of 100000 outputs" in note
     with pytest.raises(AssertionError, match=r"direction \d \(with ybar zeroed at 6 outputs\)"):
         test_rrule(np.sort, x, rrule_f=_sort_rules(3.0).rrule, rng=3)
+
+
+def test_a_failing_direction_left_unnarrowed_says_why() -> None:
+    """Group testing that stops at a half it cannot estimate does not claim that no element
+    is wrong alone: it says where it stopped, and why."""
+    from rruletest.finite_differences.adjoint import Located
+    from rruletest.testers._adjoint import _where
+
+    spread = Located(np.zeros(0, np.intp), np.zeros(0), np.zeros(0), [np.arange(8)], [])
+    stuck = Located(np.zeros(0, np.intp), np.zeros(0), np.zeros(0), [], [np.arange(1000, 2000)])
+    assert _where(spread) == (
+        "no element is wrong alone: the difference is spread over [0..7] of the input coordinates"
+    )
+    assert _where(stuck) == (
+        "the difference could not be narrowed below [1000..1999] of the input coordinates (its "
+        "halves' estimates are too uncertain to show it: f has kinks or noise there)"
+    )

@@ -28,8 +28,8 @@ array([1., 2., 2.])
 
 from __future__ import annotations
 
+import itertools
 import math
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -46,7 +46,7 @@ from rruletest.finite_differences.problem import (
     eps,
 )
 from rruletest.finite_differences.to_vec import FromVec, to_vec
-from rruletest.finite_differences.working import SOLE, Mutated, Working, as_row
+from rruletest.finite_differences.working import Mutated, Working, as_row
 from rruletest.tangents import NO_TANGENT
 
 __all__ = [
@@ -119,7 +119,7 @@ class DenseJacobian:
         self.yv0, self.yback = to_vec(y0, path="output")
         self.n, self.m = self.v.size, self.yv0.size
         self.sizes = [b.size for b in self.backs]
-        self.offsets = np.cumsum([0, *self.sizes]).tolist()
+        self.offsets = list(itertools.accumulate(self.sizes, initial=0))
         self.calls = 1
         # Outputs not finite at x have no derivative: each block estimates the others alone
         # (one NaN output would make every coordinate's estimate void), and reads NaN for them.
@@ -135,9 +135,13 @@ class DenseJacobian:
         dtypes = self.coord_dtypes
         out_dtype = working_dtype(self.yback.coord_dtypes)
         rows = max(1, BLOCK_ELEMENTS // self.m)
-        for dt in sorted(set(dtypes), key=str):
-            mask = np.array([d == dt for d in dtypes], dtype=bool)
-            group = np.flatnonzero(mask if only is None else mask & only)
+        kinds = set(dtypes)
+        for dt in sorted(kinds, key=str) if len(kinds) > 1 else kinds:
+            if len(kinds) == 1:  # (the common case: every coordinate of one dtype)
+                group = np.arange(self.n) if only is None else np.flatnonzero(only)
+            else:
+                mask = np.array([d == dt for d in dtypes], dtype=bool)
+                group = np.flatnonzero(mask if only is None else mask & only)
             for start in range(0, group.size, rows):
                 yield self._block(group[start : start + rows], dt, out_dtype)
 
@@ -191,7 +195,7 @@ class DenseJacobian:
         callers = [work.caller(f, i, m) for i in idx.tolist()]
         centres = v[idx].tolist()
         memo: list[dict[float, F64]] = [{} for _ in callers]
-        nan_row = np.full(m, np.nan)
+        nan = math.nan
         budget = [MEMO_ELEMENTS // m]
 
         def problem(rows: list[int]) -> Problem:
@@ -211,22 +215,17 @@ class DenseJacobian:
                         out[r] = yv0
                         continue
                     try:
-                        row = fs[r](ti)
+                        fs[r](ti, out, r)
                     except OutputError:
                         raise
                     except (ArithmeticError, ValueError):
-                        row = nan_row
-                    out[r] = row
+                        out[r] = nan
                     if budget[0] > 0:
-                        # A new array (or a view of one) that nothing else holds is
-                        # remembered as it is, without a copy.
-                        base = row.base
-                        sole = sys.getrefcount(row) <= SOLE and row is not nan_row
-                        if sole and base is not None:
-                            sole = type(base) is np.ndarray and base.base is None
-                            sole = sole and sys.getrefcount(base) <= SOLE + 1
-                        ms[r][ti] = row if sole else out[r].copy()
+                        ms[r][ti] = out[r]  # a view: ``out`` is read-only from here on
                         budget[0] -= 1
+                # The memo holds views of these rows, so nothing may write into them (a
+                # problem that is not elementwise never has its rows overwritten).
+                out.flags.writeable = False
                 return out
 
             return Problem(

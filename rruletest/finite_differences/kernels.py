@@ -331,7 +331,8 @@ def combine_kernel(
 ) -> tuple[Arr, Arr, Arr]:
     """Weighted sums of the rows (after subtracting the anchor row, which makes cancellation
     free) over ``h**q``; also ``max|f|`` and whether every value is finite."""
-    ys = np.stack(rows, dtype=np.result_type(rows[0].dtype, np.float64))
+    # (``np.array`` of same-shaped rows is ``np.stack``, without its Python overhead)
+    ys = np.array(rows, dtype=np.result_type(rows[0].dtype, np.float64))
     if ys.dtype.kind == "f" and ys.ndim > 1:
         # max|y| over the rows in their own precision (the largest of float32 values is one
         # of them: exact, half the size), without the stack.

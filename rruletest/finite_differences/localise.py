@@ -4,7 +4,10 @@ A failing direction is restricted to halves of its support, recursively; the gap
 gives the other's by difference, so ``k`` wrong coordinates among ``n`` cost ``O(k log n)``
 gap estimates. A coordinate found alone gets its numerical value ``(J^T ybar)_i`` (the rule's
 value plus the gap, signed by the direction) and error, as a dense vjp would give; groups whose
-gap fails without either half failing alone are reported as regions.
+gap fails without either half failing alone are reported as regions. Where a half's estimate is
+too uncertain to show the direction's difference (``f`` has kinks along it, as close values of
+``sort`` swap), the half is estimated again output by output, and its sibling on its own rather
+than by difference; a group still left undecided is reported as unresolved, not as spread.
 
 >>> import numpy as np
 >>> from rruletest.finite_differences.adjoint import AdjointCheck
@@ -35,12 +38,15 @@ def localise(chk: AdjointCheck, found: Gaps, k: int | None = None) -> Located:
     if k is None:
         bad = np.flatnonzero(np.abs(found.gap) > found.tolerance)
         if bad.size == 0:
-            return Located(np.zeros(0, np.intp), np.zeros(0), np.zeros(0), [])
+            return Located(np.zeros(0, np.intp), np.zeros(0), np.zeros(0), [], [])
         k = int(bad[0])
     start = np.arange(chk.n) if chk.tie_order is None else chk.tie_order
+    # A half's estimate tells something only if it could show the direction's difference.
+    yard = abs(float(found.gap[k]))
     active = [(start, float(found.gap[k]), float(found.error[k]))]
     singles: list[tuple[int, float, float]] = []
     regions: list[Index] = []
+    unresolved: list[Index] = []
     while active:
         cut = [(a, _halves(chk, a[0])) for a in active]
         regions.extend(a[0] for a, (_, hi) in cut if hi.size == 0)  # one tie: not split
@@ -48,17 +54,31 @@ def localise(chk: AdjointCheck, found: Gaps, k: int | None = None) -> Located:
         halves = [h for _, h in cut if h[1].size > 0]
         if not halves:
             break
-        left = chk.gaps([(k, lo) for lo, _ in halves])
-        nxt = []
+        left = chk.gaps([(k, lo) for lo, _ in halves], yard)
+        kids = []
         for (lo, hi), (_, g, e), gl, el, tl in zip(
             halves, active, left.gap, left.error, left.tolerance, strict=True
         ):
-            gh, eh = g - gl, e + el
-            th = chk.tolerance(eh, hi)
-            kids = [(lo, gl, el, tl), (hi, gh, eh, th)]
-            failing = [(i, gg, ee) for i, gg, ee, tt in kids if abs(gg) > tt]
+            gh, eh = g - gl, e + el  # the other half by difference
+            kids.append([(lo, gl, el, tl), (hi, gh, eh, chk.tolerance(eh, hi))])
+        # By difference from a void or uncertain estimate (sort's close values swap along
+        # the direction), a half is as uncertain: it is estimated on its own instead.
+        redo = [pos for pos, pair in enumerate(kids) if not pair[1][3] < yard]
+        if redo:
+            right = chk.gaps([(k, kids[pos][1][0]) for pos in redo], yard)
+            for j, pos in enumerate(redo):
+                if right.tolerance[j] < kids[pos][1][3]:
+                    hi = kids[pos][1][0]
+                    kids[pos][1] = (hi, right.gap[j], right.error[j], right.tolerance[j])
+        nxt = []
+        for pair in kids:
+            failing = [(i, gg, ee) for i, gg, ee, tt in pair if abs(gg) > tt]
             if not failing:
-                regions.append(np.concatenate([lo, hi]))
+                # Neither half fails alone: the difference is spread over both where both
+                # could have shown it, else it could not be narrowed further.
+                parent = np.concatenate([pair[0][0], pair[1][0]])
+                sharp = all(tt < yard for _, _, _, tt in pair)
+                (regions if sharp else unresolved).append(parent)
             for i, gg, ee in failing:
                 if i.size == 1:
                     singles.append((int(i[0]), gg, ee))
@@ -74,7 +94,7 @@ def localise(chk: AdjointCheck, found: Gaps, k: int | None = None) -> Located:
     gaps = np.array([g for _, g, _ in singles])
     value = chk.xbar[index] + gaps * sign if index.size else np.zeros(0)
     error = np.array([e for _, _, e in singles])
-    return Located(index, value, error, regions)
+    return Located(index, value, error, regions, unresolved)
 
 
 def _halves(chk: AdjointCheck, idx: Index) -> tuple[Index, Index]:

@@ -136,18 +136,19 @@ def reduce_to(arr: Arr, shape: tuple[int, ...], op: Callable[..., Any]) -> Arr:
         return arr.reshape(shape)
     if arr.size == 0 and op is np.max:  # an empty output: magnitudes and errors of nothing, 0
         return np.asarray(np.max(arr, axis=axes, initial=arr.dtype.type(0))).reshape(shape)
-    method = _METHODS.get(op)  # the array's own method: the same reduction, without dispatch
-    out = getattr(arr, method)(axis=axes) if method is not None else op(arr, axis=axes)
+    # The ufunc's own reduction: what ``op`` (and the array's method) runs, without dispatch.
+    reducer = _REDUCERS.get(op)
+    out = reducer(arr, axes) if reducer is not None else op(arr, axis=axes)
     return np.asarray(out).reshape(shape)
 
 
 #: The axes ``reduce_to`` reduces, per (array shape, target shape) seen.
 _AXES: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, ...]] = {}
-_METHODS: dict[Callable[..., Any], str] = {
-    np.max: "max",
-    np.any: "any",
-    np.all: "all",
-    np.sum: "sum",
+_REDUCERS: dict[Callable[..., Any], Callable[..., Any]] = {
+    np.max: np.maximum.reduce,
+    np.any: np.logical_or.reduce,
+    np.all: np.logical_and.reduce,
+    np.sum: np.add.reduce,
 }
 
 

@@ -10,8 +10,10 @@ end of every block the caller runs), so a function that does gets fresh copies i
 >>> import numpy as np
 >>> x = np.array([1.0, 2.0])
 >>> work = Working((x,), x.copy(), to_vec((x,))[1], in_place=True)
->>> work.caller(np.cumsum, 0, 2)(10.0).tolist(), x.tolist(), work.intact()
-([10.0, 12.0], [1.0, 2.0], True)
+>>> out = np.zeros((1, 2))
+>>> work.caller(np.cumsum, 0, 2)(10.0, out, 0)
+>>> out.tolist(), x.tolist(), work.intact()
+([[10.0, 12.0]], [1.0, 2.0], True)
 """
 
 from __future__ import annotations
@@ -80,42 +82,39 @@ class Working:
                 self.starts.append(start)
                 start += self.flats[-1].size
             self.originals = [a.copy() for a in self.args]
-        self.arg_ids = frozenset(id(a) for a in self.args)
 
-    def caller(self, f: Callable[..., Any], i: int, m: int) -> Callable[[float], F64]:
-        """``t -> `` the ``m`` output coordinates of ``f`` with coordinate ``i`` set to ``t``."""
+    def caller(self, f: Callable[..., Any], i: int, m: int) -> Callable[[float, F64, int], None]:
+        """``(t, out, r) ->`` writes into ``out[r]`` the ``m`` output coordinates of ``f`` with
+        coordinate ``i`` set to ``t``.
+
+        The output is copied before the coordinate is restored: an output that is an argument,
+        or a view of one, reads as it was at the point.
+        """
         if not self.fast:
             v, back = self.v, self.back
 
-            def rebuilt(t: float) -> F64:
+            def rebuilt(t: float, out: F64, r: int) -> None:
                 self.calls += 1
                 old = v[i]
                 v[i] = t
                 try:
-                    row = as_row(f(*back(v)), m)
-                    # the output may be a view of the working vector, restored below
-                    return row.copy() if np.may_share_memory(row, v) else row
+                    out[r] = as_row(f(*back(v)), m)
                 finally:
                     v[i] = old
 
             return rebuilt
         flat, j, old = self.slot(i)
-        args, ids = self.args, self.arg_ids
+        args = self.args
 
-        def in_place(t: float) -> F64:
+        def in_place(t: float, out: F64, r: int) -> None:
             self.calls += 1
             flat[j] = t
             try:
                 y = f(*args)
-                if (
-                    type(y) is np.ndarray
-                    and y.base is None
-                    and y.dtype.kind == "f"
-                    and id(y) not in ids
-                    and y.size == m
-                ):
-                    return y if y.ndim == 1 else y.ravel()  # a new float array
-                return self.output(y, m)
+                if type(y) is np.ndarray and y.dtype.kind == "f" and y.size == m:
+                    out[r] = y if y.ndim == 1 else y.reshape(-1)
+                else:
+                    out[r] = as_row(y, m)
             finally:
                 flat[j] = old
                 if self.watch > 0:
@@ -128,13 +127,6 @@ class Working:
         k = bisect.bisect_right(self.starts, i) - 1
         flat, j = self.flats[k], i - self.starts[k]
         return flat, j, flat[j].item()
-
-    def output(self, y: Any, m: int) -> F64:
-        """``f``'s output ``y`` (at a point set in place) as ``m`` coordinates it cannot
-        change later: an argument, or a view of one, is copied as it is now."""
-        if isinstance(y, np.ndarray) and (y.base is not None or id(y) in self.arg_ids):
-            y = y.copy()
-        return as_row(y, m)
 
     def watched(self) -> None:
         """After one of the first calls: stop at once if ``f`` changed its arguments."""

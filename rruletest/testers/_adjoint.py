@@ -115,7 +115,7 @@ def check_adjoint(
         wrong = located.coords.size > 0 and any(
             _differs(o[a.index + 1], expected[i], rtol, tols[i]) for i, a in enumerate(live)
         )
-        if not wrong and not located.regions:
+        if not wrong and not located.regions and not located.unresolved:
             continue  # every element found alone is at a kink, with one side's value
         tol_k, lhs_k = float(found.tolerance[k]), float(found.lhs[k])
         if not wrong and _direction_at_kink(s, c, fdm, g, yb, k, rtol, tol_k, lhs_k):
@@ -306,9 +306,7 @@ def _failure(
     where = (
         "the wrong elements, found by group testing, follow"
         if located.coords.size
-        else "no element is wrong alone: the difference is spread over "
-        + ", ".join(_span(r) for r in located.regions[:4])
-        + " of the input coordinates"
+        else _where(located)
     )
     report.problem(
         Check.NUMERIC,
@@ -364,6 +362,24 @@ def _kinks(
 def _differs(actual: Any, expected: Any, rtol: float, atol: Any) -> bool:
     mask = out_of_tolerance(actual, expected, rtol, atol)
     return mask is None or bool(mask.any())
+
+
+def _where(located: Any) -> str:
+    """Where group testing left a failing direction's difference, with no element alone."""
+    parts = []
+    if located.regions:
+        spans = ", ".join(_span(r) for r in located.regions[:4])
+        parts.append(
+            f"no element is wrong alone: the difference is spread over {spans} of the input "
+            "coordinates"
+        )
+    if located.unresolved:
+        spans = ", ".join(_span(r) for r in located.unresolved[:4])
+        parts.append(
+            f"the difference could not be narrowed below {spans} of the input coordinates "
+            "(its halves' estimates are too uncertain to show it: f has kinks or noise there)"
+        )
+    return "; ".join(parts)
 
 
 def _span(index: Any) -> str:
