@@ -312,3 +312,28 @@ def test_a_failing_direction_left_unnarrowed_says_why() -> None:
         "the difference could not be narrowed below [1000..1999] of the input coordinates (its "
         "halves' estimates are too uncertain to show it: f has kinks or noise there)"
     )
+
+
+def test_a_float32_rule_of_two_arrays_one_element_off_by_one_percent_is_named() -> None:
+    rules = RuleSet()
+
+    @rules.register_rrule(np.matmul)
+    def _matmul_rrule(a: Any, b: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            if isinstance(ybar, ZeroTangent):
+                return NoTangent(), ZeroTangent(), ZeroTangent()
+            da = ybar @ b.T
+            da[24, 34] *= 1.01
+            return NoTangent(), da, a.T @ ybar
+
+        return a @ b, pullback
+
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((50, 50), np.float32), rng.standard_normal((50, 50), np.float32)
+    with pytest.raises(AssertionError) as info:
+        test_rrule(np.matmul, a, b, rrule_f=rules.rrule, rng=0)
+    message = str(info.value)
+    assert "(evaluated in float64)" in message
+    assert "args[0]: 1 of 2500 elements differ" in message
+    assert "at [24, 34]" in message

@@ -102,9 +102,8 @@ class Gaps(NamedTuple):
 
 class Located(NamedTuple):
     """Coordinates found wrong alone (``coords``), their numerical ``(J^T ybar)_i`` and error;
-    ``regions`` are groups (index arrays) whose gap fails without one half failing alone,
-    ``unresolved`` those where a half's gap could not be estimated (its direction meets kinks
-    of ``f``, as close values of ``sort`` swap), so the search stopped there."""
+    groups (index arrays) whose gap fails without one half failing alone: ``regions`` where
+    both halves' estimates could show it, else ``unresolved`` (kinks or noise of ``f``)."""
 
     coords: Index
     value: F64
@@ -197,6 +196,10 @@ class AdjointCheck:
         return self.line.array
 
     @property
+    def points(self) -> tuple[Any, ...]:  # the arguments f is evaluated at (float64 copies?)
+        return self.line.args
+
+    @property
     def promoted(self) -> bool:
         return self.line.promoted
 
@@ -213,9 +216,8 @@ class AdjointCheck:
 
     def gaps(self, groups: Sequence[tuple[int, Index | None]], resolve: float = math.inf) -> Gaps:
         """The gaps of direction ``k`` restricted to ``index`` (all coordinates for None), one
-        per ``(k, index)``, in one engine run. An estimate left void, or (for ``resolve``) too
-        uncertain to tell a gap of that size, is made again output by output
-        (``_vector_jvp``), and kept where that one is more precise."""
+        per ``(k, index)``, in one engine run; a void estimate, or one too uncertain to tell a
+        gap of size ``resolve``, again output by output (``_vector_jvp``) where that is sharper."""
         parts = [(self.direction(k), idx) for k, idx in groups]
 
         def psi_of(sel: Sequence[tuple[F64, Index | None]]) -> Callable[[Arr], F64]:

@@ -4,7 +4,7 @@ The adjoint identity evaluates ``f`` along random directions of inputs of up to 
 coordinates, a few dozen times each. ``Line`` builds each point at the least cost: in one real
 float array's own dtype, in a buffer reused from call to call (fresh memory of that size costs
 more than filling it), or else rebuilt from its coordinates; a float32 (or float16) ``f`` that
-accepts float64 inputs and gives outputs close to its own is evaluated at float64 copies, where
+accepts float64 arrays and gives outputs close to its own is evaluated at float64 copies, where
 the rounding of a million low-precision values would hide one wrong element. Each point comes
 with the rounding it was really made with (``z - x - t * d``, weighed by a cotangent), so that
 a derivative along it is one of the displacement really made.
@@ -43,7 +43,8 @@ class Line:
     ``v``/``back``: the arguments' coordinates and their rebuilding (``to_vec``); ``array``:
     the one real float array argument, if that is all there is (points are built in its dtype);
     ``dtype``/``out_dtype``: the points' and the outputs' working dtypes; ``promoted``: a
-    low-precision ``f`` is evaluated at float64 copies (``promote``), and ``amplification`` is
+    low-precision ``f`` is evaluated at float64 copies of its arrays (``promote``; ``args``,
+    the arguments it is evaluated at), and ``amplification`` is
     how much more its own outputs round than one rounding would (``noise.amplification``);
     ``calls`` counts the evaluations of ``f`` made here.
     """
@@ -56,26 +57,34 @@ class Line:
         self.out_dtype: np.dtype[Any] = np.dtype(np.float64)
         x0 = xs[0] if len(xs) == 1 else None
         self.array = x0 if isinstance(x0, np.ndarray) and x0.dtype.kind == "f" else None
+        #: The arguments at which ``f`` is evaluated (float64 copies where ``promoted``).
+        self.args = tuple(xs)
         self.promoted = False
         self.amplification = 1.0
         self.calls = 0
         self._buffer: Arr | None = None
 
     def promote(self, y: Any) -> None:
-        """Evaluate a float32 (or float16) ``f`` of one array at float64 copies from now on,
-        when it accepts them and gives float64 outputs close to ``y`` (its output at ``x``)."""
-        if self.array is None or self.array.dtype.itemsize >= 8:
+        """Evaluate a float32 (or float16) ``f`` at float64 copies of its low-precision array
+        arguments from now on, when it accepts them and gives float64 outputs close to ``y``
+        (its output at ``x``)."""
+        wide = tuple(_widened(x) for x in self.args)
+        if all(w is x for w, x in zip(wide, self.args, strict=True)):
             return
-        x64 = self.array.astype(np.float64)
         try:
-            y64 = self.f(x64)
+            y64 = self.f(*wide)
         except Exception:
             return
         self.calls += 1
         # (a reduction's output is a numpy scalar: np.median of float32 values is np.float32)
         if agrees(y, y64):
             low, high = _float_coordinates(y), _float_coordinates(y64)
-            self.array, self.dtype, self.out_dtype = x64, np.dtype(np.float64), high.dtype
+            self.args, self.out_dtype = wide, high.dtype
+            if self.array is not None:
+                self.array = wide[0]
+            # (points rebuilt from their coordinates are rebuilt in float64 where widened)
+            self.back = to_vec(wide, path="args")[1]
+            self.dtype = working_dtype(self.back.coord_dtypes)
             self.promoted = True
             self.amplification = amplification(low, high, eps(low.dtype))
 
@@ -127,6 +136,13 @@ class Line:
                 f"coordinates at the primal point, {yv.size} at a perturbed one"
             )
         return yv, rounding
+
+
+def _widened(x: Any) -> Any:
+    """A float64 copy of a float32 (or float16) array argument; any other as it is."""
+    if isinstance(x, np.ndarray) and x.dtype.kind == "f" and x.dtype.itemsize < 8:
+        return x.astype(np.float64)
+    return x
 
 
 def _float_coordinates(y: Any) -> Arr:

@@ -230,7 +230,7 @@ def _located(
     )
     expected, tols = list(chk.back.tangent(vec)), list(chk.back.error(tol))
     # (at the float64 point the identity was evaluated at, if it was promoted)
-    xs = [chk.array] if chk.promoted else [a.primal for a in live]
+    xs = list(chk.points)
     return _kinks(s, fdm, g, ybar, out, live, xs, expected, tols, rtol), tols
 
 
