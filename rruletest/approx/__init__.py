@@ -112,7 +112,7 @@ def collect_mismatches(
     for name, tol in (("rtol", rtol), ("atol", atol)):
         if tol is None or (type(tol) is float and tol >= 0):
             continue  # nothing to check (leaf_tolerance would pass it as it is)
-        if type(tol) is np.ndarray and tol.dtype == np.float64 and bool(np.all(tol >= 0)):
+        if type(tol) is np.ndarray and tol.dtype == np.float64 and bool((tol >= 0).all()):
             continue  # non-negative, no NaN: leaf_tolerance would pass it too
         if isinstance(tol, float | int | np.number | np.ndarray | str | bytes):
             leaf_tolerance(name, tol, np.shape(tol), path)

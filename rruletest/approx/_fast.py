@@ -61,7 +61,7 @@ def _array_tolerance(name: str, tol: Any, e: np.ndarray, path: str) -> Any:
     is when non-negative (``_BAD`` when not: the general comparison then raises)."""
     if type(tol) is np.ndarray and tol.dtype == _F64 and tol.shape == e.shape:
         with np.errstate(invalid="ignore"):
-            return tol if bool(np.all(tol >= 0)) else _BAD
+            return tol if bool((tol >= 0).all()) else _BAD
     return leaf_tolerance(name, tol, e.shape, path)
 
 

@@ -34,7 +34,10 @@ _NUMERIC = (np.ndarray, np.number, float, int, complex)
 def _bad(value: Any, error: Any) -> np.ndarray:
     """Where the engine left an element unchecked: NaN estimate, non-finite error."""
     with np.errstate(all="ignore"):
-        bad = np.isnan(np.asarray(value, dtype=np.complex128))
+        if type(value) is np.ndarray and value.dtype.kind == "f":
+            bad = np.isnan(value)  # what its complex128 copy would give, without the copy
+        else:
+            bad = np.isnan(np.asarray(value, dtype=np.complex128))
         if isinstance(error, _NUMERIC) and not isinstance(error, bool | np.bool_):
             err = np.asarray(error)
             if err.shape == bad.shape or err.ndim == 0:
@@ -77,7 +80,7 @@ def masked(actual: Any, expected: Any, error: Any) -> tuple[Any, tuple[int, int]
             bad = _bad(e, follow(error, path) if error is not None else None)
         except Exception:
             return e
-        n_bad = int(bad.sum())
+        n_bad = int(np.count_nonzero(bad))
         counts[0] += int(bad.size) - n_bad
         counts[1] += n_bad
         if not n_bad:

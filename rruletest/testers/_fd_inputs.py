@@ -27,7 +27,7 @@ from rruletest.tangents import AbstractZero, NoTangent
 from rruletest.testers._args import Arg
 from rruletest.testers._check import Check
 from rruletest.testers._report import Report
-from rruletest.testers._snapshot import copyable, nonzero, snapshot
+from rruletest.testers._snapshot import all_zero, copyable, snapshot
 from rruletest.walk import is_registered, leaves, map_leaves
 
 __all__ = [
@@ -123,12 +123,10 @@ def widen(atol: float, error: Any) -> Any:
     """
     if isinstance(error, AbstractZero) or error is None:
         return atol
-    if type(error) is float:  # a scalar's estimate (the common case), without numpy
-        err = abs(error)
+    if type(error) is float or type(error) is np.float64:  # a scalar's estimate, without numpy
+        err = abs(float(error))  # (a float, as _widen_leaf makes it)
         return atol + ERROR_FACTOR * (math.inf if math.isnan(err) else err)
-    if type(error) in (np.float64, np.float32) or (
-        type(error) is np.ndarray and error.dtype.kind != "O"
-    ):
+    if type(error) is np.float32 or (type(error) is np.ndarray and error.dtype.kind != "O"):
         return _widen_leaf(atol, error)  # one leaf: what the walk would call, without it
     if type(error) is np.ndarray and _numbers(error):
         # an object array of numbers (an object array primal's estimate): a float array
@@ -152,8 +150,7 @@ def _widen_leaf(atol: float, error: Any) -> Any:
             return atol + ERROR_FACTOR * (np.inf if np.isnan(err) else err)
         out *= ERROR_FACTOR
         out += atol
-        out[np.isnan(out)] = np.inf
-        return out
+        return np.fmin(out, np.inf, out=out)  # NaN -> inf (fmin takes the number), in place
     return atol
 
 
@@ -200,9 +197,12 @@ def zero_where_not_finite(x: Any, t: Any) -> tuple[Any, int, str]:
     """
     if not (isinstance(x, np.ndarray) and x.dtype.kind in "fc" and isinstance(t, np.ndarray)):
         return t, 0, ""
-    bad = ~np.isfinite(x)
+    finite = np.isfinite(x)
+    if finite.all():  # (the common case: nothing to zero)
+        return t, 0, ""
+    bad = ~finite
     n = int(bad.sum())
-    if n == 0 or n == bad.size or t.shape != x.shape:
+    if n == bad.size or t.shape != x.shape:
         return t, 0, ""
     t = t.copy()
     t[bad] = 0
@@ -257,8 +257,11 @@ def unchecked_zero_times_inf(est: Estimate, actual: Any, y: Any) -> Estimate:
         return est
     if not isinstance(actual, np.ndarray) or actual.shape != value.shape:
         return est
-    yv = to_vec(y, path="output")[0]
-    if np.isfinite(yv).all():
+    if type(y) is np.ndarray and y.dtype in _EXACT_IN_F64 and not is_registered(y):
+        finite = bool(np.isfinite(y).all())  # its coordinates, without flattening it
+    else:
+        finite = bool(np.isfinite(to_vec(y, path="output")[0]).all())
+    if finite:
         return est
     with np.errstate(invalid="ignore"):
         # (0 within an error far below the argument's other values: round-off of nothing)
@@ -269,6 +272,12 @@ def unchecked_zero_times_inf(est: Estimate, actual: Any, y: Any) -> Estimate:
 
 #: A dense reference within this fraction of the argument's largest value of 0 counts as 0.
 ZERO_SCALE = 1e-8
+
+# Dtypes whose elements ``to_vec`` turns into float64 coordinates exactly (so finite where
+# they are): an array of one of these is checked as it is.
+_EXACT_IN_F64 = frozenset(
+    np.dtype(t) for t in (np.float64, np.float32, np.float16, np.complex128, np.complex64)
+)
 
 
 def domain_room(domain: Domain | None, primals: Sequence[Any]) -> float | None:
@@ -409,7 +418,7 @@ def note_zero_tangent(report: Report, tangents: Sequence[Any], what: str, rule: 
     check then shows only that the rule maps zero to zero, not its derivatives."""
     # (NoTangent: an integer output or argument, with no tangent to give)
     tangents = [t for t in tangents if not isinstance(t, NoTangent)]
-    if tangents and any(map(_sized, tangents)) and not any(nonzero(t, 1) for t in tangents):
+    if tangents and any(map(_sized, tangents)) and all(map(all_zero, tangents)):
         report.note(
             f"the {what} is zero everywhere: the numerical check shows only that the {rule} "
             f"maps it to zero, not the rule's derivatives (give a nonzero {what} to check them)"

@@ -17,6 +17,7 @@ disagree, whether the disagreement is a finding of its own:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -53,7 +54,18 @@ __all__ = [
 DENSE_KINK_COORDINATES = 8
 
 
+_FLOATS = frozenset({float, np.float64})
+_COMPLEX = frozenset({complex, np.complex128, np.complex64})
+
+
+def _all_finite(x: Any) -> bool:
+    """Whether every element of ``x`` is finite (a float without numpy)."""
+    return math.isfinite(x) if type(x) is float else bool(np.isfinite(x).all())
+
+
 def _real(v: Any) -> np.ndarray | None:
+    if type(v) is np.ndarray:  # a plain array (the common case): as the checks below take it
+        return v if v.dtype.kind in "fiu" else None
     v = unthunk(v)
     if isinstance(v, AbstractZero) or v is None:
         return None
@@ -67,11 +79,21 @@ def _real(v: Any) -> np.ndarray | None:
 def out_of_tolerance(actual: Any, expected: Any, rtol: float, atol: Any) -> np.ndarray | None:
     """The elements where ``actual`` and ``expected`` differ beyond ``atol + rtol|expected|``
     (a boolean array), or None when they are not real arrays of one shape."""
+    if type(actual) in _COMPLEX and type(expected) in _COMPLEX:
+        return None  # complex numbers: not real (what _real says of them)
+    if all(type(v) in _FLOATS for v in (actual, expected, rtol, atol)):
+        # numbers (a scalar function's): the same float64 arithmetic, without arrays (and
+        # without numpy's overflow warning, which the numerical references silence anyway)
+        x, y = float(actual), float(expected)
+        bad = abs(x - y) > float(atol) + float(rtol) * abs(y)
+        return np.asarray(bad and math.isfinite(x) and math.isfinite(y))
     a, e = _real(actual), _real(expected)
     if a is None or e is None or a.shape != e.shape:
         return None
     with np.errstate(invalid="ignore"):
         bad = np.abs(a - e) > np.asarray(atol) + rtol * np.abs(e)
+    if not bad.any():  # (the common case: none to keep to the finite elements)
+        return np.asarray(bad)
     return np.asarray(bad & np.isfinite(a) & np.isfinite(e))
 
 
@@ -178,7 +200,7 @@ def kinks_directional(
     mask = out_of_tolerance(ydot, expected, rtol, tol)
     if mask is None:
         return expected, error, []
-    if not mask.any() and bool(np.isfinite(tol).all()):  # (the common case: all compared)
+    if not mask.any() and _all_finite(tol):  # (the common case: all compared)
         return expected, error, []
     value = np.asarray(real, dtype=np.float64)
     void = _void(value, error)
@@ -313,7 +335,8 @@ def kinks_dense_vjp(
     errors are returned with the one-sided ones standing in (``one_sided_evidence``)."""
     out, lines = list(expected), []
     errs = None if errors is None else list(errors)
-    yb, _ = to_vec(unthunk(ybar))
+    ybar = unthunk(ybar)
+    yb: Any = None  # ybar's coordinates, flattened only once a coordinate is to be checked
     budget = DENSE_KINK_COORDINATES
     taken: Taken = {}
     sums = np.zeros(2)  # the accepted coordinates' one-sided derivatives, added up
@@ -323,18 +346,20 @@ def kinks_dense_vjp(
         arr = np.asarray(x)
         if mask is None or arr.dtype.kind != "f" or mask.shape != arr.shape:
             continue
-        if not mask.any() and (errs is None or bool(np.isfinite(errs[j]).all())):
+        if not mask.any() and (errs is None or _all_finite(errs[j])):
             continue  # (the common case: all compared, and within tolerance)
         value = np.asarray(unthunk(xbar), dtype=np.float64)
         void = np.zeros(mask.shape, dtype=bool) if errs is None else _void(value, errs[j])
         if not (mask | void).any():
             continue
+        if yb is None:
+            yb = to_vec(ybar)[0]
         allow = np.where(void, atol, np.broadcast_to(np.asarray(tol, np.float64), mask.shape))
         accepted = np.zeros(mask.shape, dtype=bool)
         for index in (tuple(int(i) for i in idx) for idx in np.argwhere(mask | void)[:budget]):
             budget -= 1
 
-            def h(v: Any, j: int = j) -> Any:
+            def h(v: Any, j: int = j, yb: Any = yb) -> Any:
                 args = list(xs)
                 args[j] = v
                 return contracted(g, yb)(*args)

@@ -36,11 +36,16 @@ _UNBROADCAST_HINT = (
 def precision_of(x: Any) -> int | None:
     """Bits per real component of a numeric value's dtype; None for Python scalars (weak)."""
     if isinstance(x, np.ndarray | np.generic):
-        dt = x.dtype
-        if dt.kind == "f":
-            return int(dt.itemsize * 8)
-        if dt.kind == "c":
-            return int(dt.itemsize * 4)
+        return _dtype_precision(x.dtype)
+    return None
+
+
+def _dtype_precision(dt: np.dtype[Any]) -> int | None:
+    """Bits per real component of a float or complex dtype; None for other dtypes."""
+    if dt.kind == "f":
+        return int(dt.itemsize * 8)
+    if dt.kind == "c":
+        return int(dt.itemsize * 4)
     return None
 
 
@@ -109,7 +114,7 @@ def computation_precision(primals: Any) -> int | None:
                 visit(item, depth + 1)
 
     visit(primals, 0)
-    return precision_of(np.empty(0, np.result_type(*dtypes))) if dtypes else None
+    return _dtype_precision(np.result_type(*dtypes)) if dtypes else None
 
 
 def fit_problems(

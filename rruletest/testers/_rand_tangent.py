@@ -194,12 +194,18 @@ def _expand(x: Any) -> list[tuple[Step, Any]] | None:
 
 
 def _rand_leaf(rng: np.random.Generator, x: Any) -> Any:
+    if type(x) is np.ndarray and x.dtype.kind in "fc":  # (the common case first)
+        return _array_tangent(rng, x.shape, x.dtype)
     if isinstance(x, AbstractZero | str | bytes | type) or x is None:
         return NO_TANGENT
     if isinstance(x, bool | int | np.bool_ | np.integer):
         return NO_TANGENT
-    if isinstance(x, np.floating | np.complexfloating):  # np.float64 before float, its base
-        return _array_tangent(rng, (), x.dtype)[()]
+    if isinstance(x, np.floating):  # np.float64 before float, its base
+        # _array_tangent(rng, (), x.dtype)[()]: the same draw, rounded to the dtype alike
+        return x.dtype.type(_decimal(rng))
+    if isinstance(x, np.complexfloating):
+        re = _decimal(rng)  # (the real part is drawn first, as _array_tangent draws it)
+        return x.dtype.type(complex(re, _decimal(rng)))
     if isinstance(x, float):
         return _decimal(rng)
     if isinstance(x, complex):

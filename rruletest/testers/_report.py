@@ -35,6 +35,7 @@ from rruletest.errors import Mismatch, RuleTestFailure
 from rruletest.tangents import AbstractZero, Thunk, unthunk
 from rruletest.testers._args import describe
 from rruletest.testers._check import Check
+from rruletest.testers._snapshot import plain_leaf
 from rruletest.walk import Element, Path, Step, WalkError, children, leaves, render_path
 
 __all__ = ["Check", "Evidence", "Report", "TesterReport", "combine", "follow", "worst_errors"]
@@ -156,6 +157,8 @@ class Report:
         """Remember where ``value`` (what the rule returned at ``root``: ``args[0]``, ``ydot``)
         holds a ``Thunk``, so that problems found there say the rule returned a thunk (the
         checks compare its unthunked value, and the thunk would be invisible otherwise)."""
+        if plain_leaf(value):
+            return  # a number, a plain array or a zero (the common case): no thunk inside
         try:
             found = [(p, v) for p, v in leaves(value, thunks=False) if isinstance(v, Thunk)]
         except Exception:  # a value the walk cannot follow: its own checks report it
@@ -349,8 +352,7 @@ def worst_errors(actual: Any, expected: Any) -> tuple[float, float] | None:
     says nothing about the rule.
     """
     if type(expected) in _SCALARS and type(actual) in _SCALARS:  # the common case, no walk
-        with np.errstate(all="ignore"):
-            dist = abs(complex(actual) - complex(expected))
+        dist = abs(complex(actual) - complex(expected))  # (Python numbers: no numpy warnings)
         if dist != dist:
             return None
         return float(dist), float(dist) / max(abs(complex(expected)), 1.0)
@@ -377,10 +379,16 @@ def worst_errors(actual: Any, expected: Any) -> tuple[float, float] | None:
                 keep = ~np.isnan(dist)
         except Exception:
             continue
-        if dist.shape != ea.shape or not keep.any():
+        if dist.shape != ea.shape or dist.size == 0:
             continue
-        leaf_abs = float(np.max(dist[keep]))
-        scale = max(float(np.max(np.abs(ea[keep]))), 1.0)
+        if keep.all():  # every element estimated (the common case): no masked copies
+            leaf_abs = float(dist.max())
+            scale = max(float(np.abs(ea).max()), 1.0)
+        elif keep.any():
+            leaf_abs = float(np.max(dist[keep]))
+            scale = max(float(np.max(np.abs(ea[keep]))), 1.0)
+        else:
+            continue
         worst_abs = max(worst_abs, leaf_abs)
         worst_rel = max(worst_rel, leaf_abs / scale)
     if worst_abs < 0:

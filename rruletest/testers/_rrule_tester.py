@@ -59,7 +59,7 @@ from rruletest.testers._report import Check, TesterReport
 from rruletest.testers._reproduce import given_options
 from rruletest.testers._second_order import check_order, register_tester, second_order
 from rruletest.testers._setup import BadArgumentError, Setup, guarded, no_rule_text, setup
-from rruletest.testers._snapshot import copyable, snapshot
+from rruletest.testers._snapshot import copyable, plain_leaf, snapshot
 from rruletest.walk import map_leaves
 
 __all__ = ["check_cotangent_types", "run_rrule_checks", "test_rrule"]
@@ -263,6 +263,9 @@ def _forced(out: tuple[Any, ...]) -> tuple[Any, ...]:
     it where they unthunk it)."""
     forced = []
     for t in out:
+        if plain_leaf(t):
+            forced.append(t)  # a number, a plain array or a zero: the walk's one leaf, as it is
+            continue
         try:
             forced.append(map_leaves(lambda _, v: v, t))
         except Exception:

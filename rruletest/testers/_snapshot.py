@@ -21,7 +21,7 @@ import copy
 import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
-from types import ModuleType
+from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
 from typing import Any
 
 import numpy as np
@@ -34,12 +34,14 @@ from rruletest.walk import (
     Path,
     WalkError,
     children,
+    is_registered,
     leaves,
     render_path,
 )
 
 __all__ = [
     "Change",
+    "all_zero",
     "change_text",
     "changes",
     "copyable",
@@ -47,6 +49,7 @@ __all__ = [
     "is_lazy",
     "nonzero",
     "nonzero_text",
+    "plain_leaf",
     "render_change",
     "short",
     "snapshot",
@@ -56,6 +59,8 @@ _UNCOPYABLE = object()
 _IMMUTABLE = (bool, int, float, complex, str, bytes, np.generic, AbstractZero)
 _NUMBERS = frozenset({float, int, complex, bool, np.float64, np.float32, np.complex128})
 _RANDOM = (np.random.Generator, np.random.BitGenerator, np.random.RandomState)
+# The dtype kinds whose arrays ``nonzero`` and ``all_zero`` test as one leaf, ``!= 0`` per element
+_NUMERIC_KINDS = frozenset("biufc")
 # Immutable values a snapshot keeps as they are; one such object is unchanged from itself.
 _SAME = frozenset({NoTangent, ZeroTangent, str, bytes, type(None), np.float64, np.complex128})
 
@@ -67,6 +72,24 @@ def short(v: Any) -> str:
     except Exception:
         text = f"<{type(v).__name__}>"
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+# Exact types every walk takes as one leaf, whatever is registered (``walk.children``).
+_LEAF_TYPES = frozenset(
+    {float, int, complex, bool, str, bytes, type(None), np.float64, np.float32, np.complex128}
+)
+
+
+def plain_leaf(v: Any) -> bool:
+    """Whether every walk (``leaves``, ``map_leaves``) takes ``v`` as one leaf, as it is: a
+    number, a string, a numeric array or a zero (not registered as a structure); never a
+    thunk. The testers' shortcuts for the common values ask this."""
+    if type(v) in _LEAF_TYPES or (type(v) is np.ndarray and v.dtype.kind != "O"):
+        return True
+    return isinstance(v, AbstractZero) and not is_registered(v)
+
+
+_FUNCTIONS = frozenset({FunctionType, BuiltinFunctionType, MethodType, np.ufunc})
 
 
 def _by_identity(x: Any) -> bool:
@@ -82,9 +105,13 @@ def snapshot(x: Any) -> Any:
     """A deep copy of ``x`` to compare with later, or a marker when it cannot be copied
     (``copyable`` says which). Callables, modules and classes inside are kept as they are.
     """
+    if type(x) is np.ndarray and x.dtype.kind != "O":  # a plain array (the common case)
+        return x.copy()
+    if type(x) in _FUNCTIONS:  # a function (the tested f): kept, as _by_identity says
+        return x
     if isinstance(x, _IMMUTABLE) or x is None or _by_identity(x):
         return x
-    if isinstance(x, np.ndarray) and x.dtype.kind != "O":
+    if isinstance(x, np.ndarray) and x.dtype.kind != "O":  # a subclass: copied as one
         return x.copy()
     if type(x) in (tuple, list) and all(isinstance(v, _IMMUTABLE) or v is None for v in x):
         return x if type(x) is tuple else list(x)  # numbers and zeros: nothing deeper to copy
@@ -198,6 +225,21 @@ def _same_leaf(b: Any, a: Any) -> bool:
         return True  # values that cannot be compared are not checked
 
 
+def _plainly_same(b: Any, a: Any) -> bool:
+    """Whether ``a`` is certainly unchanged from the snapshot ``b`` as ``changes`` judges a
+    plain array (same dtype and shape, equal elements) or a plain number (equal, of the same
+    type); False also when unsure (then the walk decides)."""
+    if type(b) is np.ndarray:
+        return (
+            type(a) is np.ndarray
+            and b.dtype.kind != "O"
+            and a.shape == b.shape
+            and a.dtype == b.dtype
+            and bool(np.asanyarray(a == b).all())
+        )
+    return type(b) in _NUMBERS and (a is b or (type(a) is type(b) and a == b))
+
+
 def changes(before: Any, after: Any, limit: int = 3) -> list[Change]:
     """Where ``after`` differs from the snapshot ``before`` (NaN equals NaN), at most ``limit``
     places, in order. Random generators compare by their state; objects without a value
@@ -209,6 +251,8 @@ def changes(before: Any, after: Any, limit: int = 3) -> list[Change]:
         return [] if _same_leaf(before, after) else [Change((), before, after)]
     if before is after and type(before) in _SAME:  # one immutable value: equal to itself
         return []
+    if type(before) is np.ndarray and _plainly_same(before, after):
+        return []  # one plain array, unchanged (the common case): what the walk finds
     if (
         type(before) in (list, tuple)
         and type(after) is type(before)
@@ -221,6 +265,13 @@ def changes(before: Any, after: Any, limit: int = 3) -> list[Change]:
             if not _same_leaf(b, a)
         ]
         return found[:limit]
+    if (
+        type(before) in (list, tuple)
+        and type(after) is type(before)
+        and len(before) == len(after)
+        and all(map(_plainly_same, before, after))
+    ):  # plain arrays and numbers side by side, all unchanged: what the walk finds
+        return []
     out: list[Change] = []
     stack: list[tuple[Any, Any, Path]] = [(before, after, ())]
     seen: set[int] = set()
@@ -280,6 +331,12 @@ def nonzero(t: Any, limit: int = 3) -> list[tuple[Path, Any]]:
         return []
     if type(t) in _NUMBERS:  # a plain number (the common case): no walk
         return [] if t == 0 else [((), t)]
+    if type(t) is np.ndarray and t.dtype.kind in _NUMERIC_KINDS and limit > 0:
+        # one numeric array (the common case): the walk's one leaf, without the walk
+        if not t.any():
+            return []
+        idx = tuple(int(i) for i in np.argwhere(t != 0)[0])
+        return [((Element(idx),) if t.ndim else (), t[idx])]
     out: list[tuple[Path, Any]] = []
     try:
         for path, leaf in leaves(t):
@@ -298,6 +355,14 @@ def nonzero(t: Any, limit: int = 3) -> list[tuple[Path, Any]]:
     except Exception as exc:  # a WalkError, or a thunk that raised
         out.append(((), exc))
     return out
+
+
+def all_zero(t: Any) -> bool:
+    """Whether a tangent is zero everywhere (``nonzero`` finds no place), found without
+    looking for where it is not when it is one numeric array."""
+    if type(t) is np.ndarray and t.dtype.kind in _NUMERIC_KINDS:
+        return not t.any()
+    return not nonzero(t, 1)
 
 
 def nonzero_text(value: Any) -> str:

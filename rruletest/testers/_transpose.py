@@ -209,9 +209,10 @@ def sides(
         r, r_abs = _inner(xdot_c, coords(x, xbar))
         reverse, reverse_abs, terms = reverse + r, reverse_abs + r_abs, terms + xdot_c.size
     scale = max(forward_abs, reverse_abs)
+    dtypes = _dtypes((y, *primals))  # (found once, for both the tolerance and the precision)
     if rtol is None:
-        rtol = _rtol(y, primals)
-    eps, tiny = _precision([y, *primals])
+        rtol = _rtol_of(dtypes)
+    eps, tiny = _eps_tiny(frozenset(dtypes))
     tolerance = max(max(float(rtol), _ULPS * eps * math.sqrt(max(terms, 1))) * scale, tiny)
     return Transposition(forward, reverse, scale, tolerance)
 
@@ -262,7 +263,11 @@ def transposition(
 
 def _rtol(y: Any, primals: Sequence[Any]) -> Any:
     """``default_tolerances((y, *primals)).rtol``, the leaf dtypes found as ``_dtypes`` does."""
-    dtypes = _dtypes((y, *primals))
+    return _rtol_of(_dtypes((y, *primals)))
+
+
+def _rtol_of(dtypes: set[np.dtype[Any]]) -> Any:
+    """The default relative tolerance of the loosest of ``dtypes`` (float64's if none)."""
     return (loosest(*dtypes) if dtypes else default_tolerances(np.float64)).rtol
 
 
