@@ -288,3 +288,70 @@ def test_a_float32_rule_ill_conditioned_in_its_inputs_gets_their_rounding(seed: 
     x = np.random.default_rng(1).uniform(-1, 1, (4, 5)).astype(np.float32)
     with pytest.raises(RuleTestFailure, match=r"\[numeric\] args\[0\]"):
         test_rrule(np.var, x, rrule_f=_var_rules(1.005).rrule, rng=seed)
+
+
+def _times_sum_rules(off: float, k: int = 0) -> RuleSet:
+    """Rules of ``x * sum(x)``, element ``k`` of both off by the factor ``1 + off``."""
+    rules = RuleSet()
+
+    def f(x: Any) -> Any:
+        return x * np.sum(x)
+
+    @rules.register_frule(f)
+    def _frule(dots: Any, x: Any) -> Any:
+        ydot = dots[1] * np.sum(x) + x * np.sum(dots[1])
+        ydot[k] *= 1 + off
+        return f(x), ydot
+
+    @rules.register_rrule(f)
+    def _rrule(x: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            if isinstance(ybar, ZeroTangent):
+                return NoTangent(), ZeroTangent()
+            xbar = ybar * np.sum(x) + np.sum(ybar * x)
+            xbar[k] *= 1 + off
+            return NoTangent(), xbar
+
+        return f(x), pullback
+
+    rules.f = f  # type: ignore[attr-defined]
+    return rules
+
+
+@pytest.mark.parametrize("seed", [0, 2, 6])  # (each failed a right rule before)
+def test_a_float32_rule_that_cancels_large_terms_gets_their_rounding_at_any_size(
+    seed: int,
+) -> None:
+    """``x * sum(x)`` at float32 values near 100, 1000 of them: an element where the rule's two
+    terms of size 3e4 cancel carries their rounding (0.006 on a value of 57), in any float32
+    rule. Beyond 512 coordinates the inputs' (and tangents') rounding is measured along random
+    signs, not one coordinate at a time; both rules, one-directional jvp included, pass. An
+    element 1% off still fails."""
+    x = (np.random.default_rng(seed).standard_normal(1000) * 100).astype(np.float32)
+    right = _times_sum_rules(0.0)
+    test_frule(right.f, x, frule_f=right.frule, rng=seed, check_transpose=False)  # type: ignore[attr-defined]
+    test_rrule(right.f, x, rrule_f=right.rrule, rng=seed, check_transpose=False)  # type: ignore[attr-defined]
+    wrong = _times_sum_rules(0.01, k=7 * seed + 3)
+    with pytest.raises(RuleTestFailure, match=r"\[numeric\] ydot"):
+        test_frule(wrong.f, x, frule_f=wrong.frule, rng=seed, check_transpose=False)  # type: ignore[attr-defined]
+    with pytest.raises(RuleTestFailure, match=r"\[numeric\] args"):
+        test_rrule(wrong.f, x, rrule_f=wrong.rrule, rng=seed, check_transpose=False)  # type: ignore[attr-defined]
+
+
+def test_the_probed_allowance_covers_a_float32_rule_s_own_rounding() -> None:
+    from rruletest.testers._float64 import ALLOWANCE_COORDINATES, rounding_allowance
+
+    x = (np.random.default_rng(0).standard_normal(2000) * 100).astype(np.float32)
+    assert x.size > ALLOWANCE_COORDINATES
+    ybar = np.random.default_rng(1).standard_normal(2000).astype(np.float32)
+
+    def pullback(ps: list[Any]) -> list[Any]:
+        (p,) = ps
+        yb = ybar.astype(p.dtype)
+        return [yb * np.sum(p) + np.sum(yb * p)]
+
+    (allowed,) = rounding_allowance(pullback, [x], [0])  # type: ignore[misc]
+    own = np.abs(pullback([x])[0] - pullback([x.astype(np.float64)])[0])
+    assert np.all(own <= allowed)
+    assert np.max(allowed) < 1e-5 * np.max(np.abs(pullback([x])[0]))  # rounding, not a veto

@@ -183,9 +183,13 @@ def void_from(wide: Any, low: Callable[[], Any]) -> Any:
 #: then exact at inputs this many ulps away (``rounding_allowance``).
 INPUT_ULPS = 1.0
 
-#: At most this many low-precision input coordinates get ``rounding_allowance`` (one float64
-#: call of the rule each); beyond it none is made.
+#: Up to this many low-precision input coordinates, ``rounding_allowance`` moves each alone
+#: (one float64 call of the rule each); beyond it, all at once along ``PROBES`` random signs.
 ALLOWANCE_COORDINATES = 512
+#: Random sign moves of every input coordinate at once, and the multiple of their root mean
+#: square change per element allowed (``rounding_allowance`` beyond ``ALLOWANCE_COORDINATES``).
+PROBES = 8
+PROBE_Z = 6.0
 
 
 def rounding_allowance(
@@ -203,9 +207,13 @@ def rounding_allowance(
     ``sum_j |r(x + INPUT_ULPS * eps * |x_j| e_j) - r(x)|`` over the low-precision real array
     coordinates ``j`` of the arguments at ``positions``, with the rule ``r`` evaluated by
     ``call`` at float64 copies of ``primals`` (it returns one array per compared result, or
-    None). None when there is nothing to measure, too much (``ALLOWANCE_COORDINATES``), or a
-    call fails. A wrong rule is off by far more than its inputs' rounding explains, except
-    where float32 cannot resolve the result anyway.
+    None). Beyond ``ALLOWANCE_COORDINATES`` coordinates (one call each would cost too much),
+    every coordinate moves at once along ``PROBES`` random signs, and ``PROBE_Z`` times the
+    root mean square change per element stands for the sum: the rounding of a float32 rule
+    that cancels large terms (``x * sum(x)`` at values near 100) is a sum of that many random
+    roundings. None when there is nothing to measure or a call fails. A wrong rule is off by
+    far more than its inputs' rounding explains, except where float32 cannot resolve the
+    result anyway.
     """
     wide = list(primals)
     low: list[tuple[int, float]] = []
@@ -214,7 +222,7 @@ def rounding_allowance(
         if isinstance(p, np.ndarray) and p.dtype in (np.float16, np.float32):
             wide[i] = p.astype(np.float64)
             low.append((i, float(np.finfo(p.dtype).eps)))
-    if not low or sum(primals[i].size for i, _ in low) > ALLOWANCE_COORDINATES:
+    if not low:
         return None
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -222,6 +230,8 @@ def rounding_allowance(
             base = _arrays(call(wide))
             if base is None:
                 return None
+            if sum(primals[i].size for i, _ in low) > ALLOWANCE_COORDINATES:
+                return _probed(call, wide, low, base)
             total = [np.zeros(b.shape) for b in base]
             for i, e in low:
                 x = wide[i]
@@ -239,6 +249,31 @@ def rounding_allowance(
                         t += np.abs(o - b)
     except Exception:  # a measurement only: the comparison stands as it is
         return None
+    return [np.where(np.isfinite(t), t, 0.0) for t in total]
+
+
+def _probed(
+    call: Callable[[list[Any]], Sequence[Any] | None],
+    wide: list[Any],
+    low: list[tuple[int, float]],
+    base: list[np.ndarray],
+) -> list[np.ndarray] | None:
+    """``rounding_allowance`` from ``PROBES`` moves of every coordinate at once, each by
+    ``INPUT_ULPS`` ulps with a random sign (the same signs every time: a measurement)."""
+    rng = np.random.default_rng(0)
+    squares = [np.zeros(b.shape) for b in base]
+    for _ in range(PROBES):
+        moved = list(wide)
+        for i, e in low:
+            x = wide[i]
+            signs = rng.integers(0, 2, size=x.shape) * 2.0 - 1.0
+            moved[i] = x + signs * (INPUT_ULPS * e) * np.abs(x)
+        out = _arrays(call(moved))
+        if out is None or [o.shape for o in out] != [b.shape for b in base]:
+            return None
+        for t, o, b in zip(squares, out, base, strict=True):
+            t += (o - b) ** 2
+    total = [PROBE_Z * np.sqrt(t / PROBES) for t in squares]
     return [np.where(np.isfinite(t), t, 0.0) for t in total]
 
 
@@ -272,13 +307,17 @@ def frule_allowance(
     frule_f: Any, f: Any, primals: Sequence[Any], kwargs: dict[str, Any],
     tangents: Sequence[Any], positions: Sequence[int],
 ) -> list[np.ndarray] | None:  # fmt: skip
-    """``rounding_allowance`` of the output tangent (one per argument, float64 copies)."""
-    dots = [_widened(unthunk(t), []) for t in tangents]
+    """``rounding_allowance`` of the output tangent (one per argument, float64 copies). The
+    tangents round like the inputs: a right float32 frule is exact at both moved by an ulp
+    (``x * sum(xdot)`` carries the rounding of the float32 sum of the tangents)."""
+    n = len(primals)
+    dots = [unthunk(t) for t in tangents]
 
     def call(ps: list[Any]) -> list[Any] | None:
-        return [frule_f((NO_TANGENT, *dots), f, *ps, **kwargs)[1]]
+        wide = [_widened(d, []) for d in ps[n:]]
+        return [frule_f((NO_TANGENT, *wide), f, *ps[:n], **kwargs)[1]]
 
-    return rounding_allowance(call, primals, positions)
+    return rounding_allowance(call, [*primals, *dots], [*positions, *(n + i for i in positions)])
 
 
 class Allowance:

@@ -359,7 +359,7 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
             report.note(line)
     ref, counts = masked(ydot, expected, est.error)
     tol = widen(atol, est.error)
-    if frule_f is not None and mode.startswith(("finite-difference Jacobian", "batched")):
+    if frule_f is not None and (general or mode.startswith("batched")):
         by_index = {a.index: t for a, t in zip(live, dots, strict=True)}
         tangents = [by_index.get(a.index, NO_TANGENT) for a in s.args]
         allowance = Allowance(
