@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from rruletest import (
     test_scalar,
     unthunk,
 )
+from rruletest.testers._transpose import transposition
 
 
 def _rules(frule_sign: float = 1.0, rrule_sign: float = 1.0, *, frule: bool = True) -> RuleSet:
@@ -227,3 +229,28 @@ def test_a_nan_tangent_at_a_finite_point_still_fails_the_cross_check() -> None:
 
     err = _failure(lambda: test_rrule(np.sin, X, rrule_f=rules.rrule, check_fd=False, rng=0))
     assert "[transpose] frule/rrule transposition (the frule called once more): " in str(err)
+
+
+def test_float16_inner_products_do_not_overflow() -> None:
+    """``<ybar, ydot>`` of ``x**3`` at float16 values near 30 sums terms near 2700 past
+    float16's largest number: summed in float16 both sides were -inf, and ``-inf == -inf`` a
+    failed transposition ("difference nan"); summed in float64 they agree."""
+    rules = RuleSet()
+
+    def cube(x: Any) -> Any:
+        return x**3
+
+    @rules.register_rrule(cube)
+    def _r(x: Any) -> Any:
+        return cube(x), lambda ybar: (NoTangent(), unthunk(ybar) * 3 * x**2)
+
+    @rules.register_frule(cube)
+    def _f(dargs: Any, x: Any) -> Any:
+        return cube(x), dargs[1] * 3 * x**2
+
+    x = np.linspace(28.0, 32.0, 40).astype(np.float16)
+    xdot, ybar = np.ones(40, np.float16), np.ones(40, np.float16)
+    t = transposition(cube, [x], [xdot], ybar, rrule_f=rules.rrule, frule_f=rules.frule)
+    assert t.passed
+    assert math.isfinite(t.forward)
+    assert t.forward == pytest.approx(float(np.sum(3 * x.astype(np.float64) ** 2)), rel=1e-2)

@@ -155,9 +155,11 @@ def _inner(direction: np.ndarray, value: np.ndarray) -> tuple[float, float]:
     """``<direction, value>`` and ``<|direction|, |value|>`` (the scale that bounds its
     rounding). A coordinate the direction does not move contributes nothing, even where the
     value there is NaN or infinite (a derivative at a NaN element of the point, which the
-    testers' directions leave at zero): ``0 * NaN`` is no evidence about the rules."""
+    testers' directions leave at zero): ``0 * NaN`` is no evidence about the rules. Summed
+    in float64: float16 products of derivatives near 100 overflow, and ``-inf == -inf``
+    would be no evidence either."""
     with np.errstate(invalid="ignore", over="ignore"):
-        prod = direction * value
+        prod = np.multiply(direction, value, dtype=np.float64)
         total = float(prod.sum())
         if not math.isfinite(total):
             prod = np.where(direction == 0, 0.0, prod)
