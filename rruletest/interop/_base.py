@@ -205,6 +205,13 @@ class Adapted:
         clone._install()
         return clone
 
+    @property
+    def __signature__(self) -> inspect.Signature | None:
+        """The wrapped function's signature, which ``inspect.signature(adapter)`` gives (so the
+        gate counts the arguments of ``from_function(lambda x, y: ...)``); None, for
+        ``inspect`` to fall back on ``__call__``'s, where it has none."""
+        return signature_of(self.wrapped)
+
     # -- what the testers call ------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Evaluate the wrapped function on numpy values; return numpy values."""
@@ -338,3 +345,14 @@ class Adapted:
                 f"f={f!r}; pass the adapter itself as f: test_rrule(adapter, *args, "
                 f"rrule_f=adapter.rrule)"
             )
+
+
+def signature_of(fn: Any, skip: int = 0) -> inspect.Signature | None:
+    """``fn``'s signature without its first ``skip`` parameters (a torch Function's ``ctx``),
+    or None where it has none that ``inspect`` can read."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    params = list(sig.parameters.values())
+    return sig.replace(parameters=params[skip:]) if skip else sig

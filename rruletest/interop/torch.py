@@ -37,13 +37,21 @@ and complex tensors require grad; ``nondiff_argnums`` switches that off for chos
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from rruletest.domains import DomainLike
-from rruletest.interop._base import Adapted, InteropError, MissingRuleError, Pullback, recreatable
+from rruletest.interop._base import (
+    Adapted,
+    InteropError,
+    MissingRuleError,
+    Pullback,
+    recreatable,
+    signature_of,
+)
 from rruletest.interop._convert import (
     as_cotangent,
     cotangent_leaves,
@@ -115,6 +123,11 @@ class TorchFunction(Adapted):
     @property
     def has_frule(self) -> bool:
         return self._jvp is not None
+
+    @property
+    def __signature__(self) -> inspect.Signature | None:
+        """``forward``'s parameters, without ``ctx`` unless the Function has ``setup_context``."""
+        return signature_of(self.wrapped.forward, 0 if self._uses_setup_context else 1)
 
     def derived(self, key: Any) -> Adapted:
         """``pullback_of(self)`` differentiated by torch's engine through ``apply`` (the

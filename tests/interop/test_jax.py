@@ -594,3 +594,17 @@ def test_dict_outputs(testers: Any) -> None:
     g = rjax.from_function(lambda x: {"s": jnp.sin(x), "c": jnp.cos(x)}, name="sincos")
     g.test_rrule(x, rng=0)
     g.test_frule(x, rng=0)
+
+
+def test_an_adapter_has_the_wrapped_function_s_signature() -> None:
+    """``rruletest check`` counts the arguments of ``register(from_function(lambda x, w: ...))``
+    from it: each such rule was skipped ('cannot tell how many arguments')."""
+    import inspect
+
+    from rruletest._plugin.cases import rule_arity
+    from rruletest.rules import RuleInfo
+
+    adapter = rjax.from_function(lambda x, w: jnp.sin(x) * w)
+    assert list(inspect.signature(adapter).parameters) == ["x", "w"]
+    assert rule_arity(RuleInfo((adapter,), "rrule", "m", "f")) == 2
+    assert len(inspect.signature(rjax.from_custom_vjp(make_scaled_sin())).parameters) == 2

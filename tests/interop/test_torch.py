@@ -681,3 +681,18 @@ class SumOfSquares(ScalesGradInPlace):
     def backward(ctx: Any, g: Any) -> Any:
         (x,) = ctx.saved_tensors
         return 2 * g * x
+
+
+def test_an_adapter_has_the_signature_of_forward_without_ctx() -> None:
+    """So the gate can count the arguments of a Function registered without examples."""
+    import inspect
+
+    from rruletest._plugin.cases import rule_arity
+    from rruletest.rules import RuleInfo
+
+    for cls in (ScaledSin, ScaledSinSetupContext):
+        adapter = rtorch.from_function(cls)
+        assert list(inspect.signature(adapter).parameters) == ["x", "w"]
+        assert rule_arity(RuleInfo((adapter,), "rrule", "m", "f")) == 2
+    double = rtorch.from_callable(lambda a, b, c: a * b + c)
+    assert len(inspect.signature(double).parameters) == 3
