@@ -196,7 +196,7 @@ class AdjointCheck:
         return self.line.array
 
     @property
-    def points(self) -> tuple[Any, ...]:  # the arguments f is evaluated at (float64 copies?)
+    def points(self) -> tuple[Any, ...]:  # the arguments f is evaluated at (xs, or widened)
         return self.line.args
 
     @property
@@ -246,11 +246,11 @@ class AdjointCheck:
         lhs = np.array([self.inner(k, idx) for k, idx in groups])
         gap = np.asarray(est.value, dtype=np.float64) - lhs
         error = np.array(est.error, dtype=np.float64)
-        for r in np.flatnonzero(~np.isfinite(error)).tolist():
+        for r in np.flatnonzero(void := ~np.isfinite(error)).tolist():
             value, error[r] = self._vector_jvp(*groups[r])
             gap[r] = value - lhs[r]
         tol = np.array([self.tolerance(e, idx) for e, (_, idx) in zip(error, groups, strict=True)])
-        for r in np.flatnonzero(np.isfinite(error) & ~(tol < resolve)).tolist():
+        for r in np.flatnonzero(~void & ~(tol < resolve)).tolist():  # (void ones: done above)
             value, e = self._vector_jvp(*groups[r])
             if e < error[r]:
                 gap[r], error[r], tol[r] = value - lhs[r], e, self.tolerance(e, groups[r][1])

@@ -135,8 +135,8 @@ class DenseJacobian:
         dtypes = self.coord_dtypes
         out_dtype = working_dtype(self.yback.coord_dtypes)
         rows = max(1, BLOCK_ELEMENTS // self.m)
-        kinds = set(dtypes)
-        for dt in sorted(kinds, key=str) if len(kinds) > 1 else kinds:
+        kinds = sorted(set(dtypes), key=str)
+        for dt in kinds:
             if len(kinds) == 1:  # (the common case: every coordinate of one dtype)
                 group = np.arange(self.n) if only is None else np.flatnonzero(only)
             else:
@@ -195,7 +195,6 @@ class DenseJacobian:
         callers = [work.caller(f, i, m) for i in idx.tolist()]
         centres = v[idx].tolist()
         memo: list[dict[float, F64]] = [{} for _ in callers]
-        nan = math.nan
         budget = [MEMO_ELEMENTS // m]
 
         def problem(rows: list[int]) -> Problem:
@@ -219,7 +218,7 @@ class DenseJacobian:
                     except OutputError:
                         raise
                     except (ArithmeticError, ValueError):
-                        out[r] = nan
+                        out[r] = math.nan
                     if budget[0] > 0:
                         ms[r][ti] = out[r]  # a view: ``out`` is read-only from here on
                         budget[0] -= 1

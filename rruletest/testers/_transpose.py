@@ -180,14 +180,9 @@ def _dtypes(values: Sequence[Any]) -> set[np.dtype[Any]]:
 
 @functools.cache
 def _eps_tiny(dtypes: frozenset[np.dtype[Any]]) -> tuple[float, float]:
+    """The machine epsilon and smallest normal number of the least precise of ``dtypes``."""
     infos = [np.finfo(d) for d in dtypes] or [np.finfo(np.float64)]
     return max(float(i.eps) for i in infos), max(float(i.tiny) for i in infos)
-
-
-def _precision(values: Sequence[Any]) -> tuple[float, float]:
-    """The machine epsilon and smallest normal number of the least precise floating dtype
-    among ``values``' leaves (``tolerances.leaf_dtypes``, the walk the testers share)."""
-    return _eps_tiny(frozenset(_dtypes(values)))
 
 
 def sides(
