@@ -69,5 +69,10 @@ def compute() -> dict[str, np.ndarray]:
 
 
 if __name__ == "__main__":
-    np.savez_compressed(PATH, **compute())
-    print(f"saved {len(cases())} cases to {PATH}")
+    import sys
+
+    # ``python tests/fd_reference_cases.py [PLATFORM]``: that platform's file
+    # (``fd_references.PLATFORM.npz``, see ``tests/saved_references.py``).
+    out = PATH.with_suffix("".join(f".{p}" for p in sys.argv[1:2]) + ".npz")
+    np.savez_compressed(out, **compute())
+    print(f"saved {len(cases())} cases to {out}")

@@ -4,24 +4,27 @@ numpy's array kernels round differently on different CPUs: with AVX-512 its sums
 another order and its ``sin``/``exp`` differ from the AVX2 kernels in the last bit, and a finite
 difference turns one ulp of ``f`` into thousands of ulps of its derivative. So a reference of the
 engine's values at a few ulps holds on the platform that made it only. Each platform's file
-(``tests/data/<stem>.npz``, saved on the machine of the project's first sessions, and
-``<stem>.avx512.npz``, on an Intel Xeon with AVX-512 and numpy 2.4) was computed by the same
+(``tests/data/<stem>.npz``, saved on the machine of the project's first sessions,
+``<stem>.avx512.npz``, on an Intel Xeon with AVX-512, and ``<stem>.x86v3.npz``, on an AMD EPYC
+whose numpy has AVX2 kernels only, ``X86_V3``, all with numpy 2.4) was computed by the same
 code, 7b5913d's; a test compares with
 the file whose values this platform reproduces in the most cases (``pick``), at a few ulps. On a
 platform that reproduces none of them (``Picked.known`` false: fewer than ``KNOWN`` of the cases
-agree) the values are compared within their error estimates instead, with a warning that a
-reference for it should be saved (``python tests/fd_reference_cases.py`` and
-``tests/data/save_dense_reference.py`` at 7b5913d, to ``<stem>.<platform>.npz``).
+agree) the values are compared within their error estimates instead, and ``unknown_platform``
+skips a test of its own saying a reference for it should be saved (``python
+tests/fd_reference_cases.py`` and ``tests/data/save_dense_reference.py`` with 7b5913d's tree
+first on ``PYTHONPATH``, to ``<stem>.<platform>.npz``). A warning would not do: the suite turns
+warnings into errors, and one at import fails the collection of the whole module.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+import pytest
 
 DATA = Path(__file__).parent / "data"
 #: The share of cases in which a platform must reproduce a file to be that file's platform.
@@ -32,6 +35,7 @@ class Picked(NamedTuple):
     name: str  # the file's name
     data: dict[str, np.ndarray]
     known: bool  # this platform reproduces it (else compare within error estimates)
+    share: float  # the share of the cases it reproduces
 
 
 def files(stem: str) -> dict[str, dict[str, np.ndarray]]:
@@ -45,14 +49,18 @@ def pick(stem: str, agrees: Callable[[Mapping[str, np.ndarray]], list[bool]]) ->
     a few ulps) is true most often; known if in at least ``KNOWN`` of the cases."""
     scored = [(np.mean(agrees(data)), name, data) for name, data in files(stem).items()]
     share, name, data = max(scored, key=lambda s: s[0])
-    known = bool(share >= KNOWN)
-    if not known:
-        warnings.warn(
-            f"no saved reference of {stem} is this platform's (the best, {name}, agrees in "
-            f"{share:.0%} of the cases): compared within error estimates; save one for it",
-            stacklevel=2,
+    return Picked(name, data, bool(share >= KNOWN), float(share))
+
+
+def unknown_platform(stem: str, picked: Picked) -> None:
+    """Skip, saying so, where no saved file of ``stem`` is this platform's (the module's other
+    tests then compare within error estimates)."""
+    if not picked.known:
+        pytest.skip(
+            f"no saved reference of {stem} is this platform's (the best, {picked.name}, agrees "
+            f"in {picked.share:.0%} of the cases): compared within error estimates; save one "
+            "for it (see tests/saved_references.py)"
         )
-    return Picked(name, data, known)
 
 
 def ulps(actual: Any, expected: Any) -> float:
@@ -68,11 +76,19 @@ def ulps(actual: Any, expected: Any) -> float:
     return float(np.max(np.where(both, np.abs(a - b) / ulp, 0.0), initial=0.0))
 
 
+#: How many of their error estimates two platforms' estimates may differ by: a round-off
+#: estimate counts ``f``'s own rounding as an ulp or so, and numpy's AVX2 ``exp`` is off by
+#: more (7b5913d's ``exp`` at -8, ``max_range=1e-2``, on an AMD EPYC without AVX-512: 2.05e-16
+#: from the exact derivative, estimated 1.0e-16).
+SLACK = 4.0
+
+
 def within_errors(value: Any, error: Any, ref_value: Any, ref_error: Any) -> bool:
-    """Whether two estimates agree within their error estimates wherever both are finite (what
-    an engine of the same method on another platform's rounding must still give)."""
+    """Whether two estimates agree within ``SLACK`` times their error estimates wherever both
+    are finite (what an engine of the same method on another platform's rounding must still
+    give)."""
     a, b = np.asarray(value, dtype=complex).ravel(), np.asarray(ref_value, dtype=complex).ravel()
     ea = np.asarray(error, dtype=float).ravel()
     eb = np.asarray(ref_error, dtype=float).ravel()
     both = np.isfinite(a) & np.isfinite(b) & np.isfinite(ea) & np.isfinite(eb)
-    return bool(np.all(np.abs(a[both] - b[both]) <= ea[both] + eb[both]))
+    return bool(np.all(np.abs(a[both] - b[both]) <= SLACK * (ea[both] + eb[both])))

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from dense_cases import CASES
-from saved_references import pick, within_errors
+from saved_references import pick, unknown_platform, within_errors
 from saved_references import ulps as _ulps
 
 from rruletest.finite_differences import dense
@@ -56,6 +56,10 @@ def _check(key: str, est: Any) -> None:
         return
     assert _ulps(est.value, value) <= 4
     assert _ulps(est.error, error) <= 4
+
+
+def test_this_platform_has_a_saved_reference() -> None:
+    unknown_platform("dense_reference", PICKED)
 
 
 def test_importing_the_script_that_saved_the_references_saves_nothing() -> None:

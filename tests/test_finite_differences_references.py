@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from fd_reference_cases import PATH, cases, compute
-from saved_references import files, pick, ulps, within_errors
+from saved_references import files, pick, ulps, unknown_platform, within_errors
 
 NOW = compute()
 #: Cases whose path changed on purpose, with their exact first (or second) derivatives.
@@ -27,6 +27,10 @@ def _same(saved, now):
 # (the platform's own file: numpy's kernels round differently on other CPUs, see saved_references)
 PICKED = pick(PATH.stem, lambda data: [_same(data[n], NOW[n]) for n in UNCHANGED])
 SAVED = PICKED.data
+
+
+def test_this_platform_has_a_saved_reference():
+    unknown_platform(PATH.stem, PICKED)
 
 
 def test_every_saved_case_is_recomputed():
@@ -54,4 +58,5 @@ def test_changed_paths_are_no_worse(name):
     # Covered wherever the old estimate was (x = -2 with max_range=1e-2 was not, nor is it).
     assert np.all((np.abs(new - truth) <= new_err) | (np.abs(old - truth) > old_err))
     assert np.all(np.abs(new - truth) <= np.maximum(np.abs(old - truth), new_err))
-    assert np.mean(new_err <= old_err * (1 + 1e-9)) > 0.9
+    if PICKED.known:  # (another platform's errors differ by its rounding)
+        assert np.mean(new_err <= old_err * (1 + 1e-9)) > 0.9

@@ -1,7 +1,9 @@
 """Save dense-path references computed at main (7b5913d).
 
-Run by hand (``python tests/data/save_dense_reference.py`` from the project root) only to make
-new references on purpose; importing it (pytest's doctest collection does) saves nothing.
+Run by hand from the project root, with 7b5913d's tree first on ``PYTHONPATH``, only to make
+new references on purpose: ``python tests/data/save_dense_reference.py [PLATFORM]`` saves
+``tests/data/dense_reference[.PLATFORM].npz`` (see ``tests/saved_references.py``); importing it
+(pytest's doctest collection does) saves nothing.
 """
 
 import sys
@@ -30,7 +32,8 @@ def main() -> None:
             out[f"{name}/jac{k}/value"] = e.value
             out[f"{name}/jac{k}/error"] = e.error
             out[f"{name}/jac{k}/step"] = e.step
-    np.savez_compressed("tests/data/dense_reference.npz", **out)
+    suffix = "".join(f".{p}" for p in sys.argv[1:2])
+    np.savez_compressed(f"tests/data/dense_reference{suffix}.npz", **out)
     print(len(out))
 
 
