@@ -54,18 +54,20 @@ def cases() -> dict[str, tuple[Any, Callable[[Any], Any], Any]]:
     return out
 
 
+def compute_case(m: Any, f: Callable[[Any], Any], x: Any) -> np.ndarray:
+    """One case's values, error estimates and steps, stacked (float64)."""
+    est = m.estimate(f, x)
+    return np.stack(
+        [
+            np.asarray(est.value, dtype=np.float64),
+            np.asarray(est.error, dtype=np.float64),
+            np.broadcast_to(np.asarray(est.step, dtype=np.float64), np.shape(est.value)),
+        ]
+    )
+
+
 def compute() -> dict[str, np.ndarray]:
-    out: dict[str, np.ndarray] = {}
-    for name, (m, f, x) in cases().items():
-        est = m.estimate(f, x)
-        out[name] = np.stack(
-            [
-                np.asarray(est.value, dtype=np.float64),
-                np.asarray(est.error, dtype=np.float64),
-                np.broadcast_to(np.asarray(est.step, dtype=np.float64), np.shape(est.value)),
-            ]
-        )
-    return out
+    return {name: compute_case(m, f, x) for name, (m, f, x) in cases().items()}
 
 
 if __name__ == "__main__":

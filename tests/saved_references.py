@@ -21,10 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import pytest
+
+from rruletest.finite_differences import steps
+
+T = TypeVar("T")
 
 DATA = Path(__file__).parent / "data"
 #: The share of cases in which a platform must reproduce a file to be that file's platform.
@@ -92,3 +96,28 @@ def within_errors(value: Any, error: Any, ref_value: Any, ref_error: Any) -> boo
     eb = np.asarray(ref_error, dtype=float).ravel()
     both = np.isfinite(a) & np.isfinite(b) & np.isfinite(ea) & np.isfinite(eb)
     return bool(np.all(np.abs(a[both] - b[both]) <= SLACK * (ea[both] + eb[both])))
+
+
+def with_moved_steps(run: Callable[[], T]) -> tuple[T, bool]:
+    """``run()``, and whether any step it chose moved on purpose since 7b5913d, so that its
+    estimates are compared with exact derivatives or within error estimates instead: a step for
+    a ``p``-th derivative measured exactly 0 (``c2 == 0``: now the widest one seen finite, not
+    the default one), or one put on the bound estimator's grid where its ``p``-th derivatives
+    were round-off (a linear function, in problems that are not elementwise)."""
+    originals = steps._h_from_constants, steps._on_the_bound_grid
+    seen = []
+
+    def nil(c1: Any, c2: Any, *args: Any) -> Any:
+        seen.append(bool(np.any((np.asarray(c2) == 0) & (np.asarray(c1) > 0))))
+        return originals[0](c1, c2, *args)
+
+    def grid(m: Any, b: Any, prob: Any, h: Any, mags: Any) -> Any:
+        out = originals[1](m, b, prob, h, mags)
+        seen.append(out is not h and not np.array_equal(out, h))
+        return out
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(steps, "_h_from_constants", nil)
+        mp.setattr(steps, "_on_the_bound_grid", grid)
+        out = run()
+    return out, any(seen)

@@ -4,17 +4,21 @@ formulas (the fast ways of computing them change no bit)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from rruletest import RuleSet, RuleTestFailure, test_scalar
 from rruletest.finite_differences import central_fdm
 from rruletest.finite_differences.estimation import run
 from rruletest.finite_differences.kernels import (
     absmax,
+    accuracy,
     combine_kernel,
     mag_kernel,
     restricted,
+    scaled,
     scatter,
 )
 from rruletest.finite_differences.problem import Problem
@@ -132,3 +136,69 @@ def test_restricted_and_scatter():
     assert restricted(prob, np.ones(3, dtype=bool)) is None  # everything: the whole problem
     assert restricted(Problem(np.log, np.ones(3)), mask) is None  # no subsets
     assert scatter(index, np.array([5.0, 6.0]), (3,), np.inf).tolist() == [np.inf, 5.0, 6.0]
+
+
+@given(st.floats(1e7, 1e12), st.floats(0.5, 8.0), st.sampled_from([1.0, -1.0]))
+def test_a_straight_line_far_from_zero_is_exact(t0, slope, sign):
+    # Its p-th derivative is measured exactly 0: no truncation, the widest step is best (the
+    # default one was round-off of t0's size: 3 * t at 1e12 gave 2.56, error 1.0).
+    est = central_fdm(5, 1).estimate(lambda t: slope * t, sign * t0)
+    assert abs(est.value - slope) <= 1e-9 * slope
+    assert est.error <= 1e-8 * slope
+    assert abs(est.value - slope) <= est.error
+
+
+def _triple(x):
+    return 3.0 * x
+
+
+@pytest.mark.parametrize("x", [1e9, 1e12])
+def test_a_wrong_linear_rule_far_from_zero_is_caught(x):
+    right, wrong = RuleSet(), RuleSet()
+    right.scalar_rule(_triple, lambda x, y: 3.0)
+    wrong.scalar_rule(_triple, lambda x, y: 3.009)  # 0.3% off: passed at 1e9 and 1e12 before
+    test_scalar(_triple, x, rrule_f=right.rrule, frule_f=right.frule, rng=0)
+    with pytest.raises(RuleTestFailure) as info:
+        test_scalar(_triple, x, rrule_f=wrong.rrule, frule_f=wrong.frule, rng=0)
+    assert "rel diff 0.003" in str(info.value)
+
+
+def test_powers_that_overflow_are_taken_through_logarithms():
+    m = central_fdm(5, 1)  # error c1 / h + c2 * h**4: h**4 overflows at h = 1e85
+    h = np.array([1e85, 1e85, 2.0])
+    c1 = np.array([1e-16, 0.0, 1e-16])
+    c2 = np.array([1e-300, 0.0, 1e-300])
+    bound = accuracy(m, h, c1, c2)
+    assert np.all(np.isfinite(bound))
+    np.testing.assert_allclose(bound, [1e-101 + 1e40, 0.0, 5e-17 + 16e-300], rtol=1e-12)
+    assert scaled(np.array([0.0, np.nan]), np.array([np.inf, 1e300]), 2).tolist()[0] == 0.0
+    assert np.isnan(scaled(np.array([np.nan]), np.array([1e300]), 2)).all()
+
+
+@pytest.mark.parametrize(
+    ("f", "df", "x"),
+    [
+        (np.log, lambda x, y: 1.0 / x, 1e100),
+        (np.log, lambda x, y: 1.0 / x, 1e150),
+        (_triple, lambda x, y: 3.0, 1e150),
+        (np.sqrt, lambda x, y: 0.5 / y, 1e100),
+        (np.reciprocal, lambda x, y: -y * y, 1e100),
+    ],
+)
+def test_right_rules_pass_at_huge_magnitudes(f, df, x):
+    # Steps of 1e85 and more: their powers overflowed and the error bounds came out NaN
+    # (4 problems found for a right rule of log at 1e100).
+    rules = RuleSet()
+    rules.scalar_rule(f, df)
+    test_scalar(f, x, rrule_f=rules.rrule, frule_f=rules.frule, rng=0, check_complex=False)
+    est = central_fdm(5, 1).estimate(f, x)
+    exact = df(x, f(x))
+    assert abs(est.value - exact) <= est.error <= 1e-5 * abs(exact)  # (it was 1e-2 of log's)
+
+
+def test_a_wrong_rule_at_a_huge_magnitude_is_caught():
+    wrong = RuleSet()
+    wrong.scalar_rule(np.log, lambda x, y: 1.01 / x)
+    with pytest.raises(RuleTestFailure) as info:  # (the default atol passes a slope of 1e-100)
+        test_scalar(np.log, 1e100, rrule_f=wrong.rrule, frule_f=wrong.frule, rng=0, atol=0.0)
+    assert str(info.value).count("abs diff 6.32e-102, rel diff 0.01") == 1

@@ -81,6 +81,13 @@ def _careful(
     consistent estimate replaces an unreliable one. ``first`` is that first check's result and
     ratio where the caller made it already.
     """
+    start = first[0] if first is not None else res
+    # A step that grew (no domain edge, nothing across 0) is no reason against the scaled
+    # round-off model once the retry without growth failed too (cumsum's partial sums near 0
+    # cancel terms of 10: no model of ulp(y) holds there, and the ladder gave errors of 0.9).
+    scalable = noisy_ok | (
+        start.grown & ~start.retried & ~straddles(m, prob, start) & ~start.coarse & start.done
+    )
     if first is None:
         res, ratio = checked(m, prob, res._replace(retried=res.retried | noisy_ok), mask)
     else:
@@ -103,7 +110,7 @@ def _careful(
         converged = retry & ~unreliable(prob, res) & ~alone
         if converged.any():
             res, _ = check(m, prob, res, converged, 0.5)
-    retry = unreliable(prob, res) & mask & noisy_ok & np.isfinite(ratio) & (ratio > 0) & ~small
+    retry = unreliable(prob, res) & mask & scalable & np.isfinite(ratio) & (ratio > 0) & ~small
     if retry.any():
         scale = np.where(retry, 2.0 * ratio, 1.0)
         alt = attempt(m, prob, None, math.inf, scale)

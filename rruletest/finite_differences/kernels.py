@@ -11,12 +11,10 @@ The engine runs in stages, each a module using only the ones below it:
   ``estimate_function``, the front door of ``FiniteDifferenceMethod.estimate`` (with the
   scalar fast path of ``scalar``).
 
-Every kernel is elementwise, so work on a subset of elements gives those elements, bit for bit,
-what a full pass would; ``elementwise`` runs a kernel in cache-sized blocks on large problems.
-float32 inputs, steps, function values and ``max|f|`` stay float32 (exact: snapped steps, the
-largest of some values, spacings); each block goes to float64 only for the weighted sums (the
-differences of float32 values are exact there, the weights and the cancelling sums are not in
-float32), the error model's products and powers, and the estimates themselves.
+Every kernel is elementwise (work on a subset gives those elements, bit for bit, what a full
+pass would); ``elementwise`` runs one in cache-sized blocks on large problems. float32 inputs,
+steps, values and ``max|f|`` stay float32 (all exact there); blocks go to float64 only for the
+weighted sums, the error model's products and powers, and the estimates.
 
 >>> ipow(np.array([2.0]), -3).tolist()
 [0.125]
@@ -69,6 +67,7 @@ __all__ = [
     "merge_into",
     "optimal_step",
     "restricted",
+    "scaled",
     "scatter",
     "shrink",
     "snap",
@@ -167,7 +166,6 @@ def absmax(ys: Arr) -> Arr:
 def ulp(mag: Arr, dtype: np.dtype[Any]) -> F64:
     """The round-off of a value of ``dtype`` and size ``mag`` (as float64): its spacing, times
     ``LOW_PRECISION_ULPS`` below float64 (numpy's float32 kernels err by up to a few ulps)."""
-    # ``mag`` is a magnitude (non-negative or NaN), so its spacing is positive.
     spacing = abs_spacing(np.asarray(mag).astype(dtype, copy=False))
     if np.dtype(dtype).itemsize < 8:  # (in float64 at once: exact, one pass)
         return np.multiply(spacing, LOW_PRECISION_ULPS, dtype=np.float64)
@@ -181,8 +179,20 @@ def optimal_step(m: Stencil, c1: Any, c2: Any) -> Any:
     return (m.q / (m.p - m.q) * np.divide(c1, c2)) ** (1.0 / m.p)
 
 
+def scaled(c: Any, h: Any, k: int) -> Any:
+    """``c * h**k``, through logarithms where the power overflows (a step of ``1e85`` at
+    ``1e100``); ``c == 0`` gives 0, not ``0 * inf``."""
+    with np.errstate(all="ignore"):
+        out = c * ipow(h, k)
+        if np.all(np.isfinite(out)):
+            return out
+        logs = np.exp(np.log(np.abs(c)) + k * np.log(np.asarray(h, dtype=np.float64)))
+    return np.where(np.isfinite(out), out, np.where(c == 0, 0.0, logs))
+
+
 def accuracy(m: Stencil, h: Any, c1: Any, c2: Any) -> Any:
-    return c1 * ipow(h, -m.q) + c2 * ipow(h, m.p - m.q)
+    """The error bound ``c1 * h**-q + c2 * h**(p - q)`` (see ``scaled``)."""
+    return scaled(c1, h, -m.q) + scaled(c2, h, m.p - m.q)
 
 
 @functools.cache
@@ -286,11 +296,8 @@ def elementwise(prob: Problem, kernel: Callable[..., Any], *args: Any) -> Any:
 
 
 def finish_step(m: Stencil, prob: Problem, h: Any, h_cap: Any) -> tuple[Arr, Arr]:
-    """Clip ``h`` to ``[lower, upper]`` and snap it; also where the lower limit bound.
-
-    ``upper`` keeps the stencil within ``max_range`` and ``h`` within 1000 default steps
-    (relative to ``|t0|``) and ``h_cap``; ``lower`` is a few ulps of ``t0``.
-    """
+    """Clip ``h`` to ``[lower_step, upper_step]`` (and ``h_cap``) and snap it; also where the
+    lower limit bound."""
     if prob.room is not None:
         h_cap = np.minimum(h_cap, prob.room / m.max_offset)
     h_arr, coarse = elementwise(prob, finisher(m, prob), h, prob.t0, cap_or_none(h_cap))
@@ -368,22 +375,21 @@ def mag_kernel(
     est, fm, good = combine_kernel(rows, h, weights=weights, q=q, anchor=anchor, scale=not real)
     mag = absmax(est)
     if real:
-        mag *= ipow(h, -q)
+        scale = ipow(h, -q)
+        if np.all(np.isfinite(scale)):
+            mag *= scale
+        else:  # the power overflowed (a tiny step): no 0 * inf
+            mag = np.asarray(scaled(mag, h, -q))
     return mag, fm, good
 
 
 def merge_into(old: Arr | None, new: Arr, take: Arr, first: bool) -> Arr:
-    if old is None or first:
-        return new
-    return np.where(take, new, old)
+    return new if old is None or first else np.where(take, new, old)
 
 
 def restricted(prob: Problem, mask: Arr) -> tuple[npt.NDArray[np.intp], Problem] | None:
     """The flat indices of the ``mask``ed elements and the problem on them alone, or None when
     the problem has no subsets or every element is masked (then work on the whole problem).
-
-    The engine's kernels are elementwise, so work on a subset gives, bit for bit, what work on
-    the whole problem gives for those elements, at the cost of those elements only.
     """
     if not prob.elementwise:
         return None
