@@ -71,7 +71,29 @@ def test_round_off_growing_as_the_step_shrinks_stops_at_the_retrys_levels() -> N
     prob.phi = counting
     _, alone, _ = converge(M, prob, first, np.array([True]))
     assert not bool(alone[0])
-    assert calls[0] <= 4 * CONVERGE_LEVELS
+    assert calls[0] <= 4 * 2  # within KINKED round-off models two levels running: it stops
+
+
+def test_cancellation_inside_f_stops_after_two_levels() -> None:
+    # (1e4 + t) - 1e4 rounds by ulp(1e4), 1e4 times the model of ulp(f): every level of the
+    # retry would only grow that rounding (4 levels, 16 calls before); it stays unreliable for
+    # the scaled round-off model to take, while tanh(t / 1e-6) still converges.
+    calls = [0]
+
+    def f(t: Any) -> Any:
+        calls[0] += 1
+        return (1e4 + t) - 1e4
+
+    prob = Problem(f, np.array([0.3, 0.7]))
+    first = attempt(M, prob, None)
+    first = first._replace(error=np.full(2, np.inf))  # as the half-step check left it
+    calls[0] = 0
+    res, _, _ = converge(M, prob, first, np.array([True, True]))
+    assert calls[0] == 4 * 2
+    assert np.all(np.isinf(res.error))
+    sharp = Problem(lambda t: np.tanh(t / 1e-6), np.array([0.0]))
+    res, _, _ = converge(M, sharp, attempt(M, sharp, None), np.array([True]))
+    assert abs(res.value[0] - 1e6) <= res.error[0] < 1e3
 
 
 def _coarse(r: float) -> Problem:

@@ -40,6 +40,7 @@ OUTPUT_LEVELS = 8
 #: Beyond ``CONVERGE_LEVELS``, an element goes on only while some unsettled output changes by
 #: more than this many times its round-off model between levels: a kink crossed, not round-off
 #: growing as the step shrinks (cumsum's accumulated rounding is up to ~2e3 times the model).
+#: Within them, an element whose changes stay below it two levels running stops there.
 KINKED = 1e5
 
 
@@ -47,7 +48,8 @@ def converge(m: Stencil, prob: Problem, res: Result, retry: Arr) -> tuple[Result
     """Estimates at steps ``h / 8, h / 64, ...`` for the ``retry`` elements; accept the first
     whose change from the previous level is below 1/64 of the change before (the truncation
     error is shrinking as it should, ``8**-(p-q)`` per level), with twice that change as its
-    error. Round-off-dominated and singular elements never converge and stay unreliable.
+    error. Round-off-dominated and singular elements never converge and stay unreliable (the
+    former stop once two levels running changed by less than ``KINKED`` round-off models).
 
     The outputs of a problem that is not elementwise (a direction's, a Jacobian row's) are
     different functions of the same ``t``, each with its own scale: ``sort`` of 1e5 values
@@ -81,6 +83,7 @@ def converge(m: Stencil, prob: Problem, res: Result, retry: Arr) -> tuple[Result
     checked_ok = np.isfinite(res.error)
     before: Arr | None = None
     got_value, got_error = res.value, res.error
+    noisy_before = np.zeros(prob.t_shape, dtype=bool)
     # Elements stepping down: the pending ones, and beyond CONVERGE_LEVELS those of them with
     # an unsettled output that crossed a kink (``jumped``); ``went``: those that went on.
     going = pending
@@ -104,6 +107,7 @@ def converge(m: Stencil, prob: Problem, res: Result, retry: Arr) -> tuple[Result
         step = np.where(going, h / CONVERGE_RATIO**level, h)
         alt = attempt(m, prob, step)
         diff = np.abs(alt.value - prev_value)
+        noise = reduce_to(np.isfinite(diff) & (diff <= KINKED * alt.error), prob.t_shape, np.all)
         if need is not None:
             jumped |= diff > KINKED * alt.error  # (a kink, once crossed, is remembered)
         if prev_diff is not None:
@@ -117,6 +121,9 @@ def converge(m: Stencil, prob: Problem, res: Result, retry: Arr) -> tuple[Result
                     accepted = alt._replace(error=np.maximum(alt.error, 2.0 * diff))
                     res = merge(res, accepted, take)
                     pending &= ~take
+                # Changes within KINKED round-off models two levels running: round-off growing
+                # as the step shrinks (cumsum's partial sums near 0), which no level settles.
+                pending &= ~(noise & noisy_before)
             if need is not None:
                 settled &= np.isfinite(diff) & np.isfinite(alt.error)
                 settled &= np.broadcast_to(going & pending & alt.done, settled.shape)
@@ -134,7 +141,7 @@ def converge(m: Stencil, prob: Problem, res: Result, retry: Arr) -> tuple[Result
                 before = settled
         if not pending.any():
             break
-        prev_value, prev_diff = alt.value, diff
+        prev_value, prev_diff, noisy_before = alt.value, diff, noise
     if need is None or not pending.any():
         none = np.zeros(prob.t_shape, dtype=bool)
         return res, none, none
