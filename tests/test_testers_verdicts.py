@@ -150,6 +150,25 @@ def test_every_report_counts_what_each_argument_compared() -> None:
     assert "args[1]: 1 of 1 elements compared numerically" in report.notes
 
 
+def test_values_all_within_the_tolerance_of_zero_are_noted() -> None:
+    # log's slope at 1e100 is 1e-100, far below atol = 1e-9: a rule twice as large passes, and
+    # the report says that the comparison only bounded the rule's size.
+    wrong = _elementwise(np.log, lambda x: 2.0 / x)
+    report = test_rrule(np.log, np.array([1e100, 2e100]), rrule_f=wrong.rrule, rng=0)
+    (line,) = [n for n in report.notes if "within its tolerance of 0" in n]
+    assert line.startswith("args[0]: every value compared is within its tolerance of 0 (the")
+    assert "a rule twice as large, or 0, passes too; pass a smaller atol" in line
+    with pytest.raises(AssertionError, match="actual is 2 times expected everywhere"):
+        test_rrule(np.log, np.array([1e100, 2e100]), rrule_f=wrong.rrule, rng=0, atol=0.0)
+    # Values of their own size, and exact zeros, are no such case.
+    right = _elementwise(np.sin, np.cos)
+    report = test_rrule(np.sin, np.array([0.5, 1.0]), rrule_f=right.rrule, rng=0)
+    assert not [n for n in report.notes if "within its tolerance of 0" in n]
+    flat = _elementwise(np.floor, lambda x: 0.0 * x)
+    report = test_rrule(np.floor, np.array([0.5, 1.5]), rrule_f=flat.rrule, rng=0)
+    assert not [n for n in report.notes if "within its tolerance of 0" in n]
+
+
 # -- misuse ------------------------------------------------------------------------------------
 
 

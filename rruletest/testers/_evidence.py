@@ -8,6 +8,10 @@ there, so the comparison skips it, and counts the elements compared and left unc
 differentiable argument had elements but none could be compared, records the ``nothing was
 compared`` finding: a tester that compared nothing numerically does not pass.
 
+``near_zero`` notes a comparison whose every value is within its tolerance of 0 (``log``'s
+slope at ``1e100`` against ``atol = 1e-9``): a rule of twice the size, or of none, passes
+there too, so the comparison bounded the rule's size and no more.
+
 (When ``f``'s own noise explains a mismatch, ``_findings.noise_note`` says so: not here.)
 
 >>> import numpy as np
@@ -26,7 +30,7 @@ import numpy as np
 from rruletest.testers._report import Check, Evidence, Report, follow
 from rruletest.walk import Path, map_leaves
 
-__all__ = ["masked", "record"]
+__all__ = ["masked", "near_zero", "record"]
 
 _NUMERIC = (np.ndarray, np.number, float, int, complex)
 
@@ -139,3 +143,36 @@ def record(
             "pass check_fd=False if only the structural checks are meant",
             extra={"evidence": "none"},
         )
+
+
+def near_zero(report: Report, path: str, expected: Any, rtol: float, tol: Any) -> None:
+    """Note (on a pass) when every finite element of a numeric ``expected`` is within its
+    tolerance ``tol + rtol * |expected|`` of 0 and some is not 0: the comparison there cannot
+    tell the rule from twice or none of it (a smaller ``atol`` would)."""
+    if not isinstance(expected, _NUMERIC) or isinstance(expected, bool | np.bool_):
+        return
+    try:
+        with np.errstate(all="ignore"):
+            e = np.asarray(expected)
+            tols = np.asarray(tol, dtype=np.float64)
+            if e.dtype.kind == "f" and e.size and tols.shape in ((), e.shape):
+                # The largest and the smallest values first (two passes, no temporaries): one
+                # beyond its tolerance settles it, as it does for almost every comparison.
+                for k in (int(np.argmax(e)), int(np.argmin(e))):
+                    v = abs(float(e.flat[k]))
+                    if v > float(tols.flat[k] if tols.ndim else tols) + rtol * v:
+                        return
+            size = np.abs(e).astype(np.float64, copy=False)
+            allowed = np.broadcast_to(tols, size.shape)
+            finite = np.isfinite(size) & np.isfinite(allowed)
+            size, allowed = size[finite], allowed[finite]
+            if size.size == 0 or not size.max() > 0 or np.any(size > allowed + rtol * size):
+                return
+    except (TypeError, ValueError):
+        return
+    report.note(
+        f"{path}: every value compared is within its tolerance of 0 (the largest, "
+        f"{float(size.max()):.3g}, against a tolerance of {float(allowed.min()):.3g} or more): "
+        "a rule twice as large, or 0, passes too; pass a smaller atol to compare these values",
+        on_failure=False,
+    )

@@ -44,7 +44,7 @@ from rruletest.testers._checks import compare
 from rruletest.testers._conj_hint import conj_hint
 from rruletest.testers._declared import checked_signature
 from rruletest.testers._dense import dense_jvp, dense_vjp
-from rruletest.testers._evidence import masked, record
+from rruletest.testers._evidence import masked, near_zero, record
 from rruletest.testers._fd_inputs import (
     coordinate_count,
     element_rooms,
@@ -233,6 +233,8 @@ def check_vjp(
             report.note(hint)
         report.measured(out[a.index + 1], est.value)
         record(report, a.path, counts, "its cotangent")
+        if not found:
+            near_zero(report, a.path, ref, rtol, tol)
 
 
 def _kinks_vjp(s: Setup, fdm: Any, g: Any, ybar: Any, out: tuple[Any, ...], est_of: dict[int, Any],
@@ -384,6 +386,8 @@ def check_jvp(s: Setup, ydot: Any, dots: list[Any], y_ref: Any, frule_f: Any) ->
             _jvp_hint(s, live, dots, y_ref, frule_f, g, fdm, rtol, widen(atol, est.error))
     report.measured(ydot, est.value)
     record(report, "ydot", counts, "the output tangent")
+    if not found:
+        near_zero(report, "ydot", ref, rtol, tol)
 
 
 def _jvp_hint(s: Setup, live: list[Any], dots: list[Any], y_ref: Any, frule_f: Any, g: Any,
