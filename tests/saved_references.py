@@ -111,8 +111,8 @@ def with_moved_steps(run: Callable[[], T]) -> tuple[T, bool]:
         seen.append(bool(np.any((np.asarray(c2) == 0) & (np.asarray(c1) > 0))))
         return originals[0](c1, c2, *args)
 
-    def grid(m: Any, b: Any, prob: Any, h: Any, mags: Any) -> Any:
-        out = originals[1](m, b, prob, h, mags)
+    def grid(m: Any, b: Any, h: Any, mags: Any) -> Any:
+        out = originals[1](m, b, h, mags)
         seen.append(out is not h and not np.array_equal(out, h))
         return out
 
