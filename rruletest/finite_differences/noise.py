@@ -38,7 +38,7 @@ from rruletest.finite_differences.calculus import check_fdm
 from rruletest.finite_differences.to_vec import to_vec
 from rruletest.walk import leaves
 
-__all__ = ["NOISY", "NoiseLevel", "amplification", "measure_noise"]
+__all__ = ["NOISY", "POINTS", "SCALES", "NoiseLevel", "amplification", "measure_noise"]
 
 F64 = npt.NDArray[np.float64]
 Arr = npt.NDArray[Any]
