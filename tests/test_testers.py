@@ -753,3 +753,29 @@ def test_a_general_rrule_at_an_input_whose_output_is_infinite_leaves_that_elemen
         np.errstate(divide="ignore"),
     ):
         test_rrule(np.log, x, rrule_f=rules(1.01).rrule, rng=0)
+
+
+def test_an_output_infinite_at_the_point_is_not_compared_against_zero() -> None:
+    # 2 * sum(x) at x = [1, inf] is inf around x: the dense reference once called its slope
+    # along x[0] 0 (inf == inf), failing these correct rules with "expected 0.0".
+    def f(x: Any) -> Any:
+        return 2.0 * np.sum(x)
+
+    rules = RuleSet()
+
+    @rules.register_rrule(f)
+    def _f_rrule(x: Any) -> Any:
+        return f(x), lambda ybar: (NT, np.full_like(x, 2.0 * unthunk(ybar)))
+
+    @rules.register_frule(f)
+    def _f_frule(dots: Any, x: Any) -> Any:
+        return f(x), 2.0 * np.sum(dots[1])
+
+    x = np.array([1.0, np.inf])
+    for call in (
+        lambda: test_rrule(f, x, rrule_f=rules.rrule, check_transpose=False, rng=0),
+        lambda: test_frule(f, x, frule_f=rules.frule, check_transpose=False, rng=0),
+    ):
+        text = str(failure(call))
+        assert "nothing was compared" in text
+        assert "expected: np.float64(0.0)" not in text
