@@ -667,6 +667,28 @@ def test_a_broadcast_at_outputs_not_finite_leaves_their_elements_unchecked() -> 
             test_frule(broadcasted, np.exp, x, frule_f=wrong.frule, rng=0)
 
 
+def test_a_nan_cotangent_of_an_argument_feeding_an_output_not_finite_is_unchecked() -> None:
+    # x * y at x = [1, inf]: ybar is zero at the infinite output, and the scalar y feeds it
+    # too, so a correct rule's cotangent of y, sum(ybar * x), holds 0 * inf = NaN. It was
+    # compared with the reference's finite sum ("values differ", blaming the rule); it is
+    # unchecked, and nothing else of y is (a failure that says so). A finite wrong value
+    # there is still compared.
+    rules, wrong = RuleSet(), RuleSet()
+    rules.scalar_rule(np.multiply, lambda a, b, y: (b, a))
+    wrong.scalar_rule(np.multiply, lambda a, b, y: (b, np.where(np.isfinite(a), 2 * a, 0.0)))
+    x = np.array([1.0, np.inf])
+    with np.errstate(invalid="ignore"):
+        text = str(failure(lambda: test_rrule(broadcasted, np.multiply, x, 2.0,
+                                              rrule_f=rules.rrule, rng=0)))  # fmt: skip
+        assert "args[2]: 0 of 1 elements compared numerically, 1 unchecked" in text
+        assert "[numeric] args[2]: nothing was compared" in text
+        assert "values differ" not in text
+        test_rrule(broadcasted, np.multiply, x, np.array([2.0, 3.0]), rrule_f=rules.rrule, rng=0)
+        text = str(failure(lambda: test_rrule(broadcasted, np.multiply, x, 2.0,
+                                              rrule_f=wrong.rrule, rng=0)))  # fmt: skip
+        assert "[numeric] args[2]: the cotangent differs from the numerical vjp" in text
+
+
 def test_outputs_not_finite_at_the_primal_point_get_a_zero_ybar() -> None:
     # log(-1) is NaN: its ybar is zero (said in a note), and the other elements are compared,
     # densely and through the adjoint identity; a wrong element among them is still caught.
