@@ -72,6 +72,20 @@ def test_structured_arguments_and_outputs() -> None:
     test_rrule(norm2, Point(1.5, -0.5), 2.0, rrule_f=rules.rrule, rng=0)
 
 
+def test_a_natural_dict_cotangent_may_leave_out_an_int_entry() -> None:
+    # {"u": 0.7, "k": 3}: "k" is not differentiable, and a dict cotangent without it once
+    # failed with "keys differ: missing 'k'" against the reference's NoTangent() there (the
+    # type check and Tangent(dict, u=...) accepted it). Leaving out "u" still fails.
+    def f(d: dict[str, Any]) -> Any:
+        return d["u"] ** 2 * d["k"]
+
+    good = rrule_of(f, lambda d: lambda ybar: (NT, {"u": 2 * d["u"] * d["k"] * ybar}))
+    test_rrule(f, {"u": 0.7, "k": 3}, rrule_f=good.rrule, rng=0)
+    bad = rrule_of(f, lambda d: lambda ybar: (NT, {"k": NT}))
+    err = failure(lambda: test_rrule(f, {"u": 0.7, "k": 3}, rrule_f=bad.rrule, rng=0))
+    assert "args[0]: keys differ: missing 'u'" in str(err)
+
+
 def test_dict_argument_with_natural_tangent() -> None:
     def f(d: dict[str, Any]) -> Any:
         return d["a"] * d["b"]
