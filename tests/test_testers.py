@@ -137,6 +137,12 @@ def test_complex_holomorphic_rule_passes_and_conj_error_is_caught() -> None:
             "output_tangent does not fit the output: shape (3,) for a primal of shape (2,)",
             id="output_tangent",
         ),
+        pytest.param(
+            {"output_tangent": np.array([1.0, np.nan])},
+            ValueError,
+            "output_tangent is not finite at output_tangent[1] (nan): give a finite cotangent",
+            id="output_tangent-nan",
+        ),
     ],
 )
 def test_misuse_raises_type_or_value_error(kwargs: dict[str, Any], exc: type, text: str) -> None:
@@ -149,6 +155,17 @@ def test_misuse_raises_type_or_value_error(kwargs: dict[str, Any], exc: type, te
 def test_with_tangent_rejects_unfit_tangent() -> None:
     with pytest.raises(ValueError, match=re.escape("dx does not fit x: complex dtype")):
         with_tangent(np.ones(2), np.ones(2, complex))
+
+
+def test_a_tangent_given_with_nan_or_inf_is_misuse() -> None:
+    # A NaN in a given ybar was dropped by the numerical vjp (a weight that is not > 0), so
+    # a correct rule failed with "NaN in actual only" against an expected 0; a NaN or an
+    # infinity in dx made "nothing was compared" and a hint about f's input.
+    with pytest.raises(ValueError, match=re.escape("dx is not finite at dx[0] (inf)")):
+        with_tangent(np.ones(2), np.array([np.inf, 1.0]))
+    with pytest.raises(ValueError, match=re.escape("dx is not finite at dx['b'] (nan)")):
+        with_tangent({"a": 1.0, "b": 2.0}, {"a": 1.0, "b": np.nan})
+    with_tangent(np.array([np.nan, 1.0]), np.array([0.0, 1.0]))  # a NaN primal is fine
 
 
 # -- seeds and reports ----------------------------------------------------------------------
