@@ -177,6 +177,8 @@ EQUAL = [
     pytest.param(P(1.0, 2.0), P(1.0, 2.0), {}, id="namedtuple"),
     pytest.param(D(1.0, A), D(1.0, A), {}, id="dataclass"),
     pytest.param({"b": 1.0, "a": 2.0}, {"a": 2.0, "b": 1.0}, {}, id="dict-order-free"),
+    pytest.param({"a": 1.0}, {"a": 1.0, "n": NoTangent()}, {}, id="dict-missing-notangent"),
+    pytest.param({"a": 1.0, "b": np.zeros(2)}, {"a": 1.0}, {}, id="dict-extra-zeros"),
     pytest.param(OrderedDict(a=1.0), {"a": 1.0}, {}, id="ordereddict-dict"),
     pytest.param((), (), {}, id="empty-tuples"),
     pytest.param(
@@ -633,6 +635,14 @@ def test_message_dict_keys() -> None:
         "args[0].b: keys differ: missing 'c'; unexpected 'b'\n"
         "  actual:   {'a': 1.0, 'b': 2.0}\n"
         "  expected: {'a': 1.0, 'c': 2.0}"
+    )
+
+
+def test_message_dict_key_missing_with_a_value_names_only_that_key() -> None:
+    assert message({"a": 1.0}, {"a": 1.0, "n": NoTangent(), "v": 6.32}, path="args[0]") == (
+        "args[0]: keys differ: missing 'v'\n"
+        "  actual:   {'a': 1.0}\n"
+        "  expected: {'a': 1.0, 'n': NoTangent(), 'v': 6.32}"
     )
 
 

@@ -277,6 +277,16 @@ def test_a_coordinate_without_a_derivative_leaves_only_its_own_outputs_unestimat
     assert np.all(np.isfinite(est.error[1:]))
 
 
+def test_an_output_infinite_everywhere_has_no_derivative_not_zero() -> None:
+    # sum(x) is inf wherever x[1] is: its value "stays the same" along x[0] (inf == inf),
+    # which once made that entry 0, known exactly, and failed a correct rule (2, not 0).
+    x = np.array([1.0, np.inf])
+    with np.errstate(invalid="ignore"):
+        (block,) = DenseJacobian(None, lambda v: 2.0 * np.sum(v), [x]).blocks()
+    assert np.isinf(block.error).all()
+    assert not np.any(block.value == 0.0)
+
+
 def _row_problem(f: Any, x: Any, rows: list[int], counter: list[int]) -> Any:
     """The Jacobian rows ``rows`` of ``f`` at ``x`` as an engine problem (no memo)."""
     from rruletest.finite_differences.problem import Problem

@@ -126,6 +126,17 @@ def test_directional_jump():
     assert kinds(np.array([1.0]), s) == ["JUMP"]
 
 
+def test_a_small_argument_next_to_a_large_one_is_probed_at_its_own_scale():
+    # x / y at y = 1e-6 is smooth, but a probe sized by x = 1e6 moved y by 6e-3 and across
+    # the pole at t = -4e-7: a jump reported where there is none.
+    s = one_sided(None, lambda x, y: x / y, (1e6, 6.32), (1e-6, 2.47))
+    assert s.jump is False
+    exact = 6.32 / 1e-6 - 1e6 * 2.47 / 1e-12
+    assert s.left == pytest.approx(exact, rel=1e-4)
+    assert s.right == pytest.approx(exact, rel=1e-4)
+    assert classify(2 * exact, s) is Kind.SMOOTH
+
+
 def test_complex_output_is_refused():
     with pytest.raises(TypeError, match="needs a real output"):
         one_sided(None, lambda z: z * 1j, (np.array([1.0]), np.ones(1)), elementwise=True)

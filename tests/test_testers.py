@@ -72,6 +72,20 @@ def test_structured_arguments_and_outputs() -> None:
     test_rrule(norm2, Point(1.5, -0.5), 2.0, rrule_f=rules.rrule, rng=0)
 
 
+def test_a_natural_dict_cotangent_may_leave_out_an_int_entry() -> None:
+    # {"u": 0.7, "k": 3}: "k" is not differentiable, and a dict cotangent without it once
+    # failed with "keys differ: missing 'k'" against the reference's NoTangent() there (the
+    # type check and Tangent(dict, u=...) accepted it). Leaving out "u" still fails.
+    def f(d: dict[str, Any]) -> Any:
+        return d["u"] ** 2 * d["k"]
+
+    good = rrule_of(f, lambda d: lambda ybar: (NT, {"u": 2 * d["u"] * d["k"] * ybar}))
+    test_rrule(f, {"u": 0.7, "k": 3}, rrule_f=good.rrule, rng=0)
+    bad = rrule_of(f, lambda d: lambda ybar: (NT, {"k": NT}))
+    err = failure(lambda: test_rrule(f, {"u": 0.7, "k": 3}, rrule_f=bad.rrule, rng=0))
+    assert "args[0]: keys differ: missing 'u'" in str(err)
+
+
 def test_dict_argument_with_natural_tangent() -> None:
     def f(d: dict[str, Any]) -> Any:
         return d["a"] * d["b"]
@@ -123,6 +137,12 @@ def test_complex_holomorphic_rule_passes_and_conj_error_is_caught() -> None:
             "output_tangent does not fit the output: shape (3,) for a primal of shape (2,)",
             id="output_tangent",
         ),
+        pytest.param(
+            {"output_tangent": np.array([1.0, np.nan])},
+            ValueError,
+            "output_tangent is not finite at output_tangent[1] (nan): give a finite cotangent",
+            id="output_tangent-nan",
+        ),
     ],
 )
 def test_misuse_raises_type_or_value_error(kwargs: dict[str, Any], exc: type, text: str) -> None:
@@ -135,6 +155,17 @@ def test_misuse_raises_type_or_value_error(kwargs: dict[str, Any], exc: type, te
 def test_with_tangent_rejects_unfit_tangent() -> None:
     with pytest.raises(ValueError, match=re.escape("dx does not fit x: complex dtype")):
         with_tangent(np.ones(2), np.ones(2, complex))
+
+
+def test_a_tangent_given_with_nan_or_inf_is_misuse() -> None:
+    # A NaN in a given ybar was dropped by the numerical vjp (a weight that is not > 0), so
+    # a correct rule failed with "NaN in actual only" against an expected 0; a NaN or an
+    # infinity in dx made "nothing was compared" and a hint about f's input.
+    with pytest.raises(ValueError, match=re.escape("dx is not finite at dx[0] (inf)")):
+        with_tangent(np.ones(2), np.array([np.inf, 1.0]))
+    with pytest.raises(ValueError, match=re.escape("dx is not finite at dx['b'] (nan)")):
+        with_tangent({"a": 1.0, "b": 2.0}, {"a": 1.0, "b": np.nan})
+    with_tangent(np.array([np.nan, 1.0]), np.array([0.0, 1.0]))  # a NaN primal is fine
 
 
 # -- seeds and reports ----------------------------------------------------------------------
@@ -667,6 +698,28 @@ def test_a_broadcast_at_outputs_not_finite_leaves_their_elements_unchecked() -> 
             test_frule(broadcasted, np.exp, x, frule_f=wrong.frule, rng=0)
 
 
+def test_a_nan_cotangent_of_an_argument_feeding_an_output_not_finite_is_unchecked() -> None:
+    # x * y at x = [1, inf]: ybar is zero at the infinite output, and the scalar y feeds it
+    # too, so a correct rule's cotangent of y, sum(ybar * x), holds 0 * inf = NaN. It was
+    # compared with the reference's finite sum ("values differ", blaming the rule); it is
+    # unchecked, and nothing else of y is (a failure that says so). A finite wrong value
+    # there is still compared.
+    rules, wrong = RuleSet(), RuleSet()
+    rules.scalar_rule(np.multiply, lambda a, b, y: (b, a))
+    wrong.scalar_rule(np.multiply, lambda a, b, y: (b, np.where(np.isfinite(a), 2 * a, 0.0)))
+    x = np.array([1.0, np.inf])
+    with np.errstate(invalid="ignore"):
+        text = str(failure(lambda: test_rrule(broadcasted, np.multiply, x, 2.0,
+                                              rrule_f=rules.rrule, rng=0)))  # fmt: skip
+        assert "args[2]: 0 of 1 elements compared numerically, 1 unchecked" in text
+        assert "[numeric] args[2]: nothing was compared" in text
+        assert "values differ" not in text
+        test_rrule(broadcasted, np.multiply, x, np.array([2.0, 3.0]), rrule_f=rules.rrule, rng=0)
+        text = str(failure(lambda: test_rrule(broadcasted, np.multiply, x, 2.0,
+                                              rrule_f=wrong.rrule, rng=0)))  # fmt: skip
+        assert "[numeric] args[2]: the cotangent differs from the numerical vjp" in text
+
+
 def test_outputs_not_finite_at_the_primal_point_get_a_zero_ybar() -> None:
     # log(-1) is NaN: its ybar is zero (said in a note), and the other elements are compared,
     # densely and through the adjoint identity; a wrong element among them is still caught.
@@ -753,3 +806,29 @@ def test_a_general_rrule_at_an_input_whose_output_is_infinite_leaves_that_elemen
         np.errstate(divide="ignore"),
     ):
         test_rrule(np.log, x, rrule_f=rules(1.01).rrule, rng=0)
+
+
+def test_an_output_infinite_at_the_point_is_not_compared_against_zero() -> None:
+    # 2 * sum(x) at x = [1, inf] is inf around x: the dense reference once called its slope
+    # along x[0] 0 (inf == inf), failing these correct rules with "expected 0.0".
+    def f(x: Any) -> Any:
+        return 2.0 * np.sum(x)
+
+    rules = RuleSet()
+
+    @rules.register_rrule(f)
+    def _f_rrule(x: Any) -> Any:
+        return f(x), lambda ybar: (NT, np.full_like(x, 2.0 * unthunk(ybar)))
+
+    @rules.register_frule(f)
+    def _f_frule(dots: Any, x: Any) -> Any:
+        return f(x), 2.0 * np.sum(dots[1])
+
+    x = np.array([1.0, np.inf])
+    for call in (
+        lambda: test_rrule(f, x, rrule_f=rules.rrule, check_transpose=False, rng=0),
+        lambda: test_frule(f, x, frule_f=rules.frule, check_transpose=False, rng=0),
+    ):
+        text = str(failure(call))
+        assert "nothing was compared" in text
+        assert "expected: np.float64(0.0)" not in text

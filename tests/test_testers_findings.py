@@ -530,3 +530,22 @@ def test_an_frule_with_a_tuple_output_at_ties_gets_the_kink_check() -> None:
         test_frule(_sort_result, ties, frule_f=_sort_result_frule(1.001).frule, rng=0)
     assert "outside them: no one-sided derivative supports it (fails)" in str(info.value)
     assert "[numeric] ydot: the output tangent differs" in str(info.value)
+
+
+def test_a_wrong_frule_next_to_a_pole_is_no_jump_and_fails() -> None:
+    # y = 1e-6 beside x = 1e6: the jump probe once moved y across the pole of x / y, so a
+    # frule twice too large passed with "f jumps there ... was not compared".
+    def div(x: Any, y: Any) -> Any:
+        return x / y
+
+    rules = RuleSet()
+
+    @rules.register_frule(div)
+    def _div_frule(dots: Any, x: Any, y: Any) -> Any:
+        return x / y, 2.0 * (dots[1] / y - x * dots[2] / y**2)
+
+    with pytest.raises(RuleTestFailure) as info:
+        test_frule(div, 1e6, 1e-6, frule_f=rules.frule, rng=0)
+    text = str(info.value)
+    assert "[numeric] ydot: the output tangent differs from the numerical jvp" in text
+    assert "jumps" not in text

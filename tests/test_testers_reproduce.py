@@ -177,6 +177,23 @@ def test_numpy_float64_and_complex128_scalars_keep_their_type_and_import() -> No
     assert [type(a) for a in args] == [np.float64, np.complex128, np.float64]
 
 
+def test_longdouble_values_are_saved_and_the_line_keeps_the_options(
+    user: ModuleType, tmp_path: Path
+) -> None:
+    # A longdouble's .item() is a longdouble: writing it recursed without end, and the line
+    # fell back to the call's summary without rrule_f= (it could not reproduce anything).
+    x = np.array([0.5, 2.0], dtype=np.longdouble)
+    err = _failure(lambda: test_rrule(user.mymean, x, rrule_f=user.rules.rrule, rng=0))
+    assert "could not be written out" not in err.reproduce
+    assert "_saved['a0'], rrule_f=" in err.reproduce
+    assert _first_line(err) in _rerun(err.reproduce, tmp_path)
+    line = reproduce_line(
+        "test_rrule", np.sinc, (np.longdouble(0.5), np.clongdouble(1 - 2j)), {}, {}, 1
+    )
+    assert "pickle.loads(" in line
+    assert line.endswith(", rng=1)")
+
+
 def test_a_local_function_is_named_and_the_line_says_it_needs_it() -> None:
     def local(x: Any) -> Any:
         return x

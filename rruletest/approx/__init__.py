@@ -22,7 +22,8 @@ not a recursion, so any depth up to ``walk.MAX_DEPTH`` compares and a deeper one
 - ``Tangent`` against ``Tangent``: same primal type, field by field over the union of fields
   (a missing field is zero); against a natural value (tuple, list, namedtuple, dataclass, dict,
   object): field by field by name, key or position, so field names matter;
-- tuples, lists, dicts, namedtuples, dataclasses, numpy object arrays: element by element;
+- tuples, lists, dicts, namedtuples, dataclasses, numpy object arrays: element by element (a
+  dict key on one side only is zero on the other, like a Tangent's missing field);
   types given to ``rruletest.walk.register_structure``: same type, then field by field;
 - anything else: ``==``, guarded, so a value that cannot be compared is reported, not raised.
 

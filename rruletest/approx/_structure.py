@@ -19,7 +19,7 @@ import numpy as np
 from rruletest.approx import _render as r
 from rruletest.approx._kinds import kind, type_hints
 from rruletest.errors import Mismatch
-from rruletest.tangents import AbstractZero, Tangent
+from rruletest.tangents import ZERO_TANGENT, AbstractZero, Tangent
 from rruletest.tangents.fields import declared_fields
 from rruletest.walk import Attr, Index, Key, Path, Step, children, is_registered
 
@@ -281,8 +281,10 @@ class StructureMixin:
     def mappings(
         self, a: Mapping[Any, Any], e: Mapping[Any, Any], path: Path, rtol: Any, atol: Any
     ) -> None:
-        missing = [k for k in e if k not in a]
-        unexpected = [k for k in a if k not in e]
+        # A key on one side only is zero on the other, as a Tangent's missing field is: a
+        # natural dict cotangent may leave out an int entry's NoTangent() (or any zero).
+        missing = [k for k in e if k not in a and not self._zero(e[k], rtol, atol, k)]
+        unexpected = [k for k in a if k not in e and not self._zero(a[k], rtol, atol, k)]
         if missing or unexpected:
             parts = []
             if missing:
@@ -301,6 +303,10 @@ class StructureMixin:
         for pos, k in enumerate(e):
             if k in a:
                 self._child(a[k], e[k], path, Key(k), rtol, atol, k, pos)
+
+    def _zero(self, value: Any, rtol: Any, atol: Any, key: Any) -> bool:
+        """Whether a mapping's entry at ``key`` compares equal to zero (its own tolerance)."""
+        return self.matches(ZERO_TANGENT, value, sub_tolerance(rtol, key), sub_tolerance(atol, key))
 
     def dataclasses(self, a: Any, e: Any, path: Path, rtol: Any, atol: Any) -> None:
         if type(a) is not type(e):

@@ -257,8 +257,9 @@ def _unchanged_outputs(
     were those at ``x``: they do not depend on it there (``f``'s other outputs at a
     coordinate where ``sqrt`` meets its domain edge, or where ``abs`` has its kink). Otherwise
     one such coordinate would leave every output of ``J xdot`` unchecked. A coordinate that is
-    not finite (NaN, which ``nanstd`` skips) has no derivative, whatever ``f`` does."""
-    void = ~np.isfinite(est.error)
+    not finite (NaN, which ``nanstd`` skips) has no derivative, whatever ``f`` does; nor has an
+    output not finite at ``x`` (``inf == inf`` at every point says nothing about a slope)."""
+    void = ~np.isfinite(est.error) & np.isfinite(yv0)
     rows = np.flatnonzero(void.any(axis=1))
     if rows.size == 0:
         return est

@@ -238,10 +238,14 @@ def _directional(fdm: Any, f: Callable[..., Any], pairs: tuple[Any, ...]) -> Sid
     y = f(*xs)
     y0, _ = to_vec(y, path="output")
     eps = max((float(np.finfo(d).eps) for d in rebuild.coord_dtypes), default=2.0**-52)
-    size = float(np.max(np.abs(vdot))) if vdot.size else 0.0
     jump = np.zeros(y0.shape, dtype=bool)
-    if size > 0:
-        t0 = np.sqrt(eps) * max(float(np.max(np.abs(v))), 1.0) / size
+    moving = np.abs(vdot) > 0
+    if np.any(moving):
+        # Each coordinate moves by at most sqrt(eps) of its own size (at least 1), as in
+        # ``_relative_ratios``: a probe sized by the largest coordinate carries a small one
+        # beside it (y = 1e-6 next to x = 1e6 in x / y) across a nearby pole, a false jump.
+        ratios = np.maximum(np.abs(v[moving]), 1.0) / np.abs(vdot[moving])
+        t0 = np.sqrt(eps) * float(np.fmin.reduce(ratios))
 
         def along(point: F64) -> F64:
             return to_vec(f(*rebuild(point)), path="output")[0]

@@ -26,9 +26,17 @@ import numpy as np
 from rruletest._naming import function_name
 from rruletest.spaces import Space
 from rruletest.tangents import AbstractZero, NoTangent, Tangent, Thunk
-from rruletest.walk import Index, children
+from rruletest.walk import Index, WalkError, children, leaves, render_path
 
-__all__ = ["Arg", "WithTangent", "classify_args", "describe", "has_coordinates", "with_tangent"]
+__all__ = [
+    "Arg",
+    "WithTangent",
+    "classify_args",
+    "describe",
+    "has_coordinates",
+    "non_finite_entry",
+    "with_tangent",
+]
 
 
 @dataclass(frozen=True)
@@ -92,7 +100,44 @@ def with_tangent(x: Any, dx: Any, space: Space | None = None) -> WithTangent:
         if problems:
             first = problems[0].message.split("\n")[0].removeprefix("dx: ")
             raise ValueError(f"with_tangent(x, dx): dx does not fit x: {first}")
+        where = non_finite_entry(dx, "dx")
+        if where is not None:
+            raise ValueError(
+                f"with_tangent(x, dx): dx is not finite at {where}: give a finite tangent "
+                "(finite differences cannot step along NaN or an infinity)"
+            )
     return WithTangent(x, dx, space)
+
+
+def non_finite_entry(t: Any, root: str) -> str | None:
+    """Where a (co)tangent given to a tester first holds NaN or an infinity, as
+    ``"root[1] (nan)"``; None when it holds none. Thunks are not evaluated. A direction (or
+    ``ybar``) must be finite: a finite difference along NaN is NaN, and the numerical vjp
+    weighs each output by ``|ybar|``, so it would drop a NaN entry the rule propagates.
+
+    >>> non_finite_entry({"a": 1.0, "b": np.array([0.0, np.inf])}, "ybar")
+    "ybar['b'][1] (inf)"
+    >>> non_finite_entry((1.0, np.zeros(2)), "dx") is None, non_finite_entry(np.nan, "dx")
+    (True, 'dx (nan)')
+    """
+    try:
+        for path, leaf in leaves(t, root=root, thunks=False):
+            if isinstance(leaf, bool | np.bool_) or not isinstance(
+                leaf, float | complex | np.number | np.ndarray
+            ):
+                continue
+            arr = np.asarray(leaf)
+            if arr.dtype.kind not in "fc":
+                continue
+            if not np.isfinite(arr).all():
+                index = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
+                where = render_path(root, path)
+                if index:
+                    where += "[" + ", ".join(map(str, index)) + "]"
+                return f"{where} ({arr[index]})"
+    except WalkError:  # a cycle or too deep: the fit and comparison report such values
+        return None
+    return None
 
 
 def has_coordinates(x: Any) -> bool:

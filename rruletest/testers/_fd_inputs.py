@@ -23,7 +23,7 @@ from rruletest.domains import Domain
 from rruletest.finite_differences import FiniteDifferenceMethod, to_vec
 from rruletest.finite_differences.problem import Estimate
 from rruletest.projection import is_differentiable, unbroadcast
-from rruletest.tangents import AbstractZero, NoTangent
+from rruletest.tangents import AbstractZero, NoTangent, unthunk
 from rruletest.testers._args import Arg
 from rruletest.testers._check import Check
 from rruletest.testers._report import Report
@@ -210,17 +210,25 @@ def zero_where_not_finite(x: Any, t: Any) -> tuple[Any, int, str]:
     return t, n, where + (f" and {n - 3} more" if n > 3 else "")
 
 
-def unchecked_where_not_finite(est: Estimate, y: Any, x: Any = None) -> Estimate:
+def unchecked_where_not_finite(
+    est: Estimate, y: Any, x: Any = None, actual: Any = None
+) -> Estimate:
     """An elementwise (broadcast) reference with an infinite error, so unchecked, at the
     elements that depend only on outputs NaN or infinite at the primal point: the output
     tangent there (``x`` None), or the cotangent of an element of argument ``x`` that feeds
     only such outputs. Such an output has no derivative to check (its ``ybar`` is zero, see
-    ``zero_where_not_finite``), and a correct rule's ``0 * inf`` there is NaN. ``est`` as it
-    is when every output, or none, is finite (or ``y`` is not one float array).
+    ``zero_where_not_finite``), and a correct rule's ``0 * inf`` there is NaN. An element of
+    ``x`` that feeds such outputs and finite ones too (a scalar broadcast against them) is
+    unchecked where the rule's cotangent ``actual`` is NaN or infinite (that ``0 * inf`` is
+    in its sum); a finite value there is still compared. ``est`` as it is when every output,
+    or none, is finite (or ``y`` is not one float array).
 
     >>> e = Estimate(np.zeros(2), np.zeros(2), None)
     >>> unchecked_where_not_finite(e, np.array([np.inf, 1.0]), np.ones(2)).error
     array([inf,  0.])
+    >>> e = Estimate(np.float64(3.0), np.float64(0.0), None)
+    >>> unchecked_where_not_finite(e, np.array([np.inf, 1.0]), 2.0, np.nan).error
+    inf
     """
     if not (isinstance(y, np.ndarray) and y.dtype.kind in "fc"):
         return est
@@ -231,12 +239,29 @@ def unchecked_where_not_finite(est: Estimate, y: Any, x: Any = None) -> Estimate
         fed = finite
     elif is_differentiable(x):
         fed = np.asarray(unbroadcast(np.zeros(np.shape(x)), finite.astype(np.float64))) > 0
+        bad = _not_finite(actual, fed.shape)
+        if bad is not None:
+            feeds_void = np.asarray(unbroadcast(np.zeros(np.shape(x)), (~finite) * 1.0)) > 0
+            fed &= ~(feeds_void & bad)
     else:
         return est
     if np.shape(est.error) != fed.shape:
         return est
     error = np.where(fed, est.error, np.inf)
     return est._replace(error=error if isinstance(est.error, np.ndarray) else float(error))
+
+
+def _not_finite(actual: Any, shape: tuple[int, ...]) -> np.ndarray | None:
+    """Where a rule's cotangent ``actual`` (a number or an array of ``shape``) is NaN or
+    infinite; None when it is no such value (a zero, a structure, a thunk that raises)."""
+    try:
+        arr = np.asarray(unthunk(actual))
+    except Exception:  # the comparison reports it; here it only leaves the reference alone
+        return None
+    if arr.shape != shape or arr.dtype.kind not in "fc":
+        return None
+    out: np.ndarray = ~np.isfinite(arr)
+    return out
 
 
 def unchecked_zero_times_inf(est: Estimate, actual: Any, y: Any) -> Estimate:

@@ -156,7 +156,9 @@ def check_vjp(
             else:
                 ests = broadcast_vjp(fdm, g, ybar, *s.primals[1:], y=y_ref)
             est_of = {
-                a.index: unchecked_where_not_finite(ests[a.index - 1], y_ref, a.primal)
+                a.index: unchecked_where_not_finite(
+                    ests[a.index - 1], y_ref, a.primal, out[a.index + 1]
+                )
                 for a in live
             }
             outs = {a.index: (a.path, out[a.index + 1]) for a in live}  # float32: see _wide

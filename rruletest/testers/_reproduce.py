@@ -93,8 +93,11 @@ class _Writer:
         # numpy scalars first: np.float64 and np.complex128 are also float and complex, and
         # must keep their type (and bring their import) in the line.
         if isinstance(x, np.generic) and x.dtype.kind in "biufc":
+            item = x.item()
+            if isinstance(item, np.generic):  # longdouble: no Python number holds it
+                return self._pickle(x)
             self.imports["import numpy as np"] = None
-            return f"np.{type(x).__name__}({self.expr(x.item())})"
+            return f"np.{type(x).__name__}({self.expr(item)})"
         if isinstance(x, int):
             return repr(x)
         if isinstance(x, float):
@@ -125,7 +128,8 @@ class _Writer:
 
     def _array(self, x: np.ndarray) -> str:
         self.imports["import numpy as np"] = None
-        plain = x.dtype.kind in "biuf" and x.dtype.names is None
+        # Written out through Python numbers; a longdouble array is saved (no float holds it).
+        plain = x.dtype.kind in "biuf" and x.dtype.names is None and x.dtype != np.longdouble
         if plain and x.size <= PRINT_LIMIT and x.ndim >= 1 and bool(np.all(np.isfinite(x))):
             dtype = "" if x.dtype in (np.float64, np.int64) else f", dtype=np.{x.dtype.name}"
             if x.dtype == np.bool_:

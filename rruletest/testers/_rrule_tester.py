@@ -30,7 +30,7 @@ from rruletest.tangents import (
     AbstractZero,
     Thunk,
 )
-from rruletest.testers._args import describe
+from rruletest.testers._args import describe, non_finite_entry
 from rruletest.testers._checks import (
     MISSING,
     Inputs,
@@ -323,6 +323,12 @@ def _output_tangent(s: Setup, y_ref: Any, output_tangent: Any) -> Any:
         raise BadArgumentError(
             f"test_rrule: output_tangent does not fit the output: "
             f"{problems[0].message.removeprefix('output_tangent: ')}"
+        )
+    where = non_finite_entry(output_tangent, "output_tangent")
+    if where is not None:
+        raise BadArgumentError(
+            f"test_rrule: output_tangent is not finite at {where}: give a finite cotangent "
+            "(the numerical vjp cannot weigh an output by NaN or an infinity)"
         )
     return output_tangent
 
