@@ -11,11 +11,14 @@ grows with the condition number far beyond the engine's round-off model, and the
 estimator's step reaches towards the pole: the verdicts say whether the engine still gives
 every element an estimate ("nothing compared" is a failure that means the reference gave up).
 
-A second table: ``cholesky`` of symmetric positive definite 4x4 matrices of condition 1e3 and
-1e5 declared in their space (``with_tangent(a, SymmetricPositiveDefinite())``), correct and one
-element 1% off, 6 seeds. A third: ``[|x[0]|, sin(x[1:])]`` through a plain (non-broadcast)
-rule at ``x[0] = 0``, with the rule's slope at the kink 0, 1 (subgradients) or 5 (outside),
-and with ``ydot[2]`` (``xbar[2]``) 1% off. Results: ``benchmarks/results/ill_conditioned.json``.
+A second: ``det`` of n x n matrices (n = 10, 14, 20) with entries of about 1e3 (``(randn + 2
+I) * 1e3``, determinants of 1e30-1e66), where ``det``'s own rounding (its LU factorisation,
+25-110 ulps) exceeds the engine's round-off model: correct and 0.1% off, 6 seeds. A third:
+``cholesky`` of symmetric positive definite 4x4 matrices of condition 1e3 and 1e5 declared in
+their space (``with_tangent(a, SymmetricPositiveDefinite())``), correct and one element 1% off,
+6 seeds. A fourth: ``[|x[0]|, sin(x[1:])]`` through a plain (non-broadcast) rule at ``x[0] =
+0``, with the rule's slope at the kink 0, 1 (subgradients) or 5 (outside), and with ``ydot[2]``
+(``xbar[2]``) 1% off. Results: ``benchmarks/results/ill_conditioned.json``.
 """
 
 from __future__ import annotations
@@ -131,6 +134,21 @@ def linalg_rows(conds: list[float], seeds: int) -> list[dict[str, Any]]:
     return rows
 
 
+def large_det_rows(sizes: list[int], seeds: int) -> list[dict[str, Any]]:
+    rows = []
+    for n in sizes:
+        for rule, off in (("correct", 0.0), ("0.1% off", 1e-3)):
+            rules = _linalg_rules(off)
+            for tester in ("test_rrule", "test_frule"):
+                got = []
+                for seed in range(seeds):
+                    rng = np.random.default_rng(seed)
+                    a = (rng.standard_normal((n, n)) + 2.0 * np.eye(n)) * 1e3
+                    got.append(_verdict(_run(tester, np.linalg.det, a, rules, 1000 + seed)))
+                rows.append({"n": n, "rule": rule, "tester": tester, "verdicts": _summary(got)})
+    return rows
+
+
 def _lower_half(m: Any) -> Any:
     out = np.tril(m)
     out[np.diag_indices_from(out)] *= 0.5
@@ -241,6 +259,14 @@ def main() -> None:
             ],
         )
     )
+    big = large_det_rows([14] if args.quick else [10, 14, 20], 2 if args.quick else 6)
+    print()
+    print(
+        table(
+            ["det, entries ~1e3, n", "rule", "tester", "verdicts over seeds"],
+            [[str(r["n"]), r["rule"], r["tester"], r["verdicts"]] for r in big],
+        )
+    )
     chol = cholesky_rows([1e3] if args.quick else [1e3, 1e5], 2 if args.quick else 6)
     print()
     print(
@@ -257,7 +283,11 @@ def main() -> None:
             [[r["rule"], r["test_rrule"], r["test_frule"]] for r in kinks],
         )
     )
-    save_json("ill_conditioned", {"linalg": rows, "cholesky": chol, "kink": kinks}, args.quick)
+    save_json(
+        "ill_conditioned",
+        {"linalg": rows, "large_det": big, "cholesky": chol, "kink": kinks},
+        args.quick,
+    )
 
 
 if __name__ == "__main__":
