@@ -127,3 +127,13 @@ def test_scales_outside_the_domain_are_skipped():
 
     level = measure_noise(strict_log, np.array([0.05]), direction=[-1.0])
     assert not level.noisy
+
+
+def test_noise_of_huge_values_is_measured() -> None:
+    # Differences of values of 1e200 squared to infinity: the level was inf, or no order passed.
+    kernel32 = lambda v: np.sin(v.astype(np.float32)).astype(np.float64)  # noqa: E731
+    x = np.array([0.5, 1.0])
+    small = measure_noise(kernel32, x)
+    huge = measure_noise(lambda v: 1e200 * kernel32(v), x)
+    assert huge.noisy
+    assert huge.relative == pytest.approx(small.relative, rel=1e-6)

@@ -337,3 +337,34 @@ def test_a_float32_rule_of_two_arrays_one_element_off_by_one_percent_is_named() 
     assert "(evaluated in float64)" in message
     assert "args[0]: 1 of 2500 elements differ" in message
     assert "at [24, 34]" in message
+
+
+def _huge_sin(x: Any) -> Any:
+    return 1e180 * np.sin(x)
+
+
+@pytest.mark.parametrize("off", [0.0, 1e-3])
+def test_cotangents_whose_squares_overflow_are_checked(off: float) -> None:
+    # Values of 1e180 (a 50x50 det at entries of 1e3 is 8e181): the rounding allowed a
+    # correct xbar summed squares of 1e178, so every direction's tolerance was infinite and
+    # a right rule failed with "nothing was compared".
+    rules = RuleSet()
+
+    @rules.register_rrule(_huge_sin)
+    def _rrule(x: Any) -> Any:
+        def pullback(ybar: Any) -> Any:
+            ybar = unthunk(ybar)
+            if isinstance(ybar, ZeroTangent):
+                return NoTangent(), np.zeros_like(x)
+            g = ybar * 1e180 * np.cos(x)
+            g[1500] *= 1 + off
+            return NoTangent(), g
+
+        return _huge_sin(x), pullback
+
+    x = np.random.default_rng(0).uniform(-3, 3, 3000)
+    if off == 0.0:
+        test_rrule(_huge_sin, x, rrule_f=rules.rrule, rng=0)
+        return
+    with pytest.raises(AssertionError, match=r"args\[0\]: 1 of 3000 elements differ"):
+        test_rrule(_huge_sin, x, rrule_f=rules.rrule, rng=0)

@@ -9,15 +9,14 @@ as the derivative at ``t = 0`` of
 so the gap of a correct rule is 0 up to the engine's error estimate: the points really used
 (``z(t)``, rounding included) enter both terms alike, and every direction gets its own adapted
 step in one vectorised engine run. The tolerance is statistical, not a worst-case sum: the
-engine's error estimate of the gap, plus ``ROUND_Z`` standard deviations of the rounding a
-correct ``xbar`` carries (``rel * ||xbar * v||_2``, and for a float32 ``f`` that accumulates
-rounding, a cumulative sum, the same amplification of it measured on ``f``'s output).
-Directions are random signs (``|v_i| = 1``: no element hides behind a small weight); their
-number grows as the size falls (``directions``).
+engine's error of the gap plus ``ROUND_Z`` standard deviations of a correct ``xbar``'s rounding
+(``rel * ||xbar * v||_2``; for a float32 ``f`` that accumulates rounding, such as a cumsum,
+amplified as measured on ``f``'s output). Directions are random signs (``|v_i| = 1``: no
+element hides behind a small weight), more of them at smaller sizes (``directions``).
 
 When a gap fails, ``finite_differences.localise`` finds the wrong coordinates by group testing
-(the direction restricted to halves of its support, recursively: ``O(k log n)`` gap estimates
-for ``k`` wrong coordinates); ``gaps`` gives it the gaps of such restricted directions.
+(directions restricted to halves of their support, recursively: ``O(k log n)`` gap estimates
+for ``k`` wrong coordinates), from the gaps ``gaps`` gives.
 
 >>> x = np.linspace(-1.0, 1.0, 1000)
 >>> ybar = np.ones(1000)
@@ -212,8 +211,6 @@ class AdjointCheck:
     def out_dtype(self) -> np.dtype[Any]:
         return self.line.out_dtype
 
-    # -- gaps -------------------------------------------------------------------------------
-
     def gaps(self, groups: Sequence[tuple[int, Index | None]], resolve: float = math.inf) -> Gaps:
         """The gaps of direction ``k`` restricted to ``index`` (all coordinates for None), one
         per ``(k, index)``, in one engine run; a void estimate, or one too uncertain to tell a
@@ -276,14 +273,12 @@ class AdjointCheck:
         return float(ERROR_FACTOR * error + ROUND_Z * self._rounding(idx) + self.atol)
 
     def _rounding(self, idx: Index | None) -> float:
-        """The standard deviation of ``<err, v>`` on ``idx`` for the rounding ``err`` of a
-        correct ``xbar``: ``rel * |xbar_i|`` and ``element_rounding`` per element,
-        independent of the random signs whatever their correlation along ``xbar``."""
+        """The standard deviation of ``<err, v>`` on ``idx`` for a correct ``xbar``'s rounding
+        ``err`` (``rel * |xbar_i|`` and ``element_rounding``), whatever its correlation."""
         xb = self.xbar if idx is None else self.xbar[idx]
-        var = (self.rel * _norm(xb)) ** 2 + xb.size * self.floor**2
-        if self.spread is not None:
-            var += _norm(self.spread if idx is None else self.spread[idx]) ** 2
-        return math.sqrt(var)
+        sp = self.spread if self.spread is None or idx is None else self.spread[idx]
+        terms = [self.rel * _norm(xb), math.sqrt(xb.size) * self.floor]
+        return math.hypot(*terms, 0.0 if sp is None else _norm(sp))  # (no squares to overflow)
 
     def element_rounding(self, idx: Index) -> F64:
         """The rounding allowed each coordinate at ``idx`` beyond ``rel * |xbar_i|``: the
@@ -410,7 +405,11 @@ class AdjointCheck:
 
 
 def _norm(a: F64) -> float:
-    return math.sqrt(dot(a, a))
+    """``|a|_2``, scaled where the sum of squares overflows (finite values beyond 1e154)."""
+    sq = dot(a, a)
+    if math.isfinite(sq) or not np.isfinite(big := float(np.max(np.abs(a), initial=0.0))):
+        return math.sqrt(sq)
+    return big * math.sqrt(dot(a / big, a / big))
 
 
 def _coords(value: Any, size: int, convert: Callable[[Any], F64]) -> F64:

@@ -199,7 +199,10 @@ def measure_noise(
         if table.shape != (POINTS, y0.size) or not np.all(np.isfinite(table)):
             continue
         with np.errstate(all="ignore"):
-            sigma = _level_at(table)
+            # (scaled by a power of 2 to about 1, exactly: differences of values beyond 1e154
+            # square to infinity)
+            size = math.ldexp(1.0, math.frexp(float(np.max(np.abs(table))))[1])
+            sigma = _level_at(table / size) * size
             # Relative to f's scale near x, |f| + |x f'| (rounding x scatters f by eps |x f'|).
             slope = np.abs(table[-1] - table[0]) / ((POINTS - 1) * s)
             rel = sigma / np.maximum(np.max(np.abs(table), axis=0) + slope, tiny)
