@@ -402,6 +402,34 @@ def test_rule_tried_at_scalars_only_says_so_and_strict_fails_it(tmp_path: Path) 
     assert "rerun with: rruletest check sonly --seed 1 --examples 3 --strict" in strict.stdout
 
 
+INT_EXAMPLES = """
+import numpy as np
+from rruletest import NoTangent, register_rrule
+
+def mycos(x):
+    return np.cos(x)
+
+@register_rrule(mycos, examples=[np.array([1, 2, 3]), (2,)])  # integers: not differentiated
+def _mycos_rrule(x):
+    return np.cos(x), lambda ybar: (NoTangent(), NoTangent())  # wrong for float inputs
+"""
+
+
+def test_a_rule_whose_examples_compare_nothing_fails_the_gate(tmp_path: Path) -> None:
+    # Integer examples are kept integer (not differentiated), so a wrong rule checked only at
+    # them was never compared with finite differences: that must not be a green row.
+    (tmp_path / "intex.py").write_text(INT_EXAMPLES)
+    run = _cli(tmp_path, "check", "intex", "--seed", "1", "--examples", "3")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert re.search(r"^  mycos\s+rrule\s+\d+\s+-\s+-\s+FAILED", run.stdout, re.M)
+    assert (
+        "mycos (rrule, registered by intex) was never compared with finite differences: "
+        "none of the 5 inputs it was tested at has an argument it differentiates"
+    ) in run.stdout
+    reproduce = "reproduce: pytest --rruletest-seed=1 --rruletest-examples=3 "
+    assert reproduce + "'rruletest::intex::mycos[rrule]'" in run.stdout
+
+
 def test_declared_shapes_and_example_keywords(tmp_path: Path) -> None:
     (tmp_path / "shaped.py").write_text(SHAPED)
     run = _cli(tmp_path, "check", "shaped", "--seed", "4", "--examples", "5")

@@ -4,7 +4,8 @@
 ``RuleTestFailure``) after hypothesis shrank the inputs; ``record`` tells the caller how many
 examples ran, on which dtypes and shapes, the falsifying inputs and the worst relative error
 seen. A rule whose domain leaves no room for inputs fails with a message naming it and its
-domain; under ``strict``, so does an rrule or frule that could only be tried at numbers.
+domain; so does a rule none of whose inputs had an argument to compare with finite differences;
+under ``strict``, so does an rrule or frule that could only be tried at numbers.
 Imports hypothesis and the testers: loaded only when a rule item runs, never at plugin load.
 """
 
@@ -59,11 +60,14 @@ class RunRecord:
     case: Case | None = None
     tried: list[float] = field(default_factory=list)
     worst_rel_err: float | None = None
+    compared: bool = False
     dtypes: list[str] = field(default_factory=list)
     ndims: set[int] = field(default_factory=set)
     max_size: int = 0
 
     def saw(self, rel: float | None) -> None:
+        """Note a case's worst relative error (None: nothing was compared numerically)."""
+        self.compared = self.compared or rel is not None
         if rel is not None and math.isfinite(rel):
             self.worst_rel_err = rel if self.worst_rel_err is None else max(rel, self.worst_rel_err)
 
@@ -328,6 +332,8 @@ def check_rule(
             [Mismatch("inputs", "inputs", None, None, message, hint=hint)],
             header=f"rruletest could not test the rule for {info.name}",
         ) from None
+    if not record.compared and info.kind != "non_differentiable" and record.examples:
+        _compared_nothing(info, record)
     if config.strict and info.kind in ("rrule", "frule") and record.scalars_only:
         message = (
             f"{info.name} ({info.kind}, registered by {info.module}) was tried at scalars only "
@@ -342,3 +348,23 @@ def check_rule(
             [Mismatch("inputs", "inputs", None, None, message, hint=hint)],
             header=f"--strict: the rule for {info.name} was tried at scalars only",
         )
+
+
+def _compared_nothing(info: RuleInfo, record: RunRecord) -> None:
+    """Fail a rule none of whose cases compared anything with finite differences (every
+    argument an integer, a string or a keyword): its rule was never checked, so a wrong one
+    would pass with a green row."""
+    message = (
+        f"{info.name} ({info.kind}, registered by {info.module}) was never compared with "
+        f"finite differences: none of the {record.examples} inputs it was tested at has an "
+        "argument it differentiates (integers, booleans, strings and keyword arguments are "
+        "not differentiated)"
+    )
+    hint = (
+        "give it examples with float arguments (np.array([1.0, 2.0]), not np.array([1, 2])), "
+        "or register it with non_differentiable(f) if it has no derivative"
+    )
+    raise RuleTestFailure(
+        [Mismatch("inputs", "inputs", None, None, message, hint=hint)],
+        header=f"the rule for {info.name} was never checked numerically",
+    )
