@@ -328,9 +328,8 @@ def check_rule(
             "not finite (or within sqrt(finfo.max) of overflow)"
         )
         hint = "check the rule's domain and avoid predicate, or register examples=[...]"
-        raise RuleTestFailure(
-            [Mismatch("inputs", "inputs", None, None, message, hint=hint)],
-            header=f"rruletest could not test the rule for {info.name}",
+        raise _inputs_failure(
+            message, hint, f"rruletest could not test the rule for {info.name}"
         ) from None
     if not record.compared and info.kind != "non_differentiable" and record.examples:
         _compared_nothing(info, record)
@@ -344,9 +343,8 @@ def check_rule(
             'register it with shapes=[("n",), ...] or examples=[(np.array([...]),)] so it is '
             "checked on arrays, or drop --strict if numbers are all it takes"
         )
-        raise RuleTestFailure(
-            [Mismatch("inputs", "inputs", None, None, message, hint=hint)],
-            header=f"--strict: the rule for {info.name} was tried at scalars only",
+        raise _inputs_failure(
+            message, hint, f"--strict: the rule for {info.name} was tried at scalars only"
         )
 
 
@@ -364,7 +362,11 @@ def _compared_nothing(info: RuleInfo, record: RunRecord) -> None:
         "give it examples with float arguments (np.array([1.0, 2.0]), not np.array([1, 2])), "
         "or register it with non_differentiable(f) if it has no derivative"
     )
-    raise RuleTestFailure(
-        [Mismatch("inputs", "inputs", None, None, message, hint=hint)],
-        header=f"the rule for {info.name} was never checked numerically",
+    raise _inputs_failure(message, hint, f"the rule for {info.name} was never checked numerically")
+
+
+def _inputs_failure(message: str, hint: str, header: str) -> RuleTestFailure:
+    """The failure of a rule that could not be tested as registered (its inputs)."""
+    return RuleTestFailure(
+        [Mismatch("inputs", "inputs", None, None, message, hint=hint)], header=header
     )

@@ -112,8 +112,9 @@ class NoiseAllowance:
         diff = np.abs(np.asarray(unthunk(actual), dtype=np.float64) - np.asarray(ref))
         order = np.argsort(np.where(bad, diff, -np.inf).reshape(-1))[::-1][:NOISE_SAMPLES]
         worst = [int(j) for j in order if bad.reshape(-1)[j]]
+        # (real float arrays: one coordinate per element, argument after argument)
         offset = sum(int(p.size) for p in self.points[:k])
-        n = to_vec(tuple(self.points))[0].size
+        n = sum(int(p.size) for p in self.points)
         flat = self.points[k].reshape(-1)
         steps = np.asarray(step, dtype=np.float64).reshape(-1)
         found: NoiseLevel | None = None
