@@ -300,6 +300,7 @@ MAX_SUBMODULES = 500
 def _submodules_with_rules(module: str) -> list[tuple[str, int]]:
     """Submodules of package ``module`` that register rules when imported, with their counts
     (each is imported, quietly, but test modules; one that fails to import is left out)."""
+    from rruletest._plugin.items import own_rulesets
     from rruletest.rules import default_ruleset
 
     mod = sys.modules.get(module)
@@ -320,26 +321,13 @@ def _submodules_with_rules(module: str) -> list[tuple[str, int]]:
                 importlib.import_module(info.name)
         except Exception:
             continue
-    for sub in sorted({i.module for i in default_ruleset.rules(module=module)}):
-        n = len(default_ruleset.rules(module=sub))
+    sets = [default_ruleset, *(rules for _, rules in own_rulesets(module))]
+    for sub in sorted({i.module for rules in sets for i in rules.rules(module=module)}):
+        n = sum(len(rules.rules(module=sub)) for rules in sets)
         top = next((m for m, _ in found if sub.startswith(m + ".")), None)
         if top is None:
             found.append((sub, n))
     return found
-
-
-def _own_rulesets(module: str) -> str:
-    """The names of the ``module``'s attributes that are RuleSets with rules, other than the
-    default one (``"mypkg.rules"``), joined by commas."""
-    from rruletest.rules import RuleSet, default_ruleset
-
-    mod = sys.modules.get(module)
-    names = [
-        f"{module}.{name}"
-        for name, value in sorted(vars(mod).items() if mod is not None else ())
-        if isinstance(value, RuleSet) and value is not default_ruleset and value.rules()
-    ]
-    return ", ".join(names)
 
 
 def _no_rules_message(module: str) -> str:
@@ -347,13 +335,6 @@ def _no_rules_message(module: str) -> str:
         f"rruletest check: {module} registers no rules (looked for rules defined in {module} "
         f"and in the submodules importing {module} loads)"
     )
-    own = _own_rulesets(module)
-    if own:
-        where += (
-            f"; {own} {'is a RuleSet' if ',' not in own else 'are RuleSets'} of its own, which "
-            "the gate does not collect: register the rules with the module-level "
-            "register_rrule, register_frule and scalar_rule (the default RuleSet)"
-        )
     subs = _submodules_with_rules(module)
     if not subs:
         return where

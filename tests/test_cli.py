@@ -181,21 +181,53 @@ def test_module_without_rules_is_reported(
     assert "rruletest check: no rule was checked; exit code 3" in out
 
 
-def test_a_ruleset_of_its_own_is_named_when_nothing_is_collected(
+#: A module with a default-registered rule and a RuleSet of its own: a right scalar rule, a
+#: wrong rrule (sin's pullback without cos), a non-differentiable rule.
+OWN = """
+import numpy as np
+from rruletest import NoTangent, RuleSet, register_rrule
+
+extra = RuleSet("extra")
+extra.scalar_rule(np.tanh, lambda x, y: 1 - y**2)
+extra.register_rrule(np.sin)(lambda x: (np.sin(x), lambda g: (NoTangent(), g)))
+extra.non_differentiable(np.sign)
+
+
+def cube(x):
+    return x**3
+
+
+@register_rrule(cube)
+def _cube(x):
+    return cube(x), lambda g: (NoTangent(), g * 3 * x**2)
+"""
+
+
+def test_the_rules_of_a_modules_own_ruleset_are_checked_beside_the_default_ones(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    source = (
-        "import numpy as np\nfrom rruletest import NoTangent, RuleSet\n"
-        "rules = RuleSet('mine')\n"
-        "rules.register_rrule(np.sin)(lambda x: (np.sin(x), lambda g: (NoTangent(), g)))\n"
-    )
-    mod = _module(tmp_path, source, "own")
+    mod = _module(tmp_path, OWN, "own")
+    code, out, err = _run(capsys, "check", mod, "--seed", "2", "--examples", "5")
+    assert code == 1, out + err
+    assert f"{mod} (4 rules)" in out
+    assert re.search(r"^  extra\.sin\s+rrule\s+\d+\s+float64.*FAILED", out, re.M), out
+    for rule, kind in (("extra.tanh", "scalar"), ("extra.sign", "non_differentiable")):
+        assert re.search(rf"^  {re.escape(rule)}\s+{kind}\s+\d+.*passed", out, re.M), out
+    assert re.search(r"^  cube\s+rrule\s+\d+.*passed", out, re.M), out
+    assert f"rule extra.sin [rrule] registered by {mod} in its RuleSet extra" in out
+    # The tester's reproduce line looks the rule up where it was registered.
+    assert f"rrule_f={mod}.extra.rrule" in out
+    assert f"'rruletest::{mod}::extra.sin[rrule]'" in out
+
+
+def test_a_ruleset_imported_from_another_module_is_not_collected_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    owner = _module(tmp_path, OWN, "owner")
+    mod = _module(tmp_path, f"from {owner} import extra\n", "importer")
     code, out, _ = _run(capsys, "check", mod)
     assert code == 3
-    assert (
-        f"{mod}.rules is a RuleSet of its own, which the gate does not collect: register the "
-        "rules with the module-level register_rrule, register_frule and scalar_rule"
-    ) in out
+    assert f"rruletest check: {mod} registers no rules" in out
 
 
 def test_entry_points_name_the_modules_when_none_is_given(
@@ -360,12 +392,14 @@ def test_package_whose_rules_live_in_a_submodule_exits_3_and_names_it(tmp_path: 
     (pkg / "__init__.py").write_text('"""A package that does not import its rules."""\n')
     (pkg / "rules.py").write_text(MEAN.replace("mymean", "pkgmean"))
     (pkg / "other.py").write_text("X = 1\n")
+    (pkg / "more.py").write_text(OWN)  # 3 rules in its own RuleSet, 1 default-registered
     run = _cli(tmp_path, "check", "mypkg", "--seed", "1")
     assert run.returncode == 3, run.stdout + run.stderr
     assert (
         "rruletest check: mypkg registers no rules (looked for rules defined in mypkg and in the "
-        "submodules importing mypkg loads); its submodules mypkg.rules (1 rule) do register "
-        "rules: check them with `rruletest check mypkg.rules`, or import them in mypkg"
+        "submodules importing mypkg loads); its submodules mypkg.more (4 rules), mypkg.rules "
+        "(1 rule) do register rules: check them with `rruletest check mypkg.more mypkg.rules`, "
+        "or import them in mypkg"
     ) in run.stdout
     assert "rruletest check: no rule was checked; exit code 3" in run.stdout
 

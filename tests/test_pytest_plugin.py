@@ -324,6 +324,32 @@ def test_rule_items_are_collected_with_readable_ids(
     result.stdout.fnmatch_lines(["6 tests collected*"])
 
 
+def test_the_rules_of_a_modules_own_ruleset_are_items_named_after_it(
+    pytester: pytest.Pytester,
+) -> None:
+    name = f"rules_own_{next(_counter)}"
+    source = (
+        "import numpy as np\nfrom rruletest import NoTangent, RuleSet\n"
+        "mine = RuleSet('mine')\n"
+        "mine.scalar_rule(np.tanh, lambda x, y: 1 - y**2)\n"
+        "mine.scalar_rule(np.arctan, lambda x, y: 1 / (1 + x))  # wrong: 1 + x**2\n"
+    )
+    pytester.makepyfile(**{name: source})
+    pytester.syspathinsert()
+    check = f"--rruletest-check={name}"
+    listed = pytester.runpytest("--co", "-q", check)
+    listed.stdout.fnmatch_lines(
+        [f"rruletest::{name}::mine.arctan[[]scalar[]]", f"rruletest::{name}::mine.tanh[[]scalar[]]"]
+    )
+    result = pytester.runpytest(check, "--rruletest-seed=4")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [f"*rrule_f={name}.mine.rrule*", f"rule mine.arctan [[]scalar[]] registered by {name} in*"]
+    )
+    # -k selects by the RuleSet's name too.
+    pytester.runpytest(check, "-k", "mine and tanh").assert_outcomes(passed=1)
+
+
 def test_rule_items_pass_and_fail(pytester: pytest.Pytester, rules_module: str) -> None:
     result = pytester.runpytest(f"--rruletest-check={rules_module}", "--rruletest-seed=3")
     result.assert_outcomes(passed=4, failed=2)

@@ -35,7 +35,7 @@ from rruletest._plugin.cases import (
 )
 from rruletest._plugin.options import RuleTestConfig
 from rruletest.errors import Mismatch, RuleTestFailure
-from rruletest.rules import RuleInfo, default_ruleset
+from rruletest.rules import RuleInfo, RuleSet, default_ruleset
 from rruletest.tangents import NoTangent
 from rruletest.testers._report import worst_errors
 
@@ -169,21 +169,24 @@ def run_case(case: Case, config: RuleTestConfig) -> float | None:
         kwargs["fkwargs"] = dict(case.kwargs)
     worst: list[float | None] = []
     for name in case.testers:
+        own = {**config.rule_options(name), **kwargs}
         if name == "non_differentiable":
-            _check_non_differentiable(case)
+            _check_non_differentiable(
+                case, default_ruleset if config.rules is None else config.rules
+            )
         elif name == "test_scalar":
-            worst.append(_worst(getattr(testers, name)(case.f, case.args[0], **kwargs)))
+            worst.append(_worst(getattr(testers, name)(case.f, case.args[0], **own)))
         else:
-            worst.append(_worst(getattr(testers, name)(case.f, *case.args, **kwargs)))
+            worst.append(_worst(getattr(testers, name)(case.f, *case.args, **own)))
     found = [w for w in worst if w is not None]
     return max(found) if found else None
 
 
-def _check_non_differentiable(case: Case) -> None:
+def _check_non_differentiable(case: Case, rules: RuleSet) -> None:
     f, args, fkw = case.f, case.args, case.kwargs
     y = f(*args, **fkw)
     problems: list[Mismatch] = []
-    out = default_ruleset.rrule(f, *args, **fkw)
+    out = rules.rrule(f, *args, **fkw)
     if out is None:
         problems.append(Mismatch("rule", "rrule", None, "(y, pullback)", "no rrule found"))
     else:
@@ -202,7 +205,7 @@ def _check_non_differentiable(case: Case) -> None:
                         f"pullback output[{i}] ({path}): expected NoTangent(), got {g!r}",
                     )
                 )
-    fout = default_ruleset.frule((NoTangent(),) * (len(args) + 1), f, *args, **fkw)
+    fout = rules.frule((NoTangent(),) * (len(args) + 1), f, *args, **fkw)
     if fout is None:
         problems.append(Mismatch("rule", "frule", None, "(y, ydot)", "no frule found"))
     else:

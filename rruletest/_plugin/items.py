@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pytest
 
@@ -23,7 +23,7 @@ from rruletest._plugin import options as opts
 
 if TYPE_CHECKING:
     from rruletest._plugin.checks import RunRecord
-    from rruletest.rules import RuleInfo
+    from rruletest.rules import RuleInfo, RuleSet
 
 __all__ = ["SESSION_KEY", "RuleItem", "RuleModule", "Session", "is_rule_failure", "plan"]
 
@@ -113,33 +113,40 @@ class RuleModule(pytest.Collector):
             raise self.CollectError(f"rruletest: {failure}") from None
         from rruletest.rules import default_ruleset
 
-        registered = default_ruleset.rules(module=self.module_name)
+        registered = [Registered(i) for i in default_ruleset.rules(module=self.module_name)]
+        for label, own in own_rulesets(self.module_name):
+            registered += [Registered(i, label, own) for i in own.rules(module=self.module_name)]
         self.registers = bool(registered)
-        infos = [
-            i
-            for i in registered
-            if not any(i.module == e or i.module.startswith(e + ".") for e in self.exclude)
+        kept = [
+            r for r in registered if not any(_under_module(r.info.module, e) for e in self.exclude)
         ]
         # A module imported again (importlib.reload, a fresh in-process pytest run) registers
         # new function objects under the same names: the latest registration stands.
-        latest = {(i.module, i.kind, i.name): i for i in infos}
-        infos = sorted(latest.values(), key=lambda i: (i.name, i.kind, i.module))
+        latest = {(r.label, r.info.module, r.info.kind, r.info.name): r for r in kept}
+        rules_of = sorted(
+            latest.values(), key=lambda r: (r.label, r.info.name, r.info.kind, r.info.module)
+        )
         items: list[pytest.Item] = []
         seen: set[str] = set()
-        for info in infos:
-            name = _item_name(info, seen)
+        for info, label, rules in rules_of:
+            name = _item_name(info, seen, label)
             nodeid = f"{self.nodeid}::{name}"
             if self.select is None or any(
                 nodeid == n or nodeid.startswith((n + "::", n + "[")) for n in self.select
             ):
                 # The id parsed from its string (not derived as a child), so it equals the id
                 # pytest parses from the cache: --lf and --ff find the rule items again.
-                items.append(RuleItem.from_parent(self, name=name, nodeid=nodeid, info=info))
+                items.append(
+                    RuleItem.from_parent(
+                        self, name=name, nodeid=nodeid, info=info, label=label, rules=rules
+                    )
+                )
         if self.select is not None:
             names = {it.nodeid for it in items}
             missing = [n for n in self.select if not any(x.startswith(n) for x in names)]
             if missing:
-                known = ", ".join(_item_name(i, set()) for i in infos) or "no rules"
+                known = ", ".join(_item_name(r.info, set(), r.label) for r in rules_of)
+                known = known or "no rules"
                 raise self.CollectError(
                     f"rruletest: no rule matches {', '.join(missing)}; {self.module_name} "
                     f"registers: {known}"
@@ -154,37 +161,77 @@ class RuleModule(pytest.Collector):
         return super().repr_failure(excinfo)
 
 
-def _item_name(info: RuleInfo, seen: set[str]) -> str:
-    name = f"{info.name}[{info.kind}]"
+class Registered(NamedTuple):
+    """A rule a module registered: in the default RuleSet, or in its own ``rules`` named
+    ``label``."""
+
+    info: RuleInfo
+    label: str = ""
+    rules: RuleSet | None = None
+
+
+def _under_module(module: str, top: str) -> bool:
+    return module == top or module.startswith(top + ".")
+
+
+def _item_name(info: RuleInfo, seen: set[str], label: str = "") -> str:
+    """``sin[rrule]``; ``extra.sin[rrule]`` for a rule of the module's own RuleSet ``extra``."""
+    rule = f"{label}.{info.name}" if label else info.name
+    name = f"{rule}[{info.kind}]"
     if name in seen:
         mod = getattr(info.function, "__module__", None) or "?"
-        name = f"{mod}.{info.name}[{info.kind}]"
+        name = f"{mod}.{rule}[{info.kind}]"
         k = 2
         while name in seen:
-            name, k = f"{mod}.{info.name}-{k}[{info.kind}]", k + 1
+            name, k = f"{mod}.{rule}-{k}[{info.kind}]", k + 1
     seen.add(name)
     return name
+
+
+def own_rulesets(module: str) -> list[tuple[str, RuleSet]]:
+    """The RuleSets other than the default one that ``module``, or a submodule of it that is
+    imported, holds as attributes, each once, with its name relative to ``module``
+    (``extra``, ``sub.EXTRA``): their rules are the module's too, and the gate checks them.
+
+    A RuleSet another package made and this one imported is found too, but it holds no rule
+    defined in ``module``, so nothing of it is collected.
+    """
+    from rruletest.rules import RuleSet, default_ruleset
+
+    found: dict[int, tuple[str, RuleSet]] = {}
+    subs = sorted(m for m in list(sys.modules) if m == module or m.startswith(module + "."))
+    for name in subs:
+        prefix = name[len(module) + 1 :]
+        for attr, value in sorted(vars(sys.modules[name]).items()):
+            if isinstance(value, RuleSet) and value is not default_ruleset:
+                found.setdefault(id(value), (f"{prefix}.{attr}" if prefix else attr, value))
+    return list(found.values())
 
 
 class RuleItem(pytest.Item):
     """One registered rule, tested with generated inputs inside its domain."""
 
-    def __init__(self, *, info: RuleInfo, **kwargs: Any) -> None:
+    def __init__(
+        self, *, info: RuleInfo, label: str = "", rules: RuleSet | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.info = info
+        #: The module's own RuleSet holding the rule (None: the default one) and its name.
+        self.rules, self.label = rules, label
+        self.rule = f"{label}.{info.name}" if label else info.name
         self.record: RunRecord | None = None
         self.add_marker("rruletest")
-        self.extra_keyword_matches.update({info.kind, info.module})
+        self.extra_keyword_matches.update({info.kind, info.module, *([label] if label else [])})
 
     def runtest(self) -> None:
         from rruletest._plugin.checks import CannotGenerate, RunRecord, check_rule
 
         s = self.config.stash[SESSION_KEY]
         self.record = record = RunRecord()
-        self.user_properties.append(("rruletest_rule", self.info.name))
+        self.user_properties.append(("rruletest_rule", self.rule))
         self.user_properties.append(("rruletest_kind", self.info.kind))
         try:
-            check_rule(self.info, s.for_test(self.nodeid), record)
+            check_rule(self.info, replace(s.for_test(self.nodeid), rules=self.rules), record)
         except CannotGenerate as err:
             pytest.skip(f"rruletest: {err}")
         finally:
@@ -215,7 +262,9 @@ class RuleItem(pytest.Item):
         s = self.config.stash[SESSION_KEY]
         err = excinfo.value
         info, record = self.info, self.record
-        lines = [f"rule {info.name} [{info.kind}] registered by {info.module}"]
+        lines = [f"rule {self.rule} [{info.kind}] registered by {info.module}"]
+        if self.label:
+            lines[0] += f" in its RuleSet {self.label}"
         if info.domain is not None:
             lines[0] += f", domain {info.domain}"
         if record is not None:

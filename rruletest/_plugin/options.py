@@ -210,6 +210,9 @@ class RuleTestConfig:
     check_zero_output_tangent: bool = True  # ini rruletest_check_zero_output_tangent
     #: ``--rruletest-strict``: a rule item tried at scalars only fails.
     strict: bool = False
+    #: The RuleSet the rules under test are registered in; None is the default one (a rule
+    #: item of a module's own ``RuleSet()`` sets it, so the testers look its rules up there).
+    rules: Any = None
 
     def rng(self) -> Any:
         """A fresh ``numpy.random.Generator`` seeded from this test's seed."""
@@ -275,24 +278,37 @@ class RuleTestConfig:
             kwargs["fdm"] = self.fdm
         return kwargs
 
+    def rule_options(self, tester: str) -> dict[str, Any]:
+        """The rule lookup ``tester`` takes for ``rules``: ``rrule_f=rules.rrule`` (``test_scalar``
+        takes the frule from the same RuleSet), ``frule_f=rules.frule`` for ``test_frule``; none
+        for the default RuleSet, which the testers use unless told otherwise."""
+        if self.rules is None:
+            return {}
+        if tester == "test_frule":
+            return {"frule_f": self.rules.frule}
+        return {"rrule_f": self.rules.rrule}
+
     def test_rrule(self, f: Any, *args: Any, **kwargs: Any) -> Any:
         """``rruletest.test_rrule`` with this test's seed, tolerances and fdm."""
         from rruletest.testers import test_rrule
 
         zero = {} if self.check_zero_output_tangent else {"check_zero_output_tangent": False}
-        return test_rrule(f, *args, **{**zero, **self.tester_kwargs(*args), **kwargs})
+        own = self.rule_options("test_rrule")
+        return test_rrule(f, *args, **{**zero, **own, **self.tester_kwargs(*args), **kwargs})
 
     def test_frule(self, f: Any, *args: Any, **kwargs: Any) -> Any:
         """``rruletest.test_frule`` with this test's seed, tolerances and fdm."""
         from rruletest.testers import test_frule
 
-        return test_frule(f, *args, **{**self.tester_kwargs(*args), **kwargs})
+        own = self.rule_options("test_frule")
+        return test_frule(f, *args, **{**own, **self.tester_kwargs(*args), **kwargs})
 
     def test_scalar(self, f: Any, x: Any, **kwargs: Any) -> Any:
         """``rruletest.test_scalar`` with this test's seed, tolerances and fdm."""
         from rruletest.testers import test_scalar
 
-        return test_scalar(f, x, **{**self.tester_kwargs(x), **kwargs})
+        own = self.rule_options("test_scalar")
+        return test_scalar(f, x, **{**own, **self.tester_kwargs(x), **kwargs})
 
 
 def _dtype_name(dtype: Any) -> str:

@@ -128,7 +128,7 @@ class ReportCollector:
         if item.nodeid.startswith(_PREFIX) and info is not None:
             self.infos[item.nodeid] = info
             row = self._row(item.nodeid)
-            row.name, row.kind = info.name, info.kind
+            row.name, row.kind = getattr(item, "rule", info.name), info.kind
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: Any, call: Any) -> Generator[None, Any, None]:
@@ -204,7 +204,8 @@ class ReportWorker:
 
         if not report_plots.available():
             return
-        row = RuleRow(item.nodeid, info.name, info.kind, outcome.get_result().outcome)
+        name = getattr(item, "rule", info.name)
+        row = RuleRow(item.nodeid, name, info.kind, outcome.get_result().outcome)
         if call.excinfo is not None:
             row.mismatches = list(getattr(call.excinfo.value, "mismatches", None) or ())
         tried = dict(item.user_properties).get("rruletest_tried")

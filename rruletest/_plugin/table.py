@@ -95,7 +95,7 @@ class Results:
         info = getattr(item, "info", None)
         if item.nodeid.startswith(opts.NODE_PREFIX + "::") and info is not None:
             row = self.row(item.nodeid)
-            row.rule, row.kind = info.name, info.kind
+            row.rule, row.kind = getattr(item, "rule", info.name), info.kind
 
     def pytest_deselected(self, items: Sequence[Any]) -> None:
         for item in items:
