@@ -82,6 +82,53 @@ def test_wrong_primal_alone() -> None:
     assert "[primal] y: the rule's output differs from f(*args)" in str(err)
 
 
+@pytest.mark.parametrize(
+    ("f", "x", "primal", "text"),
+    [
+        # exact values (floor's), a lower precision: the values alone would pass
+        (np.floor, np.array([0.5, 1.5, -2.25]), lambda x: np.floor(x).astype(np.float32),
+         "y: the rule's output is float32, f(*args) gives float64: the rule computes y at a "
+         "lower precision (cast its result with .astype(np.float64), or compute it as f does)"),
+        (np.floor, np.array([0.5, 1.5]), lambda x: np.floor(x).astype(np.int64),
+         "y: the rule's output is int64, f(*args) gives float64: the rule computes y as integers"),
+        (np.conj, np.array([1.0, 2.0]) + 0j, lambda x: np.conj(x).astype(np.complex64),
+         "y: the rule's output is complex64, f(*args) gives complex128: the rule computes y at "
+         "a lower precision"),
+    ],
+)  # fmt: skip
+def test_a_primal_of_a_dtype_that_cannot_hold_fs_is_caught_even_when_its_values_equal(
+    f: Any, x: Any, primal: Any, text: str
+) -> None:
+    rules = rrule_of(f, lambda x: lambda ybar: (NT, np.zeros_like(x)), primal=primal)
+    err = failure(lambda: test_rrule(f, x, rrule_f=rules.rrule, rng=0, check_fd=False))
+    assert err.checks == ["primal"]
+    assert f"[primal] {text}" in str(err)
+
+
+def test_a_lost_dtype_inside_a_tuple_output_is_named_by_its_path() -> None:
+    def two(x: Any) -> Any:
+        return np.sin(x), np.cos(x)
+
+    rules = rrule_of(
+        two,
+        lambda x: lambda ybar: (NT, ybar[0] * np.cos(x) - ybar[1] * np.sin(x)),
+        primal=lambda x: (np.sin(x), np.cos(x).astype(np.float32)),
+    )
+    err = failure(lambda: test_rrule(two, np.array([0.0, 0.5]), rrule_f=rules.rrule, rng=0))
+    assert "[primal] y[1]: the rule's output is float32, f(*args) gives float64" in str(err)
+    assert "y[0]: the rule's output is" not in str(err)
+
+
+def test_a_higher_precision_primal_is_no_loss() -> None:
+    x = np.linspace(0.1, 0.9, 4, dtype=np.float32)
+    rules = rrule_of(
+        np.sin,
+        lambda x: lambda ybar: (NT, ybar * np.cos(x)),
+        primal=lambda x: np.sin(x.astype(np.float64)),
+    )
+    test_rrule(np.sin, x, rrule_f=rules.rrule, rng=0)
+
+
 def test_lazy_primal_is_a_failure() -> None:
     rules = rrule_of(
         np.sin,

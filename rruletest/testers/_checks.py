@@ -130,7 +130,8 @@ def call_f(s: Setup, inputs: Inputs) -> Any:
 
 
 def check_primal(s: Setup, y: Any, y_f: Any) -> Any:
-    """Check: the rule's ``y`` is a value (not lazy, not a thunk) and matches ``f``'s.
+    """Check: the rule's ``y`` is a value (not lazy, not a thunk) and matches ``f``'s, in a
+    dtype that holds ``f``'s (a float32 ``y`` of a float64 ``f`` fails, exact values or not).
     Returns the output to draw ybar for (``f``'s when known)."""
     if is_lazy(y) or isinstance(y, Thunk):
         what = (
@@ -152,7 +153,35 @@ def check_primal(s: Setup, y: Any, y_f: Any) -> Any:
     rtol, atol = s.tolerances(y_f)
     title = "y: the rule's output differs from f(*args)"
     compare(s.report, Check.PRIMAL, title, y, y_f, "y", rtol, atol)
+    for steps, got, want in _lost_dtypes(y, y_f, ()):
+        how = "at a lower precision" if got.dtype.kind in "fc" else "as integers"
+        s.report.at(
+            Check.PRIMAL, "y", steps,
+            f"the rule's output is {got.dtype}, f(*args) gives {want.dtype}: the rule computes "
+            f"y {how} (cast its result with .astype(np.{want.dtype}), or compute it as f does)",
+            actual=got.dtype, expected=want.dtype,
+        )  # fmt: skip
     return y_f
+
+
+def _lost_dtypes(y: Any, y_f: Any, steps: Path) -> list[tuple[Path, Any, Any]]:
+    """The places where the rule's output ``y`` holds numbers of a dtype that cannot hold
+    ``f``'s: a lower precision, integers for floats (its values may still be equal, as they are
+    where they happen to be exact: ``floor``'s, a zero). Real for complex, or complex for real,
+    the comparison of the values reports."""
+    if isinstance(y_f, np.ndarray | np.generic) and isinstance(y, np.ndarray | np.generic):
+        want, got = y_f.dtype, y.dtype
+        judged = want.kind in "fc" and (
+            got.kind not in "fc" or (got.kind == "c") == (want.kind == "c")
+        )
+        return [(steps, y, y_f)] if judged and not np.can_cast(want, got) else []
+    if len(steps) < 8 and isinstance(y_f, tuple | list) and isinstance(y, tuple | list):
+        pairs = zip(y, y_f, strict=False)
+        return [p for i, (a, b) in enumerate(pairs) for p in _lost_dtypes(a, b, (*steps, Index(i)))]
+    if len(steps) < 8 and isinstance(y_f, dict) and isinstance(y, dict):
+        shared = [k for k in y_f if k in y]
+        return [p for k in shared for p in _lost_dtypes(y[k], y_f[k], (*steps, Key(k)))]
+    return []
 
 
 def _report_changes(

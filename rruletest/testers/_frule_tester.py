@@ -3,7 +3,8 @@
 1. the rule exists and returns ``(y, ydot)`` (``call_rule``), called once, with the tangents
    given by ``with_tangent`` (else ``rand_tangent``);
 2. neither the inputs, the keyword arguments nor the input tangents were mutated;
-3. ``y`` matches ``f(*args, **fkwargs)`` and is a value (``_checks.check_primal``);
+3. ``y`` matches ``f(*args, **fkwargs)``, in a dtype that holds ``f``'s, and is a value
+   (``_checks.check_primal``);
 4. ``ydot`` is a collected value that fits ``y``: type, shape, dtype (``check_ydot_type``);
 5. ``ydot`` matches the numerical jvp (``_reference.check_jvp`` chooses it);
 6. when ``f`` has an rrule too, ``<ybar, ydot> == <pullback(ybar), xdot>`` (``_cross_check``).

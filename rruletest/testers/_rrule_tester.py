@@ -1,7 +1,8 @@
 """``test_rrule``: its checks, in the order they run.
 
 1. the rule exists and returns ``(y, pullback)`` (``call_rule``);
-2. ``y`` matches ``f(*args, **fkwargs)`` and is a value (``_checks.check_primal``);
+2. ``y`` matches ``f(*args, **fkwargs)``, in a dtype that holds ``f``'s, and is a value
+   (``_checks.check_primal``);
 3. ``pullback(ybar)`` returns a tuple ``(fbar, xbar_0, ..., xbar_n-1)`` (``call_pullback``);
 4. each cotangent fits its primal: type, shape, dtype, ``NoTangent()`` where it belongs
    (``check_cotangent_types``);
