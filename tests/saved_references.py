@@ -26,7 +26,7 @@ from typing import Any, NamedTuple, TypeVar
 import numpy as np
 import pytest
 
-from rruletest.finite_differences import steps
+from rruletest.finite_differences import magnitudes, steps
 
 T = TypeVar("T")
 
@@ -102,9 +102,11 @@ def with_moved_steps(run: Callable[[], T]) -> tuple[T, bool]:
     """``run()``, and whether any step it chose moved on purpose since 7b5913d, so that its
     estimates are compared with exact derivatives or within error estimates instead: a step for
     a ``p``-th derivative measured exactly 0 (``c2 == 0``: now the widest one seen finite, not
-    the default one), or one put on the bound estimator's grid where its ``p``-th derivatives
-    were round-off (a linear function, in problems that are not elementwise)."""
-    originals = steps._h_from_constants, steps._on_the_bound_grid
+    the default one), one put on the bound estimator's grid where its ``p``-th derivatives
+    were round-off (a linear function, in problems that are not elementwise), or one whose
+    bound estimator's stencil was brought within the input's scale (``magnitudes._localise``:
+    ``norm`` at inputs of ``1e-6``)."""
+    originals = steps._h_from_constants, steps._on_the_bound_grid, magnitudes._localise
     seen = []
 
     def nil(c1: Any, c2: Any, *args: Any) -> Any:
@@ -116,8 +118,14 @@ def with_moved_steps(run: Callable[[], T]) -> tuple[T, bool]:
         seen.append(out is not h and not np.array_equal(out, h))
         return out
 
+    def local(b: Any, prob: Any, h: Any, *args: Any) -> Any:
+        out = originals[2](b, prob, h, *args)
+        seen.append(out[3] is not h and not np.array_equal(out[3], h))
+        return out
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(steps, "_h_from_constants", nil)
         mp.setattr(steps, "_on_the_bound_grid", grid)
+        mp.setattr(magnitudes, "_localise", local)
         out = run()
     return out, any(seen)

@@ -30,6 +30,7 @@ SCRIPTS = {
     "general_peers.py": ["torch gradcheck fast", "jax check_grads", "one element off 0.1%"],
     "kinked_rules.py": ["verdicts over seeds", "test_rrule x primal", "swapped neighbours"],
     "ill_conditioned.py": ["verdicts over seeds", "slope 5 at the kink", "SPD space"],
+    "small_inputs.py": ["0.1% off frule", "norm at 1e-06"],
 }
 
 

@@ -70,7 +70,8 @@ def test_the_engine_runs_in_stages():
     assert edges["problem"] == set()
     assert edges["kernels"] == {"problem"}
     assert edges["rows"] <= {"kernels", "problem"}
-    assert edges["steps"] <= {"kernels", "problem", "rows"}
+    assert edges["magnitudes"] <= {"kernels", "problem", "rows"}
+    assert edges["steps"] <= {"kernels", "magnitudes", "problem", "rows"}
     assert edges["attempt"] <= {"_stencils", "kernels", "problem", "rows", "steps"}
     assert edges["_stencils"] == set()
     assert "methods" not in edges["estimation"] | edges["steps"] | edges["attempt"]

@@ -8,7 +8,11 @@ stencil reached values far larger than ``f(t0)``), which now happens only where 
 reaches far beyond the size of ``t0`` (a fix for float32's zero outputs); and every case in
 which some element's ``p``-th derivative was measured exactly 0 (``tanh`` where it is 1 to the
 bit, a straight line far from 0), whose step is now the widest one seen finite instead of the
-default one (``steps._h_from_constants``; ``3 * t`` at ``1e12`` had an error of 1.0)."""
+default one (``steps._h_from_constants``; ``3 * t`` at ``1e12`` had an error of 1.0); and every
+case with an element whose bound estimator's stencil reached far beyond the size of ``t0`` over
+values far larger than ``f(t0)`` (``sin`` at ``1e-6``), which is now brought within that size
+(``magnitudes._localise``). In those cases the elements whose steps did not move still agree
+within a few ulps."""
 
 from __future__ import annotations
 
@@ -99,7 +103,15 @@ def test_unchanged_within_a_few_ulps(name):
 
 
 def test_the_changed_paths_are_few():
-    assert 0 < len(CHANGED) < len(cases()) / 2
+    assert 0 < len(CHANGED) < len(cases())
+    if not PICKED.known:  # (element by element below: another platform's steps round apart)
+        return
+    moved = sum(
+        ulps(a, b) > 4
+        for n in CHANGED
+        for a, b in zip(SAVED[n][2].ravel(), NOW[n][2].ravel(), strict=True)
+    )
+    assert 0 < moved < sum(SAVED[n][2].size for n in cases()) / 4
 
 
 @pytest.mark.parametrize("name", CHANGED)
@@ -112,3 +124,12 @@ def test_changed_paths_are_no_worse(name):
     assert np.all(np.abs(new - truth) <= np.maximum(np.abs(old - truth), new_err))
     if PICKED.known:  # (another platform's errors differ by its rounding)
         assert np.mean(new_err <= old_err * (1 + 1e-9)) > 0.9
+        # An element whose step did not move took the old path: its value is the old one.
+        same = np.array(
+            [
+                ulps(a, b) <= 4
+                for a, b in zip(SAVED[name][2].ravel(), NOW[name][2].ravel(), strict=True)
+            ]
+        )
+        for a, b in zip(SAVED[name][:2], NOW[name][:2], strict=True):
+            np.testing.assert_array_max_ulp(a.ravel()[same], b.ravel()[same], maxulp=4)
