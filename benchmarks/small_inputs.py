@@ -2,13 +2,13 @@
 
     python benchmarks/small_inputs.py [--quick]
 
-Functions whose features are at the scale of their inputs (``norm``; ``x + s**2 / x``;
-``sqrt(x**2 + c**2)`` elementwise with ``c`` of the size of ``x``) at inputs of scale ``s`` from
-1e-8 to 1: over seeds, how often ``test_rrule`` and ``test_frule`` pass a right rule and one 0.1%
-off (the whole derivative). Also the engine's error estimate relative to the exact derivative
-of ``norm`` (the median over the coordinates of a dense vjp): the tester widens its tolerance
-by it, so a rule wrong by less than it may pass. Before ``magnitudes._localise``, ``norm`` at
-1e-6 had an estimate of 2e-3 and a rule 1% off passed most seeds. Results:
+Functions whose features are at the scale of their inputs (``norm``; ``x + s**2 / x``; ``1/x``;
+``tanh(x / s)``; ``sqrt(x**2 + c**2)`` elementwise with ``c`` of the size of ``x``) at inputs of
+scale ``s`` from 1e-8 to 1: over seeds, how often ``test_rrule`` and ``test_frule`` pass a right
+rule and one 0.1% off (the whole derivative). Also the engine's error estimate relative to the
+exact derivative of ``norm`` (the median over the coordinates of a dense vjp): the tester widens
+its tolerance by it, so a rule wrong by less than it may pass. Before ``magnitudes._localise``,
+``norm`` at 1e-6 had an estimate of 2e-3 and a rule 1% off passed most seeds. Results:
 ``benchmarks/results/small_inputs.json``.
 """
 
@@ -38,6 +38,8 @@ def cases(s: float) -> dict[str, tuple[Any, Any, bool]]:
     return {
         "norm (n=20)": (_norm, _norm_grad, False),
         "x + s^2/x": (lambda x: x + s * s / x, lambda x: 1 - s * s / x**2, True),
+        "1/x": (lambda x: 1.0 / x, lambda x: -1.0 / x**2, True),
+        "tanh(x/s)": (lambda x: np.tanh(x / s), lambda x: (1 - np.tanh(x / s) ** 2) / s, True),
         "sqrt(x^2+c^2)": (
             lambda x: np.sqrt(x * x + c * c),
             lambda x: x / np.sqrt(x * x + c * c),

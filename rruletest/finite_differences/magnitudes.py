@@ -1,14 +1,12 @@
 """The sizes of ``|f^(p)|`` and ``|f|`` near ``t0`` that choose a method's step, measured with
 its bound estimator (a method of ``p + 2`` points).
 
-The bound estimator starts at its own step (``steps.choose_step`` for it). Where its points
-leave the domain, its step shrinks (only those elements are re-evaluated). Where its estimate
-of the ``p``-th derivative is only round-off, its step grows (``log`` at ``1e8``) or shrinks
-(``x**3`` at ``1e-8``): ``_rescale_flat``. Where its stencil reaches far beyond the input's
-scale and sees values far larger than ``|f(t0)|``, the magnitudes are not those near ``t0``
-(``sqrt(t**2 + c**2)`` at ``t`` and ``c`` of ``1e-6`` looks like ``|t|`` at a default step of
-``1e-2``; ``|f|`` there is 5000 times ``|f(t0)|``, and the round-off model with it): the
-stencil is brought within the input's scale once (``_localise``).
+It starts at its own step (``steps.choose_step`` for it), which shrinks where its points leave
+the domain (only those elements are re-evaluated), grows (``log`` at ``1e8``) or shrinks (``x**3``
+at ``1e-8``) where its ``p``-th derivative is only round-off (``_rescale_flat``), and, where it
+reaches far beyond the input's scale over a change of ``f`` larger than ``|f(t0)|``
+(``sqrt(t**2 + c**2)`` at ``t``, ``c`` of ``1e-6`` looks like ``|t|`` at a step of ``1e-2``;
+``1/t`` there has its pole inside), is tried within that scale, kept where sharper (``_localise``).
 
 >>> from rruletest.finite_differences import central_fdm
 >>> from rruletest.finite_differences.problem import Problem
@@ -60,11 +58,10 @@ __all__ = ["FirstStep", "Magnitudes", "magnitudes"]
 Arr = npt.NDArray[Any]
 
 #: A stencil reaching beyond this many times the input's scale, over values beyond
-#: ``WIDE_VALUES`` times ``|f(t0)|``, measures magnitudes far from ``t0``.
+#: ``WIDE_VALUES`` times ``|f(t0)|``, measures magnitudes far from ``t0``; ``_localise``
+#: brings its reach to ``LOCAL_REACH`` times that scale (short of 0, where ``1/x``'s pole is).
 WIDE_REACH = 16.0
 WIDE_VALUES = 4.0
-#: ``_localise`` brings the stencil's reach to this fraction of the input's scale (short of
-#: 0, where ``1/x``'s pole is).
 LOCAL_REACH = 0.5
 
 
@@ -207,17 +204,19 @@ def magnitudes(
 def _localise(
     b: Stencil, prob: Problem, h: Arr, df: Arr, fmag: Arr, span: Arr, done: Arr, retried: Arr
 ) -> tuple[Arr, Arr, Arr, Arr]:
-    """Where the stencil reaches beyond ``WIDE_REACH`` times the input's scale over values
-    beyond ``WIDE_VALUES`` times ``|f(t0)|``, its magnitudes are those of ``f`` far from ``t0``:
-    measure them again with the stencil's reach at ``LOCAL_REACH`` times the input's scale.
+    """Where the stencil reaches beyond ``WIDE_REACH`` times the input's scale and ``f``
+    changes over it by more than its own size, its magnitudes are those of ``f`` far from
+    ``t0``: measure them again with the stencil's reach at ``LOCAL_REACH`` times that scale.
 
-    The round-off model is ``eps * max|f|``, so values 5000 times ``|f(t0)|`` made the error
-    estimate of ``norm``'s derivative at inputs of ``1e-6`` 4000 times its actual error, and a
-    rule 1% off passed. A function that is nearly constant over the stencil (``exp`` at
-    ``1e-6``: the input's scale says nothing of ``f``'s) keeps its magnitudes. Where the scale
-    is ``|t0|`` (no ``resolution``), only a stencil reaching across 0 (``retried`` holds those)
-    can reach beyond it, so only those elements are looked at, and only the wide ones are
-    evaluated again (a broadcast problem pays next to nothing for the others).
+    The signs: values beyond ``WIDE_VALUES`` times ``|f(t0)|`` (the round-off model is ``eps *
+    max|f|``: ``norm`` at ``1e-6``, values 5000 times ``|f(t0)|``, had an error estimate 4000
+    times its error, and a rule 1% off passed), or a ``q``-th difference as large as
+    ``|f(t0)|`` (``1/t`` at ``1e-6``, its pole inside). The local magnitudes are taken where
+    they show a ``q``-th derivative above round-off, a feature at that scale, or, for values
+    far larger, where they give the smaller error (``cos(300 t)`` and ``exp(100 t)`` at
+    ``1e-6`` keep the wide ones; ``exp`` there is left alone). Where the scale is ``|t0|``,
+    only a stencil reaching across 0 (in ``retried``) can reach beyond it: only those
+    elements are looked at (a broadcast problem pays next to nothing for the others).
     """
     idx = np.flatnonzero(retried if prob.resolution == 0.0 else done)
     idx = idx[done.reshape(-1)[idx]]
@@ -229,12 +228,13 @@ def _localise(
     else:
         scale = np.broadcast_to(prob.input_scale, prob.t_shape).reshape(-1)[idx]
     f0 = _at(np.abs(prob.centre()), prob, idx)
-    reach = np.multiply(h.reshape(-1)[idx], b.max_offset, dtype=np.float64)
-    ok = (f0 > 0) & (scale > 0) & (_at(fmag, prob, idx) > WIDE_VALUES * f0)
-    ok &= reach > WIDE_REACH * scale
+    h_b = h.reshape(-1)[idx].astype(np.float64)
+    big = _at(fmag, prob, idx) > WIDE_VALUES * f0
+    curved = scaled(_at(df, prob, idx), h_b, b.q) > f0
+    ok = (f0 > 0) & (scale > 0) & (big | curved) & (h_b * b.max_offset > WIDE_REACH * scale)
     if not ok.any():
         return df, fmag, span, h
-    idx, t0 = idx[ok], t0[ok]
+    idx, t0, big = idx[ok], t0[ok], big[ok]
     lower = np.maximum(
         np.multiply(abs_spacing(t0), RESOLUTION, dtype=np.float64), tiny_step(b, prob)
     )
@@ -242,20 +242,34 @@ def _localise(
     snapped = (t0 + hd) - t0  # (as ``snap``: t0 + h is exact)
     h_new = np.where(np.isfinite(snapped) & (snapped > 0), snapped, hd).astype(prob.dtype)
     sub = prob.subset(idx)
-    if sub is None:  # (not elementwise: small) the whole problem, the wide elements taken
-        h2 = np.array(h, copy=True)
-        h2.reshape(-1)[idx] = h_new
-        wide = scatter(idx, np.ones(idx.size, dtype=bool), prob.t_shape, False)
-        ev, mag, fm = _magnitude_pass_on(b, prob, h2, wide)
-        take = wide & ev.good
+    if sub is None:  # (not elementwise, so small) the whole problem, these elements taken
+        h_all = np.array(h, copy=True)
+        h_all.reshape(-1)[idx] = h_new
+        mask = scatter(idx, np.ones(idx.size, dtype=bool), prob.t_shape, False)
+        ev, mag, fm = _magnitude_pass_on(b, prob, h_all, mask)
+        (flat_y,) = elementwise(prob, _flat_check(b, prob), mag, h_all, fm)
+        flat = reduce_to(flat_y, prob.t_shape, np.all).reshape(-1)[idx]
+        better = _sharper(
+            b,
+            prob,
+            _at(df, prob, idx),
+            _at(fmag, prob, idx),
+            *(_at(a, prob, idx) for a in (mag, fm)),
+        )
+        good = ev.good.reshape(-1)[idx] & (~flat | (big & better))
+        take = scatter(idx[good], np.ones(int(good.sum()), dtype=bool), prob.t_shape, False)
+        if not take.any():
+            return df, fmag, span, h
         return (
             np.where(take, mag, df),
             np.where(take, fm, fmag),
-            np.where(take, np.multiply(h2, b.max_offset, dtype=np.float64), span),
-            np.where(take, h2, h),
+            np.where(take, np.multiply(h_all, b.max_offset, dtype=np.float64), span),
+            np.where(take, h_all, h),
         )
     ev, mag, fm = _magnitude_pass(b, sub, h_new)
-    good = ev.good.reshape(-1)
+    (flat,) = _flat_check(b, sub)(mag, h_new, fm)
+    better = _sharper(b, prob, _at(df, prob, idx), _at(fmag, prob, idx), mag, fm)
+    good = ev.good.reshape(-1) & (~np.asarray(flat).reshape(-1) | (big & better))
     if not good.any():
         return df, fmag, span, h
     local = np.multiply(h_new, b.max_offset, dtype=np.float64)
@@ -265,6 +279,17 @@ def _localise(
         arr.reshape(-1)[idx[good]] = np.asarray(piece).reshape(-1)[good]
         out.append(arr)
     return out[0], out[1], out[2], out[3]
+
+
+def _sharper(b: Stencil, prob: Problem, *mags: Arr) -> Arr:
+    """Whether the magnitudes ``df_2, fmag_2`` give a smaller error than ``df, fmag`` (``mags``
+    is the four) at the optimal step of a first derivative of ``b.q`` points: ``eps(|f|)**(1 -
+    1/p) * |f^(p)|**(1/p)``, up to a common factor."""
+    pairs = ((mags[0], mags[1]), (mags[2], mags[3]))
+    w = 1.0 / b.q
+    with np.errstate(all="ignore"):
+        one, two = (ulp(m, prob.out_dtype) ** (1 - w) * np.abs(d) ** w for d, m in pairs)
+    return np.asarray(two < one).reshape(-1)
 
 
 def _at(a: Arr, prob: Problem, idx: npt.NDArray[np.intp]) -> Arr:
