@@ -1,5 +1,4 @@
-"""The sizes of ``|f^(p)|`` and ``|f|`` near ``t0`` that choose a method's step, measured with
-its bound estimator (a method of ``p + 2`` points).
+"""``|f^(p)|`` and ``|f|`` near ``t0``, which choose a method's step, by its bound estimator.
 
 It starts at its own step (``steps.choose_step`` for it), which shrinks where its points leave
 the domain (only those elements are re-evaluated), grows (``log`` at ``1e8``) or shrinks (``x**3``
@@ -258,8 +257,6 @@ def _localise(
         )
         good = ev.good.reshape(-1)[idx] & (~flat | (big & better))
         take = scatter(idx[good], np.ones(int(good.sum()), dtype=bool), prob.t_shape, False)
-        if not take.any():
-            return df, fmag, span, h
         return (
             np.where(take, mag, df),
             np.where(take, fm, fmag),
@@ -274,8 +271,11 @@ def _localise(
         return df, fmag, span, h
     local = np.multiply(h_new, b.max_offset, dtype=np.float64)
     out = []
+    # (df, fmag, span are this run's own, written in place; h may be the first step's, copied)
     for full, piece in ((df, mag), (fmag, fm), (span, local), (h, h_new)):
-        arr = np.array(full, dtype=np.result_type(full, piece), copy=True)
+        arr, dtype = np.asarray(full), np.result_type(full, piece)
+        if full is h or arr.dtype != dtype or not (arr.flags.writeable and arr.flags.c_contiguous):
+            arr = np.array(full, dtype=dtype, copy=True)
         arr.reshape(-1)[idx[good]] = np.asarray(piece).reshape(-1)[good]
         out.append(arr)
     return out[0], out[1], out[2], out[3]
